@@ -1,0 +1,77 @@
+"""imagebench: the headless core of napari-imagebench.
+
+The public vocabulary is importable from here; submodules load on first use so that
+``import imagebench`` stays light (no Qt, napari, vispy, dask, pyarrow or tifffile).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # fixture vocabulary
+    "Fixture": "imagebench.fixture",
+    "Attempt": "imagebench.fixture",
+    "Metric": "imagebench.fixture",
+    "Outcome": "imagebench.fixture",
+    "FixtureSpec": "imagebench.fixture",
+    "FixtureError": "imagebench.fixture",
+    "Procedural": "imagebench.fixture",
+    "OnDisk": "imagebench.fixture",
+    "read_array": "imagebench.fixture",
+    "read_scalar": "imagebench.fixture",
+    # handles
+    "ArrayRef": "imagebench.refs",
+    "NpzRef": "imagebench.refs",
+    "FileRef": "imagebench.refs",
+    "ref_missing": "imagebench.refs",
+    # artifacts
+    "write_report": "imagebench.artifacts",
+    "save_png": "imagebench.artifacts",
+    "shared_range": "imagebench.artifacts",
+    "artifact_root": "imagebench.artifacts",
+    # cases and sessions
+    "Case": "imagebench.case",
+    "Layer": "imagebench.case",
+    "Collect": "imagebench.case",
+    "Skill": "imagebench.case",
+    "Session": "imagebench.session",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'imagebench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from imagebench.artifacts import artifact_root, save_png, shared_range, write_report
+    from imagebench.case import Case, Collect, Layer, Skill
+    from imagebench.fixture import (
+        Attempt,
+        Fixture,
+        FixtureError,
+        FixtureSpec,
+        Metric,
+        OnDisk,
+        Outcome,
+        Procedural,
+        read_array,
+        read_scalar,
+    )
+    from imagebench.refs import ArrayRef, FileRef, NpzRef, ref_missing
+    from imagebench.session import Session

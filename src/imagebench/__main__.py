@@ -1,0 +1,5 @@
+import sys
+
+from imagebench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,158 @@
+"""Cases: one non-decomposable artifact of task, persona, fixture, layers, verifier and tolerances.
+
+A case is keyed by its label ``"<namespace>/<case_id>"``; the namespace is the skill id, or
+``tasks`` for a case that names no skill. Every artifact and report is keyed by that label.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from imagebench.fixture import Attempt, Fixture, FixtureSpec, Outcome
+
+if TYPE_CHECKING:
+    from imagebench.session import Session
+
+LayerKind = Literal["image", "labels", "points", "shapes"]
+Presentation = Literal["array", "tensor"]
+CaseClass = Literal["golden", "refusal", "empty", "rerun", "hard-case", "trigger"]
+
+LAYER_KINDS: tuple[str, ...] = ("image", "labels", "points", "shapes")
+PRESENTATIONS: tuple[str, ...] = ("array", "tensor")
+CASE_CLASSES: tuple[str, ...] = ("golden", "refusal", "empty", "rerun", "hard-case", "trigger")
+NO_SKILL = "tasks"
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+class CaseError(ValueError):
+    """A case is malformed."""
+
+
+@dataclass(frozen=True)
+class Layer:
+    """How one data key of the fixture reaches the subject (and the viewer)."""
+
+    name: str
+    key: str
+    kind: LayerKind = "image"
+    presentation: Presentation = "array"
+    chunks: tuple[int, ...] | None = None
+    dim_labels: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in LAYER_KINDS:
+            raise CaseError(f"layer {self.name!r}: kind must be one of {LAYER_KINDS}, got {self.kind!r}")
+        if self.presentation not in PRESENTATIONS:
+            raise CaseError(
+                f"layer {self.name!r}: presentation must be one of {PRESENTATIONS}, got {self.presentation!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Collect:
+    """One thing the subject must leave: a name in the session namespace or a layer of that name.
+
+    ``what`` says how a ``command:`` subject writes it: ``array`` -> ``outputs/<name>.npy``,
+    ``scalar``/``json`` -> ``outputs/<name>.json``.
+    """
+
+    name: str
+    what: Literal["array", "scalar", "json"] = "array"
+    description: str = ""
+
+
+Verifier = Callable[[Fixture, Attempt], Outcome]
+Reference = Callable[["Session"], None]
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A skill and the checklist of routes it declares it touches (e.g. ``("dask", "tensor")``)."""
+
+    skill_id: str
+    checklist: tuple[str, ...] = ()
+    about: str = ""
+
+
+@dataclass(frozen=True)
+class Case:
+    case_id: str
+    namespace: str
+    task: str
+    persona: str
+    fixture: FixtureSpec
+    layers: tuple[Layer, ...]
+    collect: tuple[Collect, ...]
+    verify: Verifier
+    reference: Reference | None = None
+    case_class: CaseClass = "golden"
+    revision: str = "2026.11.0"
+    timeout_s: float = 120.0
+    answer: Any = None  # a structured-answer task contract (imagebench.scoring), when the case has one
+    about: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for what, value in (("case_id", self.case_id), ("namespace", self.namespace)):
+            if not _NAME.match(value):
+                raise CaseError(f"case {self.namespace}/{self.case_id}: {what} {value!r} is not a lowercase name")
+        if self.case_class not in CASE_CLASSES:
+            raise CaseError(f"case {self.label}: class must be one of {CASE_CLASSES}, got {self.case_class!r}")
+        names = [layer.name for layer in self.layers]
+        if len(set(names)) != len(names):
+            raise CaseError(f"case {self.label}: duplicate layer names {names}")
+        for c in self.collect:
+            if c.name not in self.task:
+                raise CaseError(f"case {self.label}: the prompt must name what to leave ({c.name!r})")
+
+    @property
+    def label(self) -> str:
+        return f"{self.namespace}/{self.case_id}"
+
+    @property
+    def kind(self) -> str:
+        return self.fixture.kind
+
+    @property
+    def tolerances(self) -> Mapping[str, float]:
+        """The metric limits; they live on the fixture spec (one place)."""
+        return self.fixture.tolerance
+
+    @property
+    def presentations(self) -> set[str]:
+        return {layer.presentation for layer in self.layers}
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            return self.fixture.available(self.namespace, self.case_id)
+        except Exception as exc:  # availability is a fact to report, never a crash
+            return False, f"{type(exc).__name__}: {exc}"
+
+    def build(self) -> Fixture:
+        return self.fixture.build(self.namespace, self.case_id)
+
+
+def presentation_warnings(skills: Mapping[str, Skill], cases: Iterable[Case]) -> list[str]:
+    """Presentation coverage per skill: a warning (never a failure) for each declared route no case presents."""
+    by_skill: dict[str, set[str]] = {}
+    for case in cases:
+        by_skill.setdefault(case.namespace, set()).update(case.presentations)
+    warnings: list[str] = []
+    for skill_id, presented in sorted(by_skill.items()):
+        skill = skills.get(skill_id)
+        if skill is None:
+            continue
+        declared = list(skill.checklist)
+        lazy = [c for c in declared if c in ("dask", "tensor")]
+        if lazy and "tensor" not in presented:
+            only = ", ".join(f"`{p}`" for p in sorted(presented)) or "nothing"
+            warnings.append(
+                f"{skill_id} declares {declared}, yet its cases present only {only}: every run hands the "
+                "subject `client is None`, so neither the lazy read route nor a step that uploads a "
+                "result has been benchmarked for this skill"
+            )
+    return warnings

@@ -1,0 +1,315 @@
+"""The fixture vocabulary: what a run is given and what it has to recover.
+
+A *fixture* is pixels (``data``) plus the held-out answer (``truth``). A subject
+works on the data and leaves an *attempt*; a verifier turns fixture and attempt
+into an *outcome* made of *metrics*, each with a limit.
+
+Nothing in this module knows what drift or a nucleus is, and it imports nothing
+heavier than numpy, so every layer above can depend on it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+Kind = Literal["synthetic", "curated"]
+
+FIXTURES_ENV = "IMAGEBENCH_FIXTURES"
+
+
+class FixtureError(ValueError):
+    """A fixture is malformed or cannot be built (names the file and field when there is one)."""
+
+
+# --------------------------------------------------------------------------- vocabulary
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """Pixels a subject may see (``data``) and the answer it may not (``truth``)."""
+
+    provenance: str
+    data: Mapping[str, Any]
+    truth: Mapping[str, Any]
+    tolerance: Mapping[str, float] = field(default_factory=dict)
+    about: str = ""
+    citation: str | None = None
+    kind: Kind = "synthetic"
+    skill_id: str = ""
+    case_id: str = ""
+
+    def __post_init__(self) -> None:
+        shared = sorted(set(self.data) & set(self.truth))
+        if shared:
+            raise FixtureError(
+                f"fixture {self.skill_id or '?'}/{self.case_id or '?'}: key(s) {shared} appear in "
+                "both data and truth; truth must never be reachable as data"
+            )
+        if self.kind not in ("synthetic", "curated"):
+            raise FixtureError(f"fixture kind must be 'synthetic' or 'curated', got {self.kind!r}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.skill_id}/{self.case_id}"
+
+
+@dataclass
+class Attempt:
+    """What a subject left behind: raw leavings by name, plus notes about how they were collected."""
+
+    subject: str
+    arrays: dict[str, Any] = field(default_factory=dict)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One measurement with its limit. It passes when ``value <= limit``.
+
+    ``value is None`` means the measurement is unavailable for this run; ``unavailable``
+    then says why, and the metric never passes.
+    """
+
+    name: str
+    value: float | None
+    limit: float
+    unit: str = ""
+    unavailable: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.value is None and not self.unavailable:
+            object.__setattr__(self, "unavailable", "not computed")
+        if self.value is not None:
+            v = float(self.value)
+            if math.isnan(v):
+                object.__setattr__(self, "value", None)
+                object.__setattr__(self, "unavailable", self.unavailable or "value is NaN")
+            else:
+                object.__setattr__(self, "value", v)
+
+    @classmethod
+    def missing(cls, name: str, limit: float, reason: str, unit: str = "") -> Metric:
+        return cls(name=name, value=None, limit=limit, unit=unit, unavailable=reason)
+
+    @property
+    def scored(self) -> bool:
+        return self.value is not None
+
+    @property
+    def passed(self) -> bool:
+        return self.value is not None and self.value <= self.limit
+
+    @property
+    def verdict(self) -> Literal["pass", "fail", "unavailable"]:
+        if self.value is None:
+            return "unavailable"
+        return "pass" if self.passed else "fail"
+
+
+@dataclass
+class Outcome:
+    """A verifier's answer: metrics, free-form detail and images worth looking at.
+
+    Every image in ``artifacts`` is meant to be compared with the others, so they are
+    written with one shared contrast range.
+    """
+
+    fixture: Fixture
+    attempt: Attempt
+    metrics: list[Metric]
+    detail: dict[str, Any] = field(default_factory=dict)
+    artifacts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def scored(self) -> list[Metric]:
+        return [m for m in self.metrics if m.scored]
+
+    @property
+    def passed(self) -> bool:
+        scored = self.scored
+        return bool(scored) and all(m.passed for m in scored)
+
+
+# --------------------------------------------------------------------------- reading leavings
+
+_MISSING = object()
+
+
+def _lookup(attempt: Attempt, name: str) -> tuple[Any, str | None]:
+    if name not in attempt.arrays:
+        why = attempt.notes.get("why_not", {}).get(name) if isinstance(attempt.notes, dict) else None
+        return _MISSING, why or f"the subject left nothing named {name!r}"
+    return attempt.arrays[name], None
+
+
+def read_array(
+    attempt: Attempt,
+    name: str,
+    *,
+    ndim: int | None = None,
+    shape: tuple[int, ...] | None = None,
+    dtype: Any = None,
+) -> tuple[np.ndarray | None, str | None]:
+    """Read leaving ``name`` as an ndarray, checked; return ``(array, None)`` or ``(None, why)``.
+
+    ``dtype`` may be a numpy dtype (the array is cast when the cast is safe, e.g. a label
+    image of int32 read as int64) or a kind character such as ``"i"``, ``"u"``, ``"f"``, ``"b"``
+    or a string of several (``"iu"``). Never raises.
+    """
+    try:
+        value, why = _lookup(attempt, name)
+        if value is _MISSING:
+            return None, why
+        if value is None:
+            return None, f"{name!r} is None"
+        if isinstance(value, (str, bytes, dict)):
+            return None, f"{name!r} is a {type(value).__name__}, expected an array"
+        arr = np.asarray(value)
+        if arr.dtype == object:
+            return None, f"{name!r} is not a numeric array (dtype object)"
+        if ndim is not None and arr.ndim != ndim:
+            return None, f"{name!r} has {arr.ndim} dimension(s), expected {ndim}"
+        if shape is not None and tuple(arr.shape) != tuple(shape):
+            return None, f"{name!r} has shape {tuple(arr.shape)}, expected {tuple(shape)}"
+        if dtype is not None:
+            if isinstance(dtype, str) and all(c in "biufc" for c in dtype) and len(dtype) <= 5:
+                if arr.dtype.kind not in dtype:
+                    return None, f"{name!r} has dtype {arr.dtype}, expected kind {dtype!r}"
+            else:
+                want = np.dtype(dtype)
+                if arr.dtype != want:
+                    if not np.can_cast(arr.dtype, want, casting="same_kind"):
+                        return None, f"{name!r} has dtype {arr.dtype}, expected {want}"
+                    arr = arr.astype(want)
+        if arr.dtype.kind in "fc" and arr.size and not np.all(np.isfinite(arr)):
+            return None, f"{name!r} contains NaN or infinite values"
+        return arr, None
+    except Exception as exc:  # a leaving that cannot even be converted
+        return None, f"{name!r} could not be read as an array: {type(exc).__name__}: {exc}"
+
+
+def read_scalar(
+    attempt: Attempt, name: str, *, kind: type = float
+) -> tuple[float | int | bool | None, str | None]:
+    """Read leaving ``name`` as one number (``kind`` float, int or bool). Never raises.
+
+    A bool is never accepted as a number, a string is never parsed, and NaN/inf are refused.
+    """
+    try:
+        value, why = _lookup(attempt, name)
+        if value is _MISSING:
+            return None, why
+        if isinstance(value, np.ndarray):
+            if value.size != 1:
+                return None, f"{name!r} is an array of shape {value.shape}, expected one number"
+            value = value.reshape(()).item()
+        elif isinstance(value, np.generic):
+            value = value.item()
+        if kind is bool:
+            if isinstance(value, bool):
+                return value, None
+            return None, f"{name!r} is {type(value).__name__}, expected a boolean"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None, f"{name!r} is {type(value).__name__}, expected a number"
+        if kind is int:
+            if isinstance(value, float):
+                if not value.is_integer():
+                    return None, f"{name!r} is {value!r}, expected an integer"
+                value = int(value)
+            return int(value), None
+        v = float(value)
+        if not math.isfinite(v):
+            return None, f"{name!r} is {v!r}, expected a finite number"
+        return v, None
+    except Exception as exc:
+        return None, f"{name!r} could not be read as a number: {type(exc).__name__}: {exc}"
+
+
+# --------------------------------------------------------------------------- where pixels come from
+
+
+@runtime_checkable
+class FixtureSpec(Protocol):
+    """Where a case's pixels come from. Exactly one per case; never a fallback."""
+
+    kind: Kind
+    tolerance: Mapping[str, float]
+
+    def available(self, skill_id: str, case_id: str) -> tuple[bool, str]: ...
+
+    def build(self, skill_id: str, case_id: str) -> Fixture: ...
+
+
+def _stamp(fixture: Fixture, kind: Kind, skill_id: str, case_id: str, tolerance: Mapping[str, float]) -> Fixture:
+    # The spec is the one place a case's identity comes from: overwrite whatever the builder set.
+    return replace(fixture, kind=kind, skill_id=skill_id, case_id=case_id, tolerance=dict(tolerance))
+
+
+@dataclass(frozen=True)
+class Procedural:
+    """A synthetic fixture generated at run time by ``builder(seed=..., **params)``. Always available."""
+
+    builder: Callable[..., Fixture]
+    seed: int = 0
+    params: Mapping[str, Any] = field(default_factory=dict)
+    tolerance: Mapping[str, float] = field(default_factory=dict)
+    kind: Kind = field(default="synthetic", init=False)
+
+    @property
+    def builder_name(self) -> str:
+        b = self.builder
+        return f"{getattr(b, '__module__', '?')}:{getattr(b, '__qualname__', repr(b))}"
+
+    def available(self, skill_id: str, case_id: str) -> tuple[bool, str]:
+        return True, ""
+
+    def build(self, skill_id: str, case_id: str) -> Fixture:
+        fixture = self.builder(seed=self.seed, **dict(self.params))
+        if not isinstance(fixture, Fixture):
+            raise FixtureError(
+                f"builder {self.builder_name} returned {type(fixture).__name__}, expected a Fixture"
+            )
+        return _stamp(fixture, "synthetic", skill_id, case_id, self.tolerance)
+
+
+@dataclass(frozen=True)
+class OnDisk:
+    """A curated fixture read from a fixture tree (``$IMAGEBENCH_FIXTURES`` unless ``root`` is given).
+
+    The tolerance lives here, on the spec, so a machine's copy of the data cannot re-tune
+    what counts as a pass.
+    """
+
+    tolerance: Mapping[str, float]
+    root: str | os.PathLike[str] | None = None
+    kind: Kind = field(default="curated", init=False)
+
+    def tree_root(self) -> Path | None:
+        if self.root is not None:
+            return Path(self.root)
+        env = os.environ.get(FIXTURES_ENV)
+        return Path(env) if env else None
+
+    def available(self, skill_id: str, case_id: str) -> tuple[bool, str]:
+        from imagebench import tree
+
+        root = self.tree_root()
+        if root is None:
+            return False, f"${FIXTURES_ENV} is not set; this curated case reads its pixels from a fixture tree"
+        return tree.case_available(root, skill_id, case_id)
+
+    def build(self, skill_id: str, case_id: str) -> Fixture:
+        from imagebench import tree
+
+        root = self.tree_root()
+        if root is None:
+            raise FixtureError(f"${FIXTURES_ENV} is not set; cannot build curated case {skill_id}/{case_id}")
+        fixture = tree.load_fixture(root, skill_id, case_id)
+        return _stamp(fixture, "curated", skill_id, case_id, self.tolerance)

@@ -1,0 +1,185 @@
+"""On-disk records a run leaves behind: summary.json per sample and per case, and run.json.
+
+Every record is a pydantic model with a schema version, so a reader can refuse what it does
+not understand and ``imagebench schema`` can print the JSON schema of each.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+Status = Literal[
+    "ok",  # scored, every scored metric within its limit
+    "wrong-answer",  # scored, at least one metric outside its limit
+    "no-result",  # the subject left none of the names it had to leave
+    "unscorable-result",  # it left something, but nothing could be scored (wrong shape/type, ...)
+    "timeout",  # the subject ran past its time limit
+    "harness-error",  # the bench itself failed (builder, verifier, I/O): never the subject's fault
+    "skipped",  # the fixture is not available on this machine, with the reason
+    "blocked",  # a structured case whose scoring contract is missing/ineligible: never a zero
+]
+STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MetricRecord(_Record):
+    name: str
+    value: float | None
+    limit: float
+    unit: str = ""
+    unavailable: str | None = None
+    verdict: Literal["pass", "fail", "unavailable"]
+
+
+class SampleSummary(_Record):
+    """One sample of one case for one subject: ``<subject>/<namespace>/<case_id>/sample-<n>/summary.json``."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    label: str
+    namespace: str
+    case_id: str
+    subject: str
+    sample: int | None = None
+    kind: str = "synthetic"
+    case_class: str = "golden"
+    status: Status
+    reason: str = ""
+    passed: bool = False
+    metrics: list[MetricRecord] = Field(default_factory=list)
+    answer: dict[str, Any] | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+    artifacts: list[str] = Field(default_factory=list)
+    flags: list[str] = Field(default_factory=list)
+    provenance: str = ""
+    citation: str | None = None
+    seed: int | None = None
+    times: dict[str, float] = Field(default_factory=dict)
+
+
+class CaseSummary(_Record):
+    """All samples of one case for one subject: ``<subject>/<namespace>/<case_id>/summary.json``."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    label: str
+    subject: str
+    kind: str = "synthetic"
+    case_class: str = "golden"
+    samples: int
+    counts: dict[str, int]
+    passed: int
+    scored: int
+    metric_means: dict[str, float | None] = Field(default_factory=dict)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunRecord(_Record):
+    """``run-<UTC timestamp>/run.json``: what was run, by whom, and how each sample ended."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    run_id: str
+    started: str
+    finished: str | None = None
+    subject: str
+    samples: int
+    selection: dict[str, Any] = Field(default_factory=dict)
+    cases: list[str] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+    complete: bool = False
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+RECORDS: dict[str, type[BaseModel]] = {
+    "summary": SampleSummary,
+    "case-summary": CaseSummary,
+    "run": RunRecord,
+}
+
+
+class RecordError(ValueError):
+    """A record on disk is missing, malformed or of an unknown version (names the file and the field)."""
+
+
+def json_safe(value: Any) -> Any:
+    """Turn numpy scalars/arrays, paths and non-finite floats into plain JSON (NaN/inf become None)."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover
+        np = None  # type: ignore[assignment]
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Path):
+        return str(value)
+    if np is not None:
+        if isinstance(value, np.generic):
+            return json_safe(value.item())
+        if isinstance(value, np.ndarray):
+            if value.size > 64:
+                return {"shape": list(value.shape), "dtype": str(value.dtype)}
+            return json_safe(value.tolist())
+    return repr(value)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` atomically: a reader sees the old file or the new one, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def write_record(path: str | os.PathLike[str], record: BaseModel) -> Path:
+    return atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
+
+
+def read_record(path: str | os.PathLike[str], model: type[BaseModel]) -> Any:
+    """Read and validate a record; a bad file raises RecordError naming the file and the field."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RecordError(f"{path}: file is missing") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RecordError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise RecordError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise RecordError(f"{path}: field 'schema_version' is {version!r}, expected {SCHEMA_VERSION}")
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(root)"
+        raise RecordError(f"{path}: field {where!r}: {first['msg']}") from None
