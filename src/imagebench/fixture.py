@@ -134,7 +134,26 @@ class Outcome:
     @property
     def passed(self) -> bool:
         scored = self.scored
-        return bool(scored) and all(m.passed for m in scored)
+        return bool(scored) and all(m.passed for m in scored) and not self.detail.get("blocked")
+
+    @property
+    def status(self) -> str:
+        """How this outcome ends, as a run status (see ``imagebench.records.Status``).
+
+        ``blocked`` when the verifier says so in ``detail["blocked"]`` (a structured case whose
+        scoring contract is missing or ineligible); ``ok`` when passed; ``wrong-answer`` when
+        something was scored; ``no-result`` when the subject left nothing; else
+        ``unscorable-result``.
+        """
+        if self.detail.get("blocked"):
+            return "blocked"
+        if self.passed:
+            return "ok"
+        if self.scored:
+            return "wrong-answer"
+        if not self.attempt.arrays:
+            return "no-result"
+        return "unscorable-result"
 
 
 # --------------------------------------------------------------------------- reading leavings
