@@ -163,8 +163,9 @@ _MISSING = object()
 
 def _lookup(attempt: Attempt, name: str) -> tuple[Any, str | None]:
     if name not in attempt.arrays:
-        why = attempt.notes.get("why_not", {}).get(name) if isinstance(attempt.notes, dict) else None
-        return _MISSING, why or f"the subject left nothing named {name!r}"
+        why_not = attempt.notes.get("why_not") if isinstance(attempt.notes, dict) else None
+        why = why_not.get(name) if isinstance(why_not, dict) else None
+        return _MISSING, str(why) if why else f"the subject left nothing named {name!r}"
     return attempt.arrays[name], None
 
 
@@ -191,8 +192,8 @@ def read_array(
         if isinstance(value, (str, bytes, dict)):
             return None, f"{name!r} is a {type(value).__name__}, expected an array"
         arr = np.asarray(value)
-        if arr.dtype == object:
-            return None, f"{name!r} is not a numeric array (dtype object)"
+        if arr.dtype.kind not in "biufc":
+            return None, f"{name!r} is not a numeric array (dtype {arr.dtype})"
         if ndim is not None and arr.ndim != ndim:
             return None, f"{name!r} has {arr.ndim} dimension(s), expected {ndim}"
         if shape is not None and tuple(arr.shape) != tuple(shape):
@@ -206,7 +207,11 @@ def read_array(
                 if arr.dtype != want:
                     if not np.can_cast(arr.dtype, want, casting="same_kind"):
                         return None, f"{name!r} has dtype {arr.dtype}, expected {want}"
-                    arr = arr.astype(want)
+                    cast = arr.astype(want)
+                    # same_kind allows int64 -> int8: refuse a cast that would wrap values around
+                    if want.kind in "iu" and not np.array_equal(cast, arr):
+                        return None, f"{name!r} has values that do not fit {want} (dtype {arr.dtype})"
+                    arr = cast
         if arr.dtype.kind in "fc" and arr.size and not np.all(np.isfinite(arr)):
             return None, f"{name!r} contains NaN or infinite values"
         return arr, None
@@ -258,8 +263,11 @@ def read_scalar(
 class FixtureSpec(Protocol):
     """Where a case's pixels come from. Exactly one per case; never a fallback."""
 
-    kind: Kind
-    tolerance: Mapping[str, float]
+    @property
+    def kind(self) -> Kind: ...
+
+    @property
+    def tolerance(self) -> Mapping[str, float]: ...
 
     def available(self, skill_id: str, case_id: str) -> tuple[bool, str]: ...
 

@@ -143,6 +143,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; a report is for people to read
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
@@ -155,6 +156,15 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
             pass
         raise
     return path
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()  # read once at import: os.umask is process-wide, not thread-safe to probe
 
 
 def write_record(path: str | os.PathLike[str], record: BaseModel) -> Path:
