@@ -40,6 +40,12 @@ _EXPORTS: dict[str, str] = {
     "Collect": "imagebench.case",
     "Skill": "imagebench.case",
     "Session": "imagebench.session",
+    "open_session": "imagebench.session",
+    "collect_attempt": "imagebench.session",
+    # subjects and running
+    "parse_subject": "imagebench.subjects",
+    "run_cases": "imagebench.runner",
+    "run_unit": "imagebench.runner",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
@@ -74,4 +80,6 @@ if TYPE_CHECKING:  # pragma: no cover
         read_scalar,
     )
     from imagebench.refs import ArrayRef, FileRef, NpzRef, ref_missing
-    from imagebench.session import Session
+    from imagebench.runner import run_cases, run_unit
+    from imagebench.session import Session, collect_attempt, open_session
+    from imagebench.subjects import parse_subject

@@ -1,0 +1,465 @@
+"""Who works a case: the subjects a run can put in front of a fixture.
+
+A subject is anything with a ``name`` (usable as a folder name) that can be called with a
+:class:`~imagebench.session.Session` and leaves what the case asks for in
+``session.namespace``. :func:`parse_subject` turns a command-line spec into one:
+
+- ``reference``: the case's own reference solution;
+- ``nop``: does nothing (the floor: it never passes);
+- ``python:package.module:function``: ``function(session)`` called in this process;
+- ``command:<shell command>``: the command run with bash in a fresh workspace folder.
+
+A subject that needs to know more than the session (the case, the sample folder, the time
+limit) defines ``bind(case, context) -> callable(session)``; the runner calls it once per sample.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from imagebench.case import Case
+    from imagebench.session import Session
+
+SUBJECT_FORMS: tuple[tuple[str, str], ...] = (
+    ("reference", "the case's own reference solution"),
+    ("nop", "does nothing; a floor that never passes"),
+    ("python:package.module:function", "calls function(session) in this process"),
+    ("command:<shell command>", "runs the command with bash in a fresh workspace (prompt.md, inputs/, outputs/)"),
+)
+
+WORKSPACE_ENV = "IMAGEBENCH_WORKSPACE"
+TENSOR_URL_ENV = "IMAGEBENCH_TENSOR_URL"
+# Never inherited by a command subject: where truth lives on disk and where reports go.
+_WITHHELD_ENV = ("IMAGEBENCH_FIXTURES", "IMAGEBENCH_OUTCOME_DIR", TENSOR_URL_ENV)
+# How long a timed-out process group gets between SIGTERM and SIGKILL.
+_KILL_GRACE_S = 2.0
+
+
+class SubjectError(ValueError):
+    """A subject spec is invalid, or a subject cannot work this case (a harness matter, never a score)."""
+
+
+class SubjectTimeout(Exception):
+    """The subject ran past its time limit."""
+
+
+class SubjectHarnessError(RuntimeError):
+    """The harness itself failed while running a subject (workspace, disk, ...): never the subject's fault."""
+
+
+def valid_forms() -> str:
+    width = max(len(form) for form, _ in SUBJECT_FORMS)
+    return "\n".join(f"  {form.ljust(width)}  {about}" for form, about in SUBJECT_FORMS)
+
+
+@runtime_checkable
+class Subject(Protocol):
+    """Works one sample: reads the session, leaves its answers in ``session.namespace``."""
+
+    name: str
+
+    def __call__(self, session: Session) -> None: ...
+
+
+@dataclass(frozen=True)
+class UnitContext:
+    """What the runner tells a subject about one sample beyond the session."""
+
+    sample_dir: Path
+    timeout_s: float
+    tensor_url: str | None = None
+    # A folder every workspace gets a copy of as ``files/`` (a bundle case's files/), and
+    # environment variables for a command (a bundle case's setup.env; never the withheld ones).
+    files: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- the subjects
+
+
+@dataclass(frozen=True)
+class ReferenceSubject:
+    """The case's own reference solution (``case.reference(session)``)."""
+
+    name: str = "reference"
+
+    def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
+        if case.reference is None:
+            raise SubjectError(f"case {case.label} has no reference solution")
+        return case.reference
+
+    def __call__(self, session: Session) -> None:
+        raise SubjectError(
+            f"the reference subject works through the case it is bound to; call bind(case, context) first "
+            f"(session {session.label})"
+        )
+
+
+@dataclass(frozen=True)
+class NopSubject:
+    """Leaves nothing. Every case must fail it: a case that a do-nothing subject passes measures nothing."""
+
+    name: str = "nop"
+
+    def __call__(self, session: Session) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class PythonSubject:
+    """``function(session)`` from an importable module, called in this process."""
+
+    target: str  # "package.module:function"
+    function: Callable[..., Any] = field(compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        module, _, func = self.target.partition(":")
+        return f"python-{module}.{func}"
+
+    def __call__(self, session: Session) -> None:
+        self.function(session)
+
+
+@dataclass(frozen=True)
+class CommandSubject:
+    """An external program, run with bash in a fresh workspace folder.
+
+    The workspace holds ``prompt.md``, ``inputs/<layer>.npy`` for each array layer (points and
+    shapes too) and an empty ``outputs/``; ``fixture_tensors.json`` as well when the case presents
+    tensors. The command runs there with ``$IMAGEBENCH_WORKSPACE`` set (and
+    ``$IMAGEBENCH_TENSOR_URL`` only when the runner gives a data-plane address); when it ends,
+    each ``outputs/<name>.npy`` or ``outputs/<name>.json`` is read into the session namespace.
+    Its stdout and stderr go to ``stdout.txt``/``stderr.txt`` in the sample folder. Past the time
+    limit the whole process group is killed.
+
+    The workspace is a temporary folder removed afterwards, unless ``keep_workspace`` is set: then
+    it is ``<sample folder>/workspace`` and stays.
+    """
+
+    command: str
+    keep_workspace: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"command-{hashlib.sha256(self.command.encode('utf-8')).hexdigest()[:8]}"
+
+    def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
+        return _BoundCommand(self, context)
+
+    def __call__(self, session: Session) -> None:
+        # Without a runner: outputs beside a temporary folder, the session's own limit unknown.
+        with tempfile.TemporaryDirectory(prefix="imagebench-sample-") as tmp:
+            _BoundCommand(self, UnitContext(sample_dir=Path(tmp), timeout_s=120.0))(session)
+
+
+@dataclass
+class _BoundCommand:
+    subject: CommandSubject
+    context: UnitContext
+    enforces_timeout: bool = True
+    _running: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
+
+    def cancel(self) -> None:
+        """Kill the command's whole process group now (the run is being interrupted)."""
+        for proc in list(self._running):
+            _kill_group(proc)
+
+    def __call__(self, session: Session) -> None:
+        ctx = self.context
+        try:
+            ctx.sample_dir.mkdir(parents=True, exist_ok=True)
+            if self.subject.keep_workspace:
+                workspace = ctx.sample_dir / "workspace"
+                if workspace.exists():
+                    shutil.rmtree(workspace)
+                workspace.mkdir()
+            else:
+                workspace = Path(tempfile.mkdtemp(prefix="imagebench-ws-"))
+        except OSError as exc:
+            raise SubjectHarnessError(f"could not create the workspace: {exc}") from exc
+        session.workspace = workspace
+        try:
+            _prepare_workspace(session, workspace, ctx.files)
+            rc = _run_in_workspace(self.subject.command, workspace, ctx, self._running)
+            session.notes["exit_code"] = rc
+            _read_outputs(session, workspace / "outputs", rc)
+        finally:
+            if not self.subject.keep_workspace:
+                shutil.rmtree(workspace, ignore_errors=True)
+
+
+def readonly_files(files: Path) -> Path:
+    """A fresh temporary folder holding a copy of ``files`` as ``files/``, write permission removed.
+
+    This is ``session.workspace`` for a subject working in this process (a command gets its own
+    writable copy in its workspace instead). Remove it with :func:`remove_readonly_files`.
+    """
+    root = Path(tempfile.mkdtemp(prefix="imagebench-files-"))
+    try:
+        shutil.copytree(files, root / "files", ignore=shutil.ignore_patterns(".gitkeep"))
+        for path in [*sorted(root.rglob("*"), reverse=True), root]:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+    except OSError as exc:
+        remove_readonly_files(root)
+        raise SubjectHarnessError(f"could not copy the case's files from {files}: {exc}") from exc
+    return root
+
+
+def remove_readonly_files(root: Path) -> None:
+    """Undo :func:`readonly_files`: give write permission back and delete the folder."""
+    for path in [root, *root.rglob("*")]:
+        try:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        except OSError:
+            pass
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _prepare_workspace(session: Session, workspace: Path, files: Path | None = None) -> None:
+    import numpy as np
+
+    try:
+        (workspace / "prompt.md").write_text(session.prompt, encoding="utf-8")
+        inputs = workspace / "inputs"
+        inputs.mkdir()
+        (workspace / "outputs").mkdir()
+        if files is not None:
+            shutil.copytree(files, workspace / "files", ignore=shutil.ignore_patterns(".gitkeep"))
+        for name, sl in session.layers.items():
+            if sl.layer.presentation == "array":
+                np.save(inputs / f"{name}.npy", np.asarray(sl.data), allow_pickle=False)
+        tensors = session.namespace.get("fixture_tensors")
+        if tensors:
+            (workspace / "fixture_tensors.json").write_text(json.dumps(tensors, indent=2) + "\n", encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise SubjectHarnessError(f"could not write the workspace {workspace}: {exc}") from exc
+
+
+def _child_env(workspace: Path, tensor_url: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _WITHHELD_ENV}
+    env.update({k: str(v) for k, v in (extra or {}).items() if k not in _WITHHELD_ENV})
+    env[WORKSPACE_ENV] = str(workspace)
+    if tensor_url:
+        env[TENSOR_URL_ENV] = tensor_url
+    return env
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group, give it a moment, then SIGKILL whatever is left."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    try:
+        proc.wait(timeout=_KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _run_in_workspace(
+    command: str, workspace: Path, ctx: UnitContext, running: list[subprocess.Popen[bytes]]
+) -> int:
+    bash = shutil.which("bash")
+    if bash is None:
+        raise SubjectHarnessError("bash is not on PATH; a command: subject needs it")
+    try:
+        out = open(ctx.sample_dir / "stdout.txt", "wb")
+        err = open(ctx.sample_dir / "stderr.txt", "wb")
+    except OSError as exc:
+        raise SubjectHarnessError(f"could not open stdout.txt/stderr.txt in {ctx.sample_dir}: {exc}") from exc
+    with out, err:
+        try:
+            proc = subprocess.Popen(
+                [bash, "-c", command],
+                cwd=workspace,
+                env=_child_env(workspace, ctx.tensor_url, ctx.env),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,  # its own process group, so a timeout kills everything it started
+            )
+        except OSError as exc:
+            raise SubjectHarnessError(f"could not start bash: {exc}") from exc
+        running.append(proc)
+        try:
+            rc = proc.wait(timeout=ctx.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.wait()
+            raise SubjectTimeout(f"the command ran past its {ctx.timeout_s:g} s limit and was killed") from None
+        except BaseException:
+            _kill_group(proc)
+            proc.wait()
+            raise
+        finally:
+            running.remove(proc)
+        # Anything it left running in the background goes with it.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return rc
+
+
+def _load_output(path: Path) -> Any:
+    import numpy as np
+
+    if path.suffix == ".npy":
+        value = np.load(path, allow_pickle=False)
+        if not isinstance(value, np.ndarray):
+            raise ValueError("it is an .npz archive, expected one array saved with numpy.save")
+        return value
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _read_outputs(session: Session, outputs: Path, rc: int) -> None:
+    for c in session.collect:
+        order = (".npy", ".json") if c.what == "array" else (".json", ".npy")
+        found = [outputs / f"{c.name}{ext}" for ext in order if (outputs / f"{c.name}{ext}").is_file()]
+        if not found:
+            expected = f"outputs/{c.name}{order[0]}"
+            if rc != 0:
+                session.why_not(c.name, f"the command exited with code {rc} and wrote no {expected}")
+            else:
+                session.why_not(c.name, f"the command exited with code 0 but wrote no {expected}")
+            continue
+        path = found[0]
+        try:
+            session.namespace[c.name] = _load_output(path)
+        except Exception as exc:
+            session.why_not(
+                c.name,
+                f"outputs/{path.name} could not be read: {type(exc).__name__}: {exc}",
+                unreadable=True,
+            )
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _import_function(spec: str, target: str) -> Callable[..., Any]:
+    module_name, sep, func_name = target.partition(":")
+    if not sep or not module_name or not func_name:
+        raise SubjectError(
+            f"subject {spec!r}: expected python:package.module:function, e.g. python:mypkg.solvers:segment"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise SubjectError(
+            f"subject {spec!r}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
+        ) from exc
+    obj: Any = module
+    for part in func_name.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise SubjectError(f"subject {spec!r}: module {module_name!r} has no attribute {func_name!r}") from None
+    if not callable(obj):
+        raise SubjectError(f"subject {spec!r}: {module_name}:{func_name} is a {type(obj).__name__}, not callable")
+    return obj
+
+
+def parse_subject(spec: str) -> Subject:
+    """Turn a command-line spec into a subject; an invalid spec raises SubjectError listing the valid forms."""
+    spec = spec.strip()
+    if spec == "reference":
+        return ReferenceSubject()
+    if spec == "nop":
+        return NopSubject()
+    if spec.startswith("python:"):
+        target = spec[len("python:") :].strip()
+        return PythonSubject(target=target, function=_import_function(spec, target))
+    if spec.startswith("command:"):
+        command = spec[len("command:") :].strip()
+        if not command:
+            raise SubjectError(f"subject {spec!r}: the command is empty; valid subjects:\n{valid_forms()}")
+        return CommandSubject(command=command)
+    raise SubjectError(f"unknown subject {spec!r}; valid subjects:\n{valid_forms()}")
+
+
+# --------------------------------------------------------------------------- running one
+
+
+@dataclass
+class SubjectRun:
+    """How a subject's turn ended: its wall time, whether it timed out, and what it raised."""
+
+    seconds: float
+    timed_out: bool = False
+    timeout_reason: str = ""
+    error: str | None = None
+    harness_error: str | None = None
+
+
+def bind_subject(subject: Subject, case: Case, context: UnitContext) -> Callable[[Session], None]:
+    """The callable that works this sample: ``subject.bind(case, context)`` when it has one, else itself."""
+    bind = getattr(subject, "bind", None)
+    return bind(case, context) if bind is not None else subject
+
+
+def _describe(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)[-3:]
+    where = "; ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
+    text = f"{type(exc).__name__}: {exc}"
+    return f"{text} (at {where})" if where else text
+
+
+def run_subject(work: Callable[[Session], None], session: Session, timeout_s: float) -> SubjectRun:
+    """Run ``work(session)`` with a time limit.
+
+    In-process work runs in a daemon thread that is abandoned when it runs past ``timeout_s``
+    (Python cannot kill a thread; the session is private to this sample, so nothing it still
+    writes reaches a result). Work that enforces its own limit (a command) gets a grace margin.
+    """
+    own_limit = bool(getattr(work, "enforces_timeout", False))
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            work(session)
+        except SubjectTimeout as exc:
+            outcome["timeout"] = str(exc)
+        except SubjectHarnessError as exc:
+            outcome["harness"] = str(exc)
+        except BaseException as exc:  # the subject's own failure: recorded, the run goes on
+            outcome["error"] = _describe(exc)
+
+    start = time.perf_counter()
+    thread = threading.Thread(target=target, name=f"imagebench-subject:{session.label}", daemon=True)
+    thread.start()
+    try:
+        thread.join(timeout_s + (_KILL_GRACE_S + 10.0 if own_limit else 0.0))
+    except BaseException:  # interrupted (Ctrl-C): take the subject's processes down with us
+        cancel = getattr(work, "cancel", None)
+        if cancel is not None:
+            cancel()
+        raise
+    seconds = time.perf_counter() - start
+    if thread.is_alive():
+        return SubjectRun(
+            seconds=seconds, timed_out=True, timeout_reason=f"the subject ran past its {timeout_s:g} s limit"
+        )
+    if "timeout" in outcome:
+        return SubjectRun(seconds=seconds, timed_out=True, timeout_reason=outcome["timeout"])
+    return SubjectRun(seconds=seconds, error=outcome.get("error"), harness_error=outcome.get("harness"))

@@ -1,0 +1,248 @@
+"""Subjects: parsing specs, and the command: subject's workspace, environment, outputs and limits."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import make_toy_case, toy_fixture
+
+from imagebench.session import open_session
+from imagebench.subjects import (
+    CommandSubject,
+    NopSubject,
+    PythonSubject,
+    ReferenceSubject,
+    Subject,
+    SubjectError,
+    UnitContext,
+    bind_subject,
+    parse_subject,
+    run_subject,
+)
+
+PY = shlex.quote(sys.executable)
+
+
+def test_parse_the_four_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "toysolver_a.py").write_text("def solve(session):\n    session.namespace['area'] = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ref, nop = parse_subject("reference"), parse_subject("nop")
+    py = parse_subject("python:toysolver_a:solve")
+    cmd = parse_subject("command: echo hi")
+    assert isinstance(ref, ReferenceSubject) and ref.name == "reference"
+    assert isinstance(nop, NopSubject) and nop.name == "nop"
+    assert isinstance(py, PythonSubject) and py.name == "python-toysolver_a.solve"
+    assert isinstance(cmd, CommandSubject) and cmd.command == "echo hi"
+    assert cmd.name == "command-" + hashlib.sha256(b"echo hi").hexdigest()[:8]
+    for s in (ref, nop, py, cmd):
+        assert isinstance(s, Subject)
+        assert "/" not in s.name and s.name.strip() == s.name
+
+
+@pytest.mark.parametrize("spec", ["", "agent", "python", "shell:ls", "Reference"])
+def test_unknown_subject_lists_the_valid_forms(spec: str) -> None:
+    with pytest.raises(SubjectError) as err:
+        parse_subject(spec)
+    text = str(err.value)
+    for form in ("reference", "nop", "python:package.module:function", "command:<shell command>"):
+        assert form in text
+
+
+def test_python_subject_errors_are_clear_at_parse_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "toysolver_b.py").write_text("VALUE = 3\ndef solve(session):\n    pass\n")
+    (tmp_path / "toysolver_broken.py").write_text("raise RuntimeError('cannot load')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SubjectError, match=r"cannot import module 'no_such_module_xyz'"):
+        parse_subject("python:no_such_module_xyz:solve")
+    with pytest.raises(SubjectError, match=r"cannot import module 'toysolver_broken'.*cannot load"):
+        parse_subject("python:toysolver_broken:solve")
+    with pytest.raises(SubjectError, match=r"has no attribute 'nope'"):
+        parse_subject("python:toysolver_b:nope")
+    with pytest.raises(SubjectError, match=r"not callable"):
+        parse_subject("python:toysolver_b:VALUE")
+    with pytest.raises(SubjectError, match=r"expected python:package.module:function"):
+        parse_subject("python:toysolver_b")
+    with pytest.raises(SubjectError, match="command is empty"):
+        parse_subject("command:   ")
+
+
+def test_reference_without_a_case_reference_is_a_subject_error(tmp_path: Path) -> None:
+    case = make_toy_case(reference=None)
+    with pytest.raises(SubjectError, match="has no reference solution"):
+        bind_subject(ReferenceSubject(), case, UnitContext(tmp_path, 5.0))
+
+
+def _run_command(command: str, tmp_path: Path, *, timeout: float = 20.0, **kw: object):
+    case = make_toy_case()
+    fx = case.build()
+    session = open_session(case, fx)
+    ctx = UnitContext(sample_dir=tmp_path / "sample-0", timeout_s=timeout, **kw)  # type: ignore[arg-type]
+    work = bind_subject(CommandSubject(command), case, ctx)
+    run = run_subject(work, session, timeout)
+    return session, run, ctx, fx
+
+
+def test_bash_round_trip(tmp_path: Path) -> None:
+    command = (
+        "test -f prompt.md && test -f inputs/image.npy && test -d outputs || exit 9\n"
+        "cp inputs/image.npy outputs/mask.npy\n"
+        "echo 99 > outputs/area.json\n"
+        'echo "hello from $(basename "$PWD")"; echo oops >&2'
+    )
+    session, run, ctx, fx = _run_command(command, tmp_path)
+    assert run.error is None and not run.timed_out
+    assert session.notes["exit_code"] == 0
+    assert np.array_equal(session.namespace["mask"], fx.data["image"])
+    assert session.namespace["area"] == 99
+    assert (ctx.sample_dir / "stdout.txt").read_text().startswith("hello from imagebench-ws-")
+    assert (ctx.sample_dir / "stderr.txt").read_text() == "oops\n"
+    assert session.workspace is not None and not session.workspace.exists()  # temporary, removed
+
+
+def test_python_script_round_trip(tmp_path: Path) -> None:
+    script = tmp_path / "solve.py"
+    script.write_text(
+        "import json, os, numpy as np\n"
+        "ws = os.environ['IMAGEBENCH_WORKSPACE']\n"
+        "assert os.getcwd() == os.path.realpath(ws), (os.getcwd(), ws)\n"
+        "assert 'Leave:' in open('prompt.md').read()\n"
+        "mask = np.load('inputs/image.npy') > 0.5\n"
+        "np.save('outputs/mask.npy', mask)\n"
+        "json.dump(int(mask.sum()), open('outputs/area.json', 'w'))\n"
+    )
+    session, run, ctx, fx = _run_command(f"{PY} {shlex.quote(str(script))}", tmp_path)
+    assert run.error is None, (ctx.sample_dir / "stderr.txt").read_text()
+    assert np.array_equal(session.namespace["mask"], np.asarray(fx.truth["mask"]))
+    assert session.namespace["area"] == int(np.asarray(fx.truth["mask"]).sum())
+
+
+def test_environment_withholds_truth_paths_and_only_sets_a_given_tensor_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("IMAGEBENCH_FIXTURES", str(tmp_path / "tree"))
+    monkeypatch.setenv("IMAGEBENCH_OUTCOME_DIR", str(tmp_path / "outcomes"))
+    monkeypatch.setenv("IMAGEBENCH_TENSOR_URL", "grpc://stale:1")
+    dump = tmp_path / "env.json"
+    script = tmp_path / "dump_env.py"
+    script.write_text(f"import json, os\njson.dump(dict(os.environ), open({str(dump)!r}, 'w'))\n")
+    cmd = f"{PY} {shlex.quote(str(script))}"
+    _run_command(cmd, tmp_path / "a")
+    env = json.loads(dump.read_text())
+    assert "IMAGEBENCH_WORKSPACE" in env
+    for withheld in ("IMAGEBENCH_FIXTURES", "IMAGEBENCH_OUTCOME_DIR", "IMAGEBENCH_TENSOR_URL"):
+        assert withheld not in env
+    _run_command(cmd, tmp_path / "b", tensor_url="grpc://127.0.0.1:5005")
+    assert json.loads(dump.read_text())["IMAGEBENCH_TENSOR_URL"] == "grpc://127.0.0.1:5005"
+
+
+def test_garbage_outputs_are_unreadable_not_missing(tmp_path: Path) -> None:
+    cmd = "echo garbage > outputs/mask.npy; printf '{not json' > outputs/area.json"
+    session, run, _, _ = _run_command(cmd, tmp_path)
+    assert "mask" not in session.namespace and "area" not in session.namespace
+    why = session.notes["why_not"]
+    assert why["mask"].startswith("outputs/mask.npy could not be read")
+    assert why["area"].startswith("outputs/area.json could not be read")
+    assert sorted(session.notes["unreadable"]) == ["area", "mask"]
+
+
+def test_pickled_object_arrays_are_refused(tmp_path: Path) -> None:
+    script = tmp_path / "write_objects.py"
+    script.write_text(
+        "import numpy as np\nnp.save('outputs/mask.npy', np.array([{'a': 1}], dtype=object), allow_pickle=True)\n"
+    )
+    session, _, _, _ = _run_command(f"{PY} {shlex.quote(str(script))}", tmp_path)
+    assert "mask" not in session.namespace
+    assert "could not be read" in session.notes["why_not"]["mask"]
+
+
+def test_crash_reports_the_exit_code(tmp_path: Path) -> None:
+    session, run, ctx, _ = _run_command("echo dying >&2; exit 3", tmp_path)
+    assert run.error is None and not run.timed_out
+    assert session.notes["exit_code"] == 3
+    assert session.notes["why_not"]["mask"] == "the command exited with code 3 and wrote no outputs/mask.npy"
+    assert (ctx.sample_dir / "stderr.txt").read_text() == "dying\n"
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "State:\tZ" in status.read_text()  # a zombie awaiting its reaper
+
+
+def test_hang_is_killed_with_its_whole_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg.pid"
+    cmd = f"sleep 60 & echo $! > {shlex.quote(str(pidfile))}; sleep 60"
+    start = time.monotonic()
+    session, run, _, _ = _run_command(cmd, tmp_path / "s", timeout=1.0)
+    assert run.timed_out
+    assert "1 s limit" in run.timeout_reason
+    assert time.monotonic() - start < 30  # not the 60 s the command wanted
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid), "the background child outlived the timeout"
+
+
+def test_keep_workspace_leaves_it_in_the_sample_folder(tmp_path: Path) -> None:
+    case = make_toy_case()
+    session = open_session(case, toy_fixture())
+    ctx = UnitContext(sample_dir=tmp_path / "sample-0", timeout_s=10)
+    work = bind_subject(CommandSubject("echo 5 > outputs/area.json", keep_workspace=True), case, ctx)
+    run_subject(work, session, 10)
+    ws = tmp_path / "sample-0" / "workspace"
+    assert session.workspace == ws
+    assert sorted(p.name for p in ws.iterdir()) == ["inputs", "outputs", "prompt.md"]
+    assert session.namespace["area"] == 5
+
+
+def test_in_process_subject_errors_and_timeouts(tmp_path: Path) -> None:
+    case = make_toy_case()
+    session = open_session(case, toy_fixture())
+
+    def boom(s: object) -> None:
+        raise ValueError("bad idea")
+
+    run = run_subject(boom, session, 5)
+    assert run.error is not None and run.error.startswith("ValueError: bad idea")
+
+    def slow(s: object) -> None:
+        time.sleep(3)
+
+    run = run_subject(slow, session, 0.2)
+    assert run.timed_out and "0.2 s limit" in run.timeout_reason
+
+
+def test_cancel_kills_a_running_command(tmp_path: Path) -> None:
+    import threading
+
+    case = make_toy_case()
+    session = open_session(case, toy_fixture())
+    pidfile = tmp_path / "bg.pid"
+    ctx = UnitContext(sample_dir=tmp_path / "sample-0", timeout_s=60)
+    work = bind_subject(CommandSubject(f"sleep 60 & echo $! > {shlex.quote(str(pidfile))}; wait"), case, ctx)
+    thread = threading.Thread(target=work, args=(session,), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    work.cancel()  # type: ignore[attr-defined]
+    thread.join(10)
+    assert not thread.is_alive()
+    assert session.notes["exit_code"] < 0  # killed by a signal
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid)
