@@ -37,7 +37,7 @@ class _Record(BaseModel):
 class MetricRecord(_Record):
     name: str
     value: float | None
-    limit: float
+    limit: float | None  # None when the limit is infinite (JSON has no infinity)
     unit: str = ""
     unavailable: str | None = None
     verdict: Literal["pass", "fail", "unavailable"]
