@@ -19,7 +19,15 @@ from typing import Any
 
 from imagebench.case import Case, Skill
 
-CASE_MODULES: tuple[str, ...] = ()
+CASE_MODULES: tuple[str, ...] = (
+    "imagebench.cases.segmentation",
+    "imagebench.cases.drift",
+    "imagebench.cases.drift_tensor",
+    "imagebench.cases.landmarks",
+    "imagebench.cases.measure",
+    "imagebench.cases.flatfield",
+    "imagebench.cases.structured",
+)
 
 
 @cache

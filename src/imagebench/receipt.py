@@ -1,0 +1,356 @@
+"""Run receipts: what a run needs to be reproduced or compared, and nothing private.
+
+``receipt.json`` (beside ``run.json`` in a run folder) records the platform, the Python and
+dependency versions, the source revision, the digest of every fixture manifest the run read
+(named by its role, never by its path), the scorer's registry and implementation hashes, the
+subject (a ``command:`` subject only by its program name and the sha256 of its command line),
+the sampling configuration, the seeds and the cases with their revisions.
+
+It never holds tokens, credentials, environment values or local paths: every string given by
+the caller is scrubbed (absolute paths and the home folder become placeholders, URLs and IP
+addresses ``<address>``, values of secret-looking environment variables ``<redacted>``), and
+:func:`write_receipt` refuses a receipt that still contains any of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shlex
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RECEIPT_SCHEMA_VERSION = 1
+RECEIPT_NAME = "receipt.json"
+
+#: distributions whose versions a receipt records (importlib.metadata: nothing is imported)
+PACKAGES: tuple[str, ...] = (
+    "napari-imagebench",
+    "numpy",
+    "scipy",
+    "scikit-image",
+    "dask",
+    "distributed",
+    "pyarrow",
+    "zarr",
+    "tifffile",
+    "pydantic",
+    "napari",
+)
+
+_SECRET_NAME = re.compile(
+    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|SESSION|COOKIE)", re.IGNORECASE
+)
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]*")
+_IPV4 = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b")
+_ABS_PATH = re.compile(r"(?<![\w.:/>-])(?:~/|/(?=[\w.-]))[^\s'\"]*|\b[A-Za-z]:\\[^\s'\"]*")
+
+
+class ReceiptError(ValueError):
+    """A receipt cannot be built or would leak something private (names what and where)."""
+
+
+class Receipt(BaseModel):
+    """``receipt.json`` (``schema_version`` 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = RECEIPT_SCHEMA_VERSION
+    created: str
+    platform: dict[str, str]
+    python: dict[str, str]
+    packages: dict[str, str | None]
+    source_revision: str
+    fixture_manifests: dict[str, str] = Field(default_factory=dict)
+    scorer: dict[str, Any] = Field(default_factory=dict)
+    subject: dict[str, Any]
+    sampling: dict[str, Any] = Field(default_factory=dict)
+    seeds: Any = None
+    cases: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- what is private
+
+
+def _secret_values() -> list[str]:
+    values = []
+    for name, value in os.environ.items():
+        if _SECRET_NAME.search(name) and value and len(value) >= 6:
+            values.append(value)
+    return sorted(set(values), key=len, reverse=True)
+
+
+def _private_prefixes() -> list[tuple[str, str]]:
+    """(prefix, placeholder) pairs, longest first: the home folder, the working folder, temp, /work."""
+    pairs = []
+    for path, label in (
+        (os.path.expanduser("~"), "<home>"),
+        (os.getcwd(), "<cwd>"),
+        (tempfile.gettempdir(), "<tmp>"),
+        ("/tmp", "<tmp>"),
+        ("/work", "<local>"),
+    ):
+        if path and path not in ("/", "."):
+            pairs.append((os.path.normpath(path), label))
+    return sorted(set(pairs), key=lambda p: len(p[0]), reverse=True)
+
+
+def scrub(value: Any) -> Any:
+    """A copy of ``value`` (JSON data) with secrets and local paths replaced by placeholders."""
+    secrets = _secret_values()
+    prefixes = _private_prefixes()
+
+    def clean(text: str) -> str:
+        for secret in secrets:
+            text = text.replace(secret, "<redacted>")
+        for prefix, label in prefixes:
+            text = text.replace(prefix, label)
+        text = _IPV4.sub("<address>", _URL.sub("<address>", text))
+        return _ABS_PATH.sub(lambda m: "<path>" if not m.group(0).startswith("<") else m.group(0), text)
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return clean(v)
+        if isinstance(v, Mapping):
+            return {clean(str(k)): walk(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value)
+
+
+def leaks(receipt: Receipt | Mapping[str, Any]) -> list[str]:
+    """What in the receipt looks private: secret values, the home/working/temp folders, /work."""
+    data = receipt.model_dump() if isinstance(receipt, Receipt) else receipt
+    text = json.dumps(data, ensure_ascii=False)
+    found = []
+    for secret in _secret_values():
+        if secret in text:
+            found.append("the value of a secret-looking environment variable")
+    for prefix, label in _private_prefixes():
+        if prefix in text:
+            found.append(f"a local path under {label}")
+    return sorted(set(found))
+
+
+# --------------------------------------------------------------------------- parts
+
+
+def _version(dist: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def describe_subject(subject: Any) -> dict[str, Any]:
+    """The subject as a receipt records it: never a command's arguments, environment or paths.
+
+    Accepts a spec string (``reference``, ``nop``, ``python:pkg.mod:func``, ``command:...``) or a
+    subject object (with ``command`` or ``target``, or just a ``name``).
+    """
+    command = getattr(subject, "command", None)
+    target = getattr(subject, "target", None)
+    if isinstance(subject, str):
+        spec = subject.strip()
+        if spec.startswith("command:"):
+            command = spec[len("command:") :].strip()
+        elif spec.startswith("python:"):
+            target = spec[len("python:") :].strip()
+        elif spec in ("reference", "nop"):
+            return {"form": spec}
+        else:
+            return {"form": "other", "spec_sha256": hashlib.sha256(spec.encode("utf-8")).hexdigest()}
+    if isinstance(command, str):
+        return {
+            "form": "command",
+            "program": _program_name(command),
+            "command_sha256": hashlib.sha256(command.encode("utf-8")).hexdigest(),
+        }
+    if isinstance(target, str):
+        module, _, func = target.partition(":")
+        if "/" in module or "\\" in module or module.endswith(".py"):
+            return {
+                "form": "python",
+                "file": Path(module.replace("\\", "/")).name,
+                "function": func,
+                "target_sha256": hashlib.sha256(target.encode("utf-8")).hexdigest(),
+            }
+        return {"form": "python", "target": target}
+    name = getattr(subject, "name", None)
+    if isinstance(name, str):
+        return {"form": name if name in ("reference", "nop") else "other", "name": name}
+    raise ReceiptError(f"cannot describe subject {type(subject).__name__}: give its spec string")
+
+
+def _program_name(command: str) -> str:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    for word in words:
+        if _ENV_ASSIGNMENT.match(word) or word in ("env", "exec", "nice", "time", "timeout"):
+            continue
+        if word.startswith("-") or word.replace(".", "").isdigit():
+            continue
+        return Path(word).name or "?"
+    return "?"
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fixture_manifest_digests(
+    cases: Iterable[Any], extra: Mapping[str, str | os.PathLike[str]] | None = None
+) -> dict[str, str]:
+    """sha256 of each fixture-tree ``manifest.json`` the cases read, keyed by role.
+
+    Roles: ``$IMAGEBENCH_FIXTURES`` for the tree named by that variable, ``package:<folder>`` for a
+    tree shipped inside the package, ``root-of:<first case label>`` for any other explicit root.
+    ``extra`` adds ``{role: manifest path}`` pairs. A manifest that is absent is recorded as
+    ``"absent"``.
+    """
+    from imagebench.fixture import FIXTURES_ENV, OnDisk
+
+    package_dir = Path(__file__).resolve().parent
+    roles: dict[str, Path] = {}
+    for case in cases:
+        spec = getattr(case, "fixture", None)
+        if not isinstance(spec, OnDisk):
+            continue
+        root = spec.tree_root()
+        if root is None:
+            continue
+        if spec.root is None:
+            role = f"${FIXTURES_ENV}"
+        else:
+            resolved = Path(root).resolve()
+            try:
+                role = f"package:{resolved.relative_to(package_dir).as_posix()}"
+            except ValueError:
+                role = f"root-of:{case.label}"
+        roles.setdefault(role, Path(root) / "manifest.json")
+    for role, path in (extra or {}).items():
+        roles[str(role)] = Path(path)
+    out = {}
+    for role, path in sorted(roles.items()):
+        out[role] = _digest(path) if path.is_file() else "absent"
+    return out
+
+
+def _case_entry(case: Any) -> dict[str, Any]:
+    if isinstance(case, str):
+        return {"label": case}
+    entry: dict[str, Any] = {"label": case.label, "revision": getattr(case, "revision", ""), "kind": case.kind}
+    spec = getattr(case, "fixture", None)
+    seed = getattr(spec, "seed", None)
+    if seed is not None:
+        entry["seed"] = seed
+        entry["builder"] = getattr(spec, "builder_name", "")
+    contract = getattr(case, "answer", None)
+    if contract is not None:
+        entry["contract"] = getattr(getattr(contract, "scorer", None), "contract", None)
+    return entry
+
+
+def _scorer_entry() -> dict[str, Any]:
+    try:
+        from imagebench.scoring.manifest import check_scorer_manifest, current_manifest, packaged_manifest_path
+
+        running = current_manifest(revision="unknown")
+        problem = check_scorer_manifest(packaged_manifest_path())
+    except Exception as exc:  # the receipt records that the scorer could not be identified
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {
+        "registry_hash": running.registry_hash,
+        "implementation_hash": running.implementation_hash,
+        "contract_schema_hash": running.contract_schema_hash,
+        "contracts": running.contracts,
+        "manifest_matches": problem is None,
+    }
+
+
+def build_receipt(
+    *,
+    subject: Any,
+    samples: int | Mapping[str, Any],
+    seeds: Any,
+    selection: Mapping[str, Any] | None,
+    cases: Iterable[Any],
+    manifests: Mapping[str, str | os.PathLike[str]] | None = None,
+) -> Receipt:
+    """Build a run's receipt (scrubbed of secrets and local paths).
+
+    ``subject``: the subject spec or object; ``samples``: samples per case (or a sampling-config
+    mapping); ``seeds``: whatever seeds the run used (an int, a list or ``{label: seed}``);
+    ``selection``: how the cases were chosen (filters, flags); ``cases``: the Case objects run
+    (or their labels); ``manifests``: extra fixture manifests ``{role: path}``.
+    """
+    from imagebench.records import json_safe
+    from imagebench.scoring.manifest import source_revision
+
+    cases = list(cases)
+    sampling: dict[str, Any] = dict(samples) if isinstance(samples, Mapping) else {"samples_per_case": samples}
+    if selection:
+        sampling["selection"] = dict(selection)
+    receipt = Receipt(
+        created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        platform={
+            "system": platform.system(),
+            "release": platform.release(),
+            "machine": platform.machine(),
+            "platform": platform.platform(),
+        },
+        python={
+            "implementation": platform.python_implementation(),
+            "version": platform.python_version(),
+            "byteorder": sys.byteorder,
+        },
+        packages={name: _version(name) for name in PACKAGES},
+        source_revision=source_revision(),
+        fixture_manifests=scrub(fixture_manifest_digests(cases, manifests)),
+        scorer=scrub(_scorer_entry()),
+        sampling=scrub(json_safe(sampling)),
+        seeds=scrub(json_safe(seeds)),
+        cases=scrub([json_safe(_case_entry(c)) for c in cases]),
+        subject=scrub(describe_subject(subject)),
+    )
+    return receipt
+
+
+def write_receipt(run_dir: str | os.PathLike[str], receipt: Receipt) -> Path:
+    """Write ``<run_dir>/receipt.json`` atomically; raise ReceiptError if anything private remains."""
+    from imagebench.records import atomic_write_text
+
+    found = leaks(receipt)
+    if found:
+        raise ReceiptError(f"receipt for {Path(run_dir).name} not written: it contains {', '.join(found)}")
+    return atomic_write_text(Path(run_dir) / RECEIPT_NAME, receipt.model_dump_json(indent=2) + "\n")
+
+
+def read_receipt(path: str | os.PathLike[str]) -> Receipt:
+    """Read and validate a receipt; a bad file raises ReceiptError naming the file and the field."""
+    from imagebench.records import RecordError, read_record
+
+    try:
+        return read_record(path, Receipt)
+    except RecordError as exc:
+        raise ReceiptError(str(exc)) from None

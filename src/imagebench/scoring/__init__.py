@@ -1,0 +1,113 @@
+"""Structured answers and fail-closed scoring.
+
+- :mod:`~imagebench.scoring.answer`: :func:`parse_answer` (one JSON object, or a final
+  ``IMAGEBENCH_FINAL_JSON:`` line; nothing read out of prose);
+- :mod:`~imagebench.scoring.comparators`: the seventeen comparators, :data:`COMPARATORS`;
+- :mod:`~imagebench.scoring.contract`: :class:`TaskContract`, :func:`score_answer`,
+  :func:`structured_verifier` (the bridge to the runner);
+- :mod:`~imagebench.scoring.aggregates`: :func:`pass_at_k`, :func:`pass_hat_k`, :func:`aggregate`;
+- :mod:`~imagebench.scoring.manifest`: ``scorer_manifest.json`` and its checks;
+- the ``score`` and ``scorer`` commands (:func:`add_cli`).
+
+Names load on first use, so ``imagebench --help`` does not import pydantic or numpy here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from imagebench.scoring.cli import add_cli
+
+_EXPORTS: dict[str, str] = {
+    "MARKER": "answer",
+    "parse_answer": "answer",
+    "final_json_message": "answer",
+    "COMPARATORS": "comparators",
+    "CANONICAL_FORMS": "comparators",
+    "EXAMPLES": "comparators",
+    "ContractError": "comparators",
+    "FieldResult": "comparators",
+    "pack_region": "comparators",
+    "unpack_region": "comparators",
+    "CONTRACTS": "contract",
+    "AnswerScore": "contract",
+    "Blocked": "contract",
+    "FieldRule": "contract",
+    "ScorerSpec": "contract",
+    "TaskContract": "contract",
+    "load_contract": "contract",
+    "score_answer": "contract",
+    "structured_verifier": "contract",
+    "exemplar": "contract",
+    "Aggregate": "aggregates",
+    "aggregate": "aggregates",
+    "pass_at_k": "aggregates",
+    "pass_hat_k": "aggregates",
+    "mean_at_k": "aggregates",
+    "bootstrap_ci": "aggregates",
+    "cluster_standard_error": "aggregates",
+    "ScorerManifest": "manifest",
+    "ScorerManifestError": "manifest",
+    "write_scorer_manifest": "manifest",
+    "check_scorer_manifest": "manifest",
+    "current_manifest": "manifest",
+    "packaged_manifest_path": "manifest",
+}
+
+__all__ = ["add_cli", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'imagebench.scoring' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"imagebench.scoring.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from imagebench.scoring.aggregates import (
+        Aggregate,
+        aggregate,
+        bootstrap_ci,
+        cluster_standard_error,
+        mean_at_k,
+        pass_at_k,
+        pass_hat_k,
+    )
+    from imagebench.scoring.answer import MARKER, final_json_message, parse_answer
+    from imagebench.scoring.comparators import (
+        CANONICAL_FORMS,
+        COMPARATORS,
+        EXAMPLES,
+        ContractError,
+        FieldResult,
+        pack_region,
+        unpack_region,
+    )
+    from imagebench.scoring.contract import (
+        CONTRACTS,
+        AnswerScore,
+        Blocked,
+        FieldRule,
+        ScorerSpec,
+        TaskContract,
+        exemplar,
+        load_contract,
+        score_answer,
+        structured_verifier,
+    )
+    from imagebench.scoring.manifest import (
+        ScorerManifest,
+        ScorerManifestError,
+        check_scorer_manifest,
+        current_manifest,
+        packaged_manifest_path,
+        write_scorer_manifest,
+    )

@@ -1,0 +1,189 @@
+"""Built-in structured cases: references pass, naive answers fail, truth stays held out, builders cross-check."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+from imagebench.cases import all_cases, builders, structured
+from imagebench.fixture import Attempt, FixtureError
+from imagebench.scoring.answer import final_json_message
+from imagebench.scoring.comparators import unpack_region
+from imagebench.scoring.contract import TaskContract, exemplar
+
+CASES = {c.label: c for c in structured.CASES}
+SEEDS = (0, 1, 2026)
+
+
+def _fixture(case, seed: int):
+    return case.fixture.builder(seed=seed, **dict(case.fixture.params))
+
+
+def _run_reference(case, fixture) -> dict:
+    ns = types.SimpleNamespace(namespace={layer.name: np.array(fixture.data[layer.key]) for layer in case.layers})
+    case.reference(ns)
+    return ns.namespace["answer"]
+
+
+def _verify(case, fixture, answer):
+    fixture = type(fixture)(**{**fixture.__dict__, "tolerance": dict(case.tolerances)})
+    return case.verify(fixture, Attempt("test", arrays={} if answer is None else {"answer": answer}))
+
+
+def test_registered_and_contracted() -> None:
+    labels = {c.label for c in all_cases()}
+    assert set(CASES) <= labels
+    assert set(CASES) == {
+        "segment-nuclei/count-nuclei", "drift-correction/drift-vector", "tasks/fibre-angle", "tasks/pick-a-nucleus",
+    }  # fmt: skip
+    assert set(structured.BUILDERS.values()) <= set(builders().values())
+    for case in CASES.values():
+        assert isinstance(case.answer, TaskContract) and case.answer.evaluation_eligible is True
+        assert getattr(case.verify, "contract", None) is case.answer
+        assert [c.name for c in case.collect] == ["answer"] and case.collect[0].what == "json"
+        for field in case.answer.answer_schema:
+            assert f'"{field}"' in case.task  # the prompt states each JSON field
+
+
+def test_contracts_carry_no_truth() -> None:
+    for case in CASES.values():
+        assert all(set(v) == {"from_truth"} for v in case.answer.ground_truth.values()), case.label
+
+
+@pytest.mark.parametrize("label", sorted(CASES))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_reference_passes(label: str, seed: int) -> None:
+    case = CASES[label]
+    fixture = _fixture(case, seed)
+    outcome = _verify(case, fixture, _run_reference(case, fixture))
+    assert outcome.status == "ok", outcome.detail
+    assert outcome.detail["answer"]["answer_score"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "label, naive",
+    [
+        ("segment-nuclei/count-nuclei", {"count": 0}),
+        ("segment-nuclei/count-nuclei", {"count": "12"}),
+        ("drift-correction/drift-vector", {"shift": [0.0, 0.0]}),
+        ("tasks/fibre-angle", {"angle_deg": 0.0}),
+        ("tasks/fibre-angle", {"angle_deg": 90.0}),
+        ("tasks/pick-a-nucleus", {"voxel": [16, 32, 32]}),
+    ],
+)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_naive_answers_fail(label: str, naive: dict, seed: int) -> None:
+    case = CASES[label]
+    fixture = _fixture(case, seed)
+    if label == "tasks/fibre-angle" and naive["angle_deg"] == 90.0:
+        from imagebench.cases.structured import FIBRE_TOLERANCE_DEG, _circular_gap
+
+        if _circular_gap(90.0, fixture.truth["angle_deg"]) <= FIBRE_TOLERANCE_DEG:
+            pytest.skip("this seed's fibres run near 90 degrees")
+    outcome = _verify(case, fixture, naive)
+    assert outcome.status == "wrong-answer" and outcome.detail["answer"]["answer_score"] == 0.0
+
+
+@pytest.mark.parametrize("label", sorted(CASES))
+def test_nop_and_prose_do_not_pass(label: str) -> None:
+    case = CASES[label]
+    fixture = _fixture(case, 3)
+    assert _verify(case, fixture, None).status == "no-result"
+    outcome = _verify(case, fixture, "I looked at the image and the answer is obvious.")
+    assert outcome.status == "unscorable-result" and not outcome.passed
+
+
+@pytest.mark.parametrize("label", sorted(CASES))
+def test_truth_fed_back_scores_one_through_a_final_message(label: str) -> None:
+    case = CASES[label]
+    fixture = _fixture(case, 4)
+    answer = exemplar(case.answer, fixture.truth)
+    outcome = case.verify(fixture, Attempt("t", notes={"final_message": final_json_message(answer, "done")}))
+    assert outcome.status == "ok"
+
+
+def test_wrong_shape_and_type_are_mismatches() -> None:
+    drift = CASES["drift-correction/drift-vector"]
+    fixture = _fixture(drift, 5)
+    truth = fixture.truth["shift"]
+    for bad in ({"shift": truth[::-1]}, {"shift": [truth[0]]}, {"shift": {"dy": truth[0], "dx": truth[1]}}):
+        assert _verify(drift, fixture, bad).status == "wrong-answer"
+    pick = CASES["tasks/pick-a-nucleus"]
+    fixture = _fixture(pick, 5)
+    mask = unpack_region(fixture.truth["largest_nucleus"])
+    inside = [int(i) for i in np.argwhere(mask)[0]]
+    assert _verify(pick, fixture, {"voxel": inside}).status == "ok"
+    assert _verify(pick, fixture, {"voxel": [float(i) for i in inside]}).status == "wrong-answer"
+    assert _verify(pick, fixture, {"voxel": inside[:2]}).status == "wrong-answer"
+
+
+def test_the_voxel_must_be_in_the_largest_nucleus_not_any() -> None:
+    from scipy import ndimage as ndi
+
+    pick = CASES["tasks/pick-a-nucleus"]
+    fixture = _fixture(pick, 6)
+    mask = unpack_region(fixture.truth["largest_nucleus"])
+    labels, _ = ndi.label(fixture.data["volume"] > 0.45)
+    other = np.argwhere((labels > 0) & ~ndi.binary_dilation(mask, iterations=2))[0]
+    assert _verify(pick, fixture, {"voxel": [int(i) for i in other]}).status == "wrong-answer"
+
+
+def test_truth_never_reaches_the_subject() -> None:
+    from imagebench.session import open_session
+
+    for case in CASES.values():
+        fixture = case.build()
+        session = open_session(case, fixture)
+        assert not set(fixture.truth) & set(session.namespace)
+        for value in session.namespace.values():
+            for truth in fixture.truth.values():
+                if isinstance(value, np.ndarray) and isinstance(truth, np.ndarray) and value.shape == truth.shape:
+                    assert not np.array_equal(value, truth)
+        assert "from_truth" not in session.prompt
+
+
+def test_builders_are_deterministic() -> None:
+    for case in CASES.values():
+        a, b = _fixture(case, 11), _fixture(case, 11)
+        for key in a.data:
+            assert np.array_equal(a.data[key], b.data[key])
+        assert repr(a.truth) == repr(b.truth)
+
+
+def test_builder_cross_checks_catch_an_inconsistency(monkeypatch) -> None:
+    # Count: a nucleus drawn so faint the noiseless image no longer shows it.
+    monkeypatch.setattr(structured, "_place", lambda rng, n, radii, shape, gap: np.zeros((n, 2)) + 30.0)
+    with pytest.raises(FixtureError, match="noiseless image shows"):
+        structured.build_count_nuclei(seed=0)
+
+
+def test_drift_cross_check(monkeypatch) -> None:
+    real = structured._shift_field
+    monkeypatch.setattr(structured, "_shift_field", lambda field, shift: real(field, (shift[0] + 1.0, shift[1])))
+    with pytest.raises(FixtureError, match="truth inconsistent"):
+        structured.build_drift_vector(seed=0)
+
+
+def test_fibre_cross_check(monkeypatch) -> None:
+    real = structured._fibre_texture
+    def off_by_twenty(rng, size, theta, count):
+        return real(rng, size, theta, count)[0], theta + 20
+
+    monkeypatch.setattr(structured, "_fibre_texture", off_by_twenty)
+    with pytest.raises(FixtureError, match="average"):
+        structured.build_fibre_angle(seed=0)
+
+
+def test_fixtures_are_well_formed() -> None:
+    f = _fixture(CASES["segment-nuclei/count-nuclei"], 7)
+    assert f.data["nuclei"].shape == (128, 128) and f.data["nuclei"].dtype == np.float32
+    assert isinstance(f.truth["count"], int)
+    f = _fixture(CASES["drift-correction/drift-vector"], 7)
+    assert f.data["frames"].shape == (2, 96, 96) and all(1.5 <= abs(v) <= 6 for v in f.truth["shift"])
+    f = _fixture(CASES["tasks/fibre-angle"], 7)
+    assert 0 <= f.truth["angle_deg"] < 180
+    f = _fixture(CASES["tasks/pick-a-nucleus"], 7)
+    assert f.data["volume"].shape == (32, 64, 64)
+    assert unpack_region(f.truth["largest_nucleus"]).sum() > 100

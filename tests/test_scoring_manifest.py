@@ -1,0 +1,123 @@
+"""The scorer manifest pins the running scorer; the self-test feeds ground truth back (never a result)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from imagebench.scoring import comparators as cmp
+from imagebench.scoring import manifest as mf
+from test_scoring_contract import run_cli
+
+
+def test_the_shipped_manifest_pins_this_code() -> None:
+    problems = mf.manifest_problems(mf.packaged_manifest_path())
+    assert problems == [], (
+        f"{problems}: regenerate it with `.venv/bin/python tools/write_scorer_manifest.py` after changing the scorer"
+    )
+    shipped = mf.read_scorer_manifest(mf.packaged_manifest_path())
+    assert shipped.self_hash == mf.self_hash(shipped)
+    assert set(shipped.comparators) == set(cmp.COMPARATORS)
+    assert shipped.package_version == mf.package_version()
+
+
+def test_write_and_check(tmp_path: Path) -> None:
+    path = tmp_path / "scorer_manifest.json"
+    written = mf.write_scorer_manifest(path)
+    assert mf.check_scorer_manifest(path) is None
+    assert written.source_revision == "unknown" or len(written.source_revision) == 40
+    assert mf.require_scorer_manifest(path).registry_hash == written.registry_hash
+    assert mf.check_scorer_manifest(written) is None
+    assert mf.check_scorer_manifest(written.model_dump()) is None
+
+
+def test_an_edited_manifest_fails_its_self_hash(tmp_path: Path) -> None:
+    data = json.loads(mf.packaged_manifest_path().read_text())
+    data["contracts"].append("llm_judge")
+    problem = mf.check_scorer_manifest(data)
+    assert problem and "self-hash" in problem and "contracts" in problem
+
+
+def test_a_modified_comparator_cannot_report_as_the_pinned_one(monkeypatch) -> None:
+    def lenient_integer_equal(predicted, gold, config=None):
+        """Accepts anything."""
+        return cmp.FieldResult(True, "matched")
+
+    monkeypatch.setitem(cmp.COMPARATORS, "integer_equal", lenient_integer_equal)
+    problem = mf.check_scorer_manifest(mf.packaged_manifest_path())
+    assert problem and "integer_equal" in problem
+    with pytest.raises(mf.ScorerManifestError, match="registry hash"):
+        mf.require_scorer_manifest(mf.packaged_manifest_path())
+
+
+def test_a_changed_helper_changes_the_implementation_hash(monkeypatch) -> None:
+    import inspect
+
+    real = inspect.getsource
+
+    def patched(obj):
+        text = real(obj)
+        return text + "\n# edited\n" if obj is cmp else text
+
+    mf.clear_caches()
+    monkeypatch.setattr(mf.inspect, "getsource", patched)
+    try:
+        problem = mf.check_scorer_manifest(mf.packaged_manifest_path())
+        assert problem and "implementation hash" in problem
+    finally:
+        monkeypatch.undo()
+        mf.clear_caches()
+    assert mf.check_scorer_manifest(mf.packaged_manifest_path()) is None
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        (None, "missing"),
+        ("{", "not readable JSON"),
+        ("[]", "expected a JSON object"),
+        ('{"schema_version": 9}', "schema_version"),
+    ],
+)
+def test_unreadable_manifests(tmp_path: Path, content, fragment: str) -> None:
+    path = tmp_path / "m.json"
+    if content is not None:
+        path.write_text(content)
+    problem = mf.check_scorer_manifest(path)
+    assert problem and fragment in problem
+
+
+def test_manifest_missing_field() -> None:
+    data = json.loads(mf.packaged_manifest_path().read_text())
+    del data["registry_hash"]
+    assert "registry_hash" in mf.check_scorer_manifest(data)
+
+
+def test_cli_manifest_check(capsys, tmp_path: Path) -> None:
+    assert run_cli(["scorer", "manifest", "--check", str(mf.packaged_manifest_path())]) == 0
+    bad = tmp_path / "bad.json"
+    data = json.loads(mf.packaged_manifest_path().read_text())
+    data["package_version"] = "9.9.9"
+    bad.write_text(json.dumps(data))
+    assert run_cli(["scorer", "manifest", "--check", str(bad)]) == 1
+    assert "self-hash" in capsys.readouterr().out
+    out = tmp_path / "new.json"
+    assert run_cli(["scorer", "manifest", "--write", str(out)]) == 0 and mf.check_scorer_manifest(out) is None
+
+
+def test_selftest_passes_and_says_it_is_not_a_result(capsys) -> None:
+    assert run_cli(["scorer", "selftest", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "not a model result" in out and "self-test checks agree" in out
+
+
+def test_selftest_fails_when_a_comparator_is_broken(capsys, monkeypatch) -> None:
+    def never(predicted, gold, config=None):
+        return cmp.FieldResult(False, "never matches")
+
+    monkeypatch.setitem(cmp.COMPARATORS, "circular_tolerance", never)
+    assert run_cli(["scorer", "selftest", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "circular_tolerance" in out
