@@ -265,6 +265,9 @@ def write_report(
     if unknown:
         raise ValueError(f"write_report: extra names unknown summary field(s) {unknown}")
 
+    if "answer" not in fields and isinstance(outcome.detail.get("answer"), dict):
+        fields["answer"] = outcome.detail["answer"]  # a structured case's per-field score
+
     folder = report_dir(root, subject, fixture.skill_id, fixture.case_id, sample)
     folder.mkdir(parents=True, exist_ok=True)
 

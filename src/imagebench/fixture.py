@@ -142,8 +142,8 @@ class Outcome:
 
         ``blocked`` when the verifier says so in ``detail["blocked"]`` (a structured case whose
         scoring contract is missing or ineligible); ``ok`` when passed; ``wrong-answer`` when
-        something was scored; ``no-result`` when the subject left nothing; else
-        ``unscorable-result``.
+        something was scored; ``no-result`` when the subject left nothing (no leaving and no
+        final message); else ``unscorable-result``.
         """
         if self.detail.get("blocked"):
             return "blocked"
@@ -151,7 +151,7 @@ class Outcome:
             return "ok"
         if self.scored:
             return "wrong-answer"
-        if not self.attempt.arrays:
+        if not self.attempt.arrays and not self.attempt.notes.get("final_message"):
             return "no-result"
         return "unscorable-result"
 

@@ -310,6 +310,8 @@ def _subject_notes(session: Session) -> dict[str, Any]:
         notes["exit_code"] = session.notes["exit_code"]
     if session.notes.get("unreadable"):
         notes["unreadable"] = list(session.notes["unreadable"])
+    if session.notes.get("final_message"):
+        notes["final_message"] = session.notes["final_message"]
     return notes
 
 
@@ -449,117 +451,41 @@ def run_cases(
     plane: Plane | None = None,
     selection: Mapping[str, Any] | None = None,
     on_sample: Callable[[SampleSummary], None] | None = None,
+    record_extra: Mapping[str, Any] | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> RunResult:
     """Run every ``(case, sample)`` unit and write the run folder; return what it left.
+
+    ``record_extra`` is kept in ``run.json``'s ``extra`` from the first write to the last (a suite
+    run records its cohort, assignment and conditions there: ``imagebench.suite``).
 
     The folder is ``<out or artifact_root()>/run-<UTC timestamp>/``. ``run.json`` is written
     first with ``complete: false`` and again at the end. Each case's fixture is built once and
     shared by its samples (each sample still gets a private copy of the data). ``progress``
     shows a rich progress bar on stderr.
+
+    The units are driven by :mod:`imagebench.executor`: serially here by default (the next case's
+    fixture and the data plane are prepared in the background), on ``workers`` local dask
+    processes, or on the cluster behind ``scheduler`` (``tcp://HOST:PORT``); the results are the
+    same. Every run keeps ``journal.jsonl`` and can be taken up again with
+    :func:`imagebench.executor.resume_run`.
     """
-    from imagebench.records import RunRecord, write_record
+    from imagebench.executor import Parallel, run_new
 
-    cases = list(cases)
-    if samples < 1:
-        raise ValueError(f"samples must be at least 1, got {samples}")
-    if out is None:
-        from imagebench.artifacts import artifact_root
-
-        root = Path(artifact_root())
-    else:
-        root = Path(out)
-    stamp, started = _utc_stamp()
-    run_dir = _new_run_dir(root, stamp)
-    record = RunRecord(
-        run_id=run_dir.name,
-        started=started,
-        subject=subject.name,
+    return run_new(
+        cases,
+        subject,
         samples=samples,
-        selection=dict(selection or {}),
-        cases=[c.label for c in cases],
-        complete=False,
+        out=out,
+        progress=progress,
+        timeout=timeout,
+        plane=plane,
+        selection=selection,
+        on_sample=on_sample,
+        record_extra=record_extra,
+        parallel=Parallel(workers=workers, scheduler=scheduler),
     )
-    write_record(run_dir / "run.json", record)
-    result = RunResult(run_dir=run_dir, record=record)
-
-    # One data plane for the whole run, only when a selected case presents a tensor (imagebench.plane).
-    own_plane: Any = None
-    plane_reason = ""
-    if plane is None and any(presents_tensor(c) for c in cases):
-        from imagebench.plane import RunPlane
-
-        own_plane, plane_reason = RunPlane.try_start()
-        plane = own_plane
-    bar, task = None, None
-    finished = False
-    try:
-        bar, task = _progress_bar(sum(samples_for(c, samples) for c in cases)) if progress else (None, None)
-        for case in cases:
-            if bar is not None:
-                bar.update(task, description=case.label)
-            if plane is None and plane_reason and presents_tensor(case):
-                prepared = PreparedFixture(None, "skipped", f"{TENSOR_SKIP_REASON}: {plane_reason}")
-            else:
-                prepared = prepare_fixture(case, plane=plane)
-            done: list[SampleSummary] = []
-            for n in range(samples_for(case, samples)):
-                summary = run_unit(case, subject, n, run_dir, fixture=prepared, plane=plane, timeout=timeout)
-                done.append(summary)
-                if on_sample is not None:
-                    on_sample(summary)
-                if bar is not None:
-                    bar.advance(task)
-            result.samples[case.label] = done
-            cs = summarize_case(case, subject.name, done, prepared.build_s)
-            result.summaries[case.label] = cs
-            write_record(case_dir(run_dir, subject.name, case) / "summary.json", cs)
-        finished = True
-    finally:
-        if bar is not None:
-            bar.stop()
-        try:
-            counts: dict[str, int] = {}
-            for done in result.samples.values():
-                for s in done:
-                    counts[s.status] = counts.get(s.status, 0) + 1
-            extra = {"verdicts": result.verdicts, "passed": result.passed}
-            if not finished:
-                extra["interrupted"] = True
-            result.record = record.model_copy(
-                update={"finished": _now_iso(), "counts": counts, "complete": finished, "extra": extra}
-            )
-            write_record(run_dir / "run.json", result.record)
-        finally:
-            if own_plane is not None:
-                own_plane.close()  # the plane, its process and its temporary data go with the run
-    return result
-
-
-def _progress_bar(total: int) -> tuple[Any, Any]:
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    bar = Progress(
-        TextColumn("[bold]{task.description}", justify="left"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("elapsed"),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=False,
-    )
-    task = bar.add_task("starting", total=total)
-    bar.start()
-    return bar, task
 
 
 # --------------------------------------------------------------------------- selection
@@ -623,6 +549,26 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, metavar="S", help="subject time limit in seconds (default: each case's)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no table; the tally and the run folder only")
     p.add_argument("--bundle", metavar="DIR", help="run a skill bundle's cases (imagebench.bundle) instead of the built-in ones")
+    p.add_argument(
+        "--suite",
+        metavar="SUITE",
+        help="run a pinned suite (a suite file, or NAME / NAME@REVISION in ./suites); verified first (imagebench.suite)",
+    )
+    p.add_argument("--sample", default="all", metavar="POLICY", help="with --suite: all | first:N | seeded:N (default all)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="with --suite: the replicate seed of the assignment (default 0)")
+    p.add_argument("--suites-dir", metavar="DIR", help="with --suite: suite files and aliases.json (default: $IMAGEBENCH_SUITES or ./suites)")
+    p.add_argument(
+        "--workers", type=int, metavar="N", help="run the units on a local dask cluster of N processes (imagebench.executor)"
+    )
+    p.add_argument(
+        "--scheduler", metavar="ADDR", help="run the units on the workers of an existing dask cluster, tcp://HOST:PORT"
+    )
+    p.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="take up an interrupted run: run only its units without a complete summary (subject, cases and samples from run.json)",
+    )
+    p.add_argument("--no-report", action="store_true", help="do not write report.html into the run folder at the end")
     p.set_defaults(func=_cmd_run)
 
 
@@ -738,6 +684,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from imagebench.cli import UsageError
     from imagebench.subjects import SubjectError, parse_subject
 
+    if getattr(args, "resume", None):
+        from imagebench.executor import cmd_resume
+
+        return cmd_resume(args)
+    if getattr(args, "suite", None):
+        if getattr(args, "workers", None) is not None or getattr(args, "scheduler", None):
+            raise UsageError("--workers/--scheduler are not available with --suite yet; run the suite serially")
+        from imagebench.suite.cli import run_suite
+
+        return run_suite(args)
+    if getattr(args, "sample", "all") != "all" or getattr(args, "seed", 0) != 0:
+        raise UsageError("--sample and --seed choose cases from a pinned suite; give --suite too")
+
     if args.samples < 1:
         raise UsageError(f"--samples must be at least 1, got {args.samples}")
     if args.timeout is not None and not args.timeout > 0:
@@ -759,20 +718,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
     selection = {"k": list(args.patterns or []), "fixtures": args.fixtures, "timeout": args.timeout}
     if args.bundle:
         selection["bundle"] = str(args.bundle)
-    result = run_cases(
-        chosen,
-        subject,
-        samples=args.samples,
-        out=args.out,
-        progress=not args.quiet,
-        timeout=args.timeout,
-        selection=selection,
-    )
+    from imagebench.executor import ExecutorError, finish_cli, parallel_from_args
+
+    parallel = parallel_from_args(args)
+    try:
+        result = run_cases(
+            chosen,
+            subject,
+            samples=args.samples,
+            out=args.out,
+            progress=not args.quiet,
+            timeout=args.timeout,
+            selection=selection,
+            workers=parallel.workers,
+            scheduler=parallel.scheduler,
+        )
+    except ExecutorError as exc:
+        if exc.usage:
+            raise UsageError(str(exc)) from None
+        print(f"imagebench run: {exc}", file=sys.stderr)
+        return 1
     console = _console()
     if not args.quiet:
         console.print(results_table(result))
     console.print(tally_line(result))
-    console.print(f"run folder: {result.run_dir}", soft_wrap=True)
+    finish_cli(args, result, console)
     return result.exit_code
 
 

@@ -198,6 +198,7 @@ class _BoundCommand:
             _prepare_workspace(session, workspace, ctx.files)
             rc = _run_in_workspace(self.subject.command, workspace, ctx, self._running)
             session.notes["exit_code"] = rc
+            session.notes["final_message"] = _final_message(ctx.sample_dir / "stdout.txt")
             _read_outputs(session, workspace / "outputs", rc)
         finally:
             if not self.subject.keep_workspace:
@@ -319,6 +320,25 @@ def _run_in_workspace(
         except (ProcessLookupError, PermissionError):
             pass
     return rc
+
+
+FINAL_MESSAGE_BYTES = 64 * 1024
+
+
+def _final_message(stdout: Path) -> str:
+    """The end of a command's stdout: its final message, where a structured answer may stand.
+
+    Only the last 64 KiB are kept (an answer is the end of the output, and a chatty agent must
+    not cost memory); bytes that are not UTF-8 are replaced rather than refused.
+    """
+    try:
+        with open(stdout, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - FINAL_MESSAGE_BYTES))
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _load_output(path: Path) -> Any:
