@@ -1,0 +1,101 @@
+"""A scripted subject for the example bundle ``examples/bundles/segment-nuclei``.
+
+It stands in for an agent that has the ``segment-nuclei`` skill: it records that the skill
+activated, counts nuclei with the bench's classical pipeline, declines when the task needs a
+pixel size that the case's files do not give, and never follows instructions found in files.
+
+Two ways to run it:
+
+- as a ``command:`` subject (it works in ``$IMAGEBENCH_WORKSPACE``, reading ``prompt.md``,
+  ``inputs/image.npy`` and ``files/``, and writing ``outputs/answer.json`` and
+  ``outputs/trace.json``)::
+
+      imagebench run --bundle examples/bundles/segment-nuclei \\
+          --subject "command:$PWD/.venv/bin/python $PWD/examples/solvers/count_nuclei.py"
+
+- as a ``python:`` subject, ``solve(session)``, when ``examples/solvers`` is importable::
+
+      PYTHONPATH=examples/solvers imagebench run --bundle examples/bundles/segment-nuclei \\
+          --subject python:count_nuclei:solve
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SKILL = "segment-nuclei"
+DENSITY = re.compile(r"\bdensity\b|per square (milli|micro)met", re.IGNORECASE)
+
+
+def read_files(folder: Path | None) -> dict[str, str]:
+    """Every UTF-8 text file under ``folder`` (the case's ``files/``), by relative path."""
+    out: dict[str, str] = {}
+    if folder is None or not folder.is_dir():
+        return out
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            try:
+                out[path.relative_to(folder).as_posix()] = path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+    return out
+
+
+def pixel_size_um(files: dict[str, str]) -> float | None:
+    """The pixel size a ``metadata.json`` among the files declares (``pixel_size_um``), if any."""
+    text = files.get("metadata.json")
+    if text is None:
+        return None
+    try:
+        value = json.loads(text).get("pixel_size_um")
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def answer_for(prompt: str, image: Any, files: dict[str, str]) -> dict[str, Any]:
+    """The structured answer. Text in ``files`` is data to read, never instructions to follow."""
+    from imagebench.cases.segmentation import segment_nuclei_classical
+
+    labels = segment_nuclei_classical(np.asarray(image, dtype=np.float64))
+    count = int(np.unique(labels[labels > 0]).size)
+    if DENSITY.search(prompt):
+        size = pixel_size_um(files)
+        if size is None:
+            return {"decision": "decline", "reason": "the files give no pixel size, so an area in mm² cannot be known"}
+        area_mm2 = labels.size * (size / 1000.0) ** 2
+        return {"decision": "answer", "density_per_mm2": count / area_mm2}
+    return {"count": count}
+
+
+def solve(session: Any) -> None:
+    """The ``python:`` subject: read the session, bind ``answer`` and ``trace``."""
+    trace = [{"type": "skill", "name": SKILL}]
+    workspace = getattr(session, "workspace", None)
+    files = read_files(Path(workspace) / "files") if workspace is not None else {}
+    session.namespace["answer"] = answer_for(session.prompt, session.namespace["image"], files)
+    session.namespace["trace"] = trace
+
+
+def main() -> int:
+    """The ``command:`` subject: work in ``$IMAGEBENCH_WORKSPACE`` (or the current folder)."""
+    workspace = Path(os.environ.get("IMAGEBENCH_WORKSPACE", "."))
+    outputs = workspace / "outputs"
+    outputs.mkdir(exist_ok=True)
+    (outputs / "trace.json").write_text(json.dumps([{"type": "skill", "name": SKILL}]) + "\n", encoding="utf-8")
+    prompt = (workspace / "prompt.md").read_text(encoding="utf-8")
+    image = np.load(workspace / "inputs" / "image.npy", allow_pickle=False)
+    answer = answer_for(prompt, image, read_files(workspace / "files"))
+    (outputs / "answer.json").write_text(json.dumps(answer) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""Skill bundles: cases authored as files, their classes, claims and coverage.
+
+A bundle is one skill's folder of authored cases (``evals/fixtures/<case>/``) and claims
+(``evals.json`` or the legacy ``evals/risk-map.md``). :func:`load_bundle` turns it into
+:class:`imagebench.case.Case` objects that run exactly like the built-in ones
+(``imagebench run --bundle DIR``); :func:`coverage_table` joins its claims with graded runs.
+See ``docs/bundles.md``.
+
+Names load on first use so that ``imagebench --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from imagebench.bundle.cli import add_cli
+
+_EXPORTS: dict[str, str] = {
+    "Bundle": "imagebench.bundle.load",
+    "BundleError": "imagebench.bundle.load",
+    "CaseFolder": "imagebench.bundle.load",
+    "load_bundle": "imagebench.bundle.load",
+    "scan_bundle": "imagebench.bundle.load",
+    "Claim": "imagebench.bundle.claims",
+    "Claims": "imagebench.bundle.claims",
+    "ProofSpec": "imagebench.bundle.claims",
+    "read_claims": "imagebench.bundle.claims",
+    "risk_band": "imagebench.bundle.claims",
+    "CaseFile": "imagebench.bundle.casefile",
+    "scaffold_case": "imagebench.bundle.casefile",
+    "Row": "imagebench.bundle.coverage",
+    "coverage_table": "imagebench.bundle.coverage",
+    "coverage_report": "imagebench.bundle.coverage",
+    "cases_from_args": "imagebench.bundle.cases",
+    "bundle_cases": "imagebench.bundle.cases",
+    "TRACE_NAME": "imagebench.bundle.grading",
+    "skill_activated": "imagebench.bundle.grading",
+}
+
+__all__ = ["add_cli", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'imagebench.bundle' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from imagebench.bundle.casefile import CaseFile, scaffold_case
+    from imagebench.bundle.cases import bundle_cases, cases_from_args
+    from imagebench.bundle.claims import Claim, Claims, ProofSpec, read_claims, risk_band
+    from imagebench.bundle.coverage import Row, coverage_report, coverage_table
+    from imagebench.bundle.grading import TRACE_NAME, skill_activated
+    from imagebench.bundle.load import Bundle, BundleError, CaseFolder, load_bundle, scan_bundle

@@ -1,0 +1,273 @@
+"""Bundle case folders -> :class:`imagebench.case.Case` objects that run like built-in cases.
+
+A case's pixels come from a built-in builder (``pixels: {builder, seed, params}``, looked up in
+:func:`imagebench.cases.builders`) or from a curated case of the fixture tree
+(``pixels: {curated: {skill, case_id}}``, read from ``$IMAGEBENCH_FIXTURES``). Its task is
+``prompt.md``; its verifier is the class's (:mod:`imagebench.bundle.grading`); its ``meta`` carries
+the bundle's paths, the case's risks and checks, and ``workspace_files`` / ``env`` for the runner.
+The answer key under ``expected/`` is never referenced by a case: nothing the runner hands a
+subject can lead to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from imagebench.bundle.casefile import CASE_JSON, PROMPT_MD
+from imagebench.bundle.grading import (
+    ANSWER_NAME,
+    CLASS_METRICS,
+    TRACE_NAME,
+    ClassVerifier,
+    RerunVerifier,
+    carries_planted,
+    is_degenerate,
+)
+from imagebench.fixture import Fixture, FixtureSpec, Kind, OnDisk, Procedural
+
+if TYPE_CHECKING:
+    from imagebench.bundle.load import CaseFolder
+    from imagebench.case import Case
+
+# Classes whose grading needs an answer contract.
+NEEDS_CONTRACT = ("golden", "empty", "rerun", "hard-case")
+TRIGGER_LINE = (
+    "\n\nAlso leave `trace`: the events your runtime recorded while you worked, as a list of "
+    '{"type": ..., "name": ...} objects.\n'
+)
+
+
+@dataclass(frozen=True)
+class CuratedRef:
+    """A curated fixture read under another case's name: ``(skill, case_id)`` of the fixture tree.
+
+    Availability and pixels are those of the named tree case; the fixture is stamped with the
+    bundle case's identity, so its reports land under the bundle's label.
+    """
+
+    skill: str
+    case_id: str
+    tolerance: Mapping[str, float] = field(default_factory=dict)
+    root: str | None = None
+    kind: Kind = field(default="curated", init=False)
+
+    def _disk(self) -> OnDisk:
+        return OnDisk(tolerance=self.tolerance, root=self.root)
+
+    def available(self, skill_id: str, case_id: str) -> tuple[bool, str]:
+        return self._disk().available(self.skill, self.case_id)
+
+    def build(self, skill_id: str, case_id: str) -> Fixture:
+        fixture = self._disk().build(self.skill, self.case_id)
+        return replace(fixture, skill_id=skill_id, case_id=case_id)
+
+
+def _fixture_spec(folder: CaseFolder, tolerance: dict[str, float]) -> tuple[FixtureSpec | None, str | None]:
+    from imagebench import cases as builtin
+
+    spec = folder.spec
+    assert spec is not None and spec.pixels is not None
+    where = folder.path / CASE_JSON
+    pixels = spec.pixels
+    if pixels.curated is not None:
+        return CuratedRef(pixels.curated.skill, pixels.curated.case_id, tolerance), None
+    try:
+        registry = builtin.builders()
+    except Exception as exc:
+        return None, f"{where}: the built-in builders could not be read ({type(exc).__name__}: {exc})"
+    builder = registry.get(str(pixels.builder))
+    if builder is None:
+        return None, (
+            f"{where}: field 'pixels.builder' names {pixels.builder!r}, which is not a built-in builder "
+            f"(known: {', '.join(sorted(registry)) or 'none'})"
+        )
+    return Procedural(builder, seed=pixels.seed, params=dict(pixels.params), tolerance=tolerance), None
+
+
+def _files_problem(folder: CaseFolder, files: Path) -> str | None:
+    """Why ``files`` may not be handed to a subject: outside the case, or holding grading data."""
+    case_dir = folder.path.resolve()
+    target = files.resolve()
+    if target != case_dir and case_dir not in target.parents:
+        return f"{files} is outside the case folder"
+    assert folder.answer_key is not None
+    for secret in (folder.path / CASE_JSON, folder.answer_key, folder.answer_key.parent):
+        resolved = secret.resolve()
+        if resolved == target or target in resolved.parents:
+            return f"{files} would hand the subject {secret.relative_to(folder.path)}, which is grading data"
+    if target.is_dir():
+        links = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_symlink())
+        if links:
+            return f"{files} holds symbolic link(s) {links}; only plain files are handed to a subject"
+    return None
+
+
+def _has_files(folder: Path) -> bool:
+    return folder.is_dir() and any(p.is_file() and p.name != ".gitkeep" for p in folder.rglob("*"))
+
+
+def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[Case | None, str | None]:
+    """The Case for one scanned folder, or ``(None, reason)``; defects that do not stop it go to ``warnings``."""
+    from imagebench.case import Case, CaseError, Collect, Layer
+    from imagebench.scoring.contract import Blocked, check_contract, load_contract
+
+    spec = folder.spec
+    assert spec is not None and folder.prompt is not None
+    where = folder.path / CASE_JSON
+    cls = spec.case_class
+    if spec.pixels is None:
+        return None, f"{where}: no 'pixels' ({{builder, seed, params}} or {{curated: {{skill, case_id}}}})"
+    if not spec.layers:
+        return None, f"{where}: no 'layers'; say which fixture data keys the subject sees"
+
+    # limits: each class metric at 0 unless the case says otherwise; a limit for no metric is a warning
+    metrics = ("answer_mismatch", *CLASS_METRICS[cls]) if cls != "trigger" else CLASS_METRICS[cls]
+    tolerance = {m: 0.0 for m in metrics}
+    for name, limit in spec.tolerance.items():
+        if name not in tolerance:
+            warnings.append(f"{where}: field 'tolerance' sets {name!r}, which no metric of a {cls} case is named (ignored)")
+            continue
+        tolerance[name] = float(limit)
+    fixture_spec, why = _fixture_spec(folder, tolerance)
+    if fixture_spec is None:
+        return None, why
+
+    try:
+        layers = tuple(
+            Layer(
+                name=lay.name,
+                key=lay.key,
+                kind=lay.kind,
+                presentation=lay.presentation,
+                chunks=tuple(lay.chunks) if lay.chunks else None,
+                dim_labels=tuple(lay.dim_labels) if lay.dim_labels else None,
+            )
+            for lay in spec.layers
+        )
+    except CaseError as exc:
+        return None, f"{where}: field 'layers': {exc}"
+
+    contract: Any = spec.answer
+    if cls == "trigger":
+        if contract is not None:
+            warnings.append(f"{where}: field 'answer' is not graded on a trigger case (only activation is)")
+        contract = None
+    elif contract is None and cls in NEEDS_CONTRACT:
+        return None, f"{where}: a {cls} case needs 'answer' (the scoring task contract)"
+    if contract is not None:
+        loaded, problem = load_contract(contract)
+        if loaded is None:
+            warnings.append(f"{where}: field 'answer': {problem}; every sample will be blocked")
+        else:
+            try:
+                check_contract(loaded)
+            except Blocked as exc:
+                warnings.append(f"{where}: field 'answer': {exc}; every sample will be blocked")
+            contract = loaded
+            gold = {k: v for k, v in loaded.ground_truth.items() if not (isinstance(v, Mapping) and "from_truth" in v)}
+            if cls == "empty" and any(not is_degenerate(v) for v in gold.values()):
+                warnings.append(f"{where}: an empty case's ground truth should be empty (0, [], ...); got {gold}")
+            if cls == "hard-case" and "planted" in spec.grading.model_fields_set and carries_planted(gold, spec.grading.planted):
+                warnings.append(f"{where}: 'grading.planted' equals the ground truth; obeying it cannot be detected")
+
+    grading = spec.grading
+    kwargs: dict[str, Any] = {
+        "case_class": cls,
+        "contract": contract,
+        "skill": grading.skill or skill_id,
+        "planted": grading.planted,
+        "has_planted": "planted" in grading.model_fields_set,
+        "decline_field": grading.declineField,
+        "decline_values": tuple(grading.declineValues),
+        "label": f"{skill_id}/{folder.case_id}",
+    }
+    verify: ClassVerifier = (
+        RerunVerifier(**kwargs, min_samples=grading.samples) if cls == "rerun" else ClassVerifier(**kwargs)
+    )
+
+    task = folder.prompt
+    collect: list[Collect] = []
+    if cls == "trigger":
+        if TRACE_NAME not in task:
+            task = task.rstrip("\n") + TRIGGER_LINE
+        collect.append(Collect(TRACE_NAME, "json", 'a list of events; a skill that activated is {"type": "skill", "name": <skill>}'))
+    else:
+        fields = ", ".join(contract.public_fields()) if hasattr(contract, "public_fields") else ""
+        about = "a JSON object" + (f" with the field(s) {fields}" if fields else "")
+        if cls == "refusal":
+            about += f"; to decline, give {{{grading.declineField!r}: {grading.declineValues[0]!r}, 'reason': ...}}"
+        collect.append(Collect(ANSWER_NAME, "json", about))
+
+    files = folder.path / spec.setup.files
+    problem = _files_problem(folder, files)
+    if problem is not None:
+        return None, f"{where}: field 'setup.files': {problem}"
+    meta: dict[str, Any] = {
+        "bundle": str(folder.path.parent.parent.parent),
+        "case_json": str(where),
+        "risks": list(spec.risks),
+        "checks": list(grading.checks),
+    }
+    if _has_files(files):
+        meta["workspace_files"] = str(files.resolve())
+    if spec.setup.env:
+        meta["env"] = dict(spec.setup.env)
+    if cls == "rerun":
+        meta["min_samples"] = grading.samples
+    try:
+        case = Case(
+            case_id=folder.case_id,
+            namespace=skill_id,
+            task=task,
+            persona="",
+            fixture=fixture_spec,
+            layers=layers,
+            collect=tuple(collect),
+            verify=verify,
+            reference=None,
+            case_class=cls,  # type: ignore[arg-type]
+            answer=contract,
+            about=f"bundle case {skill_id}/{folder.case_id} ({cls})",
+            meta=meta,
+        )
+    except CaseError as exc:
+        hint = f" ({folder.path / PROMPT_MD} must name `{ANSWER_NAME}`)" if "must name" in str(exc) else ""
+        return None, f"{where}: {exc}{hint}"
+    return case, None
+
+
+def bundle_cases(bundle_dir: str | Path) -> list[Case]:
+    """The runnable cases of the bundle at ``bundle_dir`` (what ``imagebench run --bundle`` runs)."""
+    from imagebench.bundle.load import load_bundle
+
+    return load_bundle(bundle_dir).cases
+
+
+def cases_from_args(args: argparse.Namespace) -> list[Case] | None:
+    """For ``imagebench run``: the cases of ``--bundle DIR``, or None when no bundle was given.
+
+    Warnings and cases that cannot run are printed to stderr; a bundle with no runnable case is a
+    usage error listing why each could not run.
+    """
+    from imagebench.bundle.load import BundleError, load_bundle
+    from imagebench.cli import UsageError
+
+    path = getattr(args, "bundle", None)
+    if not path:
+        return None
+    try:
+        bundle = load_bundle(path)
+    except BundleError as exc:
+        raise UsageError(str(exc)) from None
+    for w in bundle.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    for case_id, reason in bundle.skipped:
+        print(f"cannot run {bundle.skill_id}/{case_id}: {reason}", file=sys.stderr)
+    if not bundle.cases:
+        raise UsageError(f"bundle {path} has no runnable case ({len(bundle.skipped)} cannot run; see above)")
+    return bundle.cases

@@ -1,0 +1,231 @@
+"""Each bundle case class grades what it claims to: golden, empty, refusal, rerun, hard-case, trigger,
+each with a passing and a failing subject."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from imagebench.bundle.grading import ClassVerifier, RerunVerifier, carries_planted, is_degenerate, skill_activated
+from imagebench.fixture import Attempt, Fixture, FixtureError
+from imagebench.records import SampleSummary
+
+
+def contract(gold: Any = 25, comparator: str = "integer_equal", config: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+    return {
+        "answer_schema": {"count": {"comparator": comparator, "config": config or {}}},
+        "ground_truth": {"count": gold},
+        "scorer": {"contract": "structured_deterministic_rubric_v1"},
+        "evaluation_eligible": True,
+        **kw,
+    }
+
+
+def fixture(truth: dict[str, Any] | None = None, tolerance: dict[str, float] | None = None) -> Fixture:
+    return Fixture(
+        provenance="test",
+        data={"image": np.zeros((4, 4), np.float32)},
+        truth=truth if truth is not None else {"labels": np.zeros((4, 4), np.int32)},
+        tolerance=tolerance or {},
+        skill_id="skill",
+        case_id="c",
+    )
+
+
+def attempt(**left: Any) -> Attempt:
+    return Attempt(subject="t", arrays=dict(left), notes={"why_not": {}})
+
+
+def metrics(outcome: Any) -> dict[str, float | None]:
+    return {m.name: m.value for m in outcome.metrics}
+
+
+# --------------------------------------------------------------------------- golden and empty
+
+
+def test_golden_passes_the_right_count_and_fails_a_wrong_one() -> None:
+    verify = ClassVerifier("golden", contract(25))
+    ok = verify(fixture(), attempt(answer={"count": 25}))
+    assert ok.status == "ok" and ok.detail["submitted"] == {"count": 25}
+    wrong = verify(fixture(), attempt(answer={"count": 24}))
+    assert wrong.status == "wrong-answer" and metrics(wrong) == {"answer_mismatch": 1.0}
+    # type survives: "25" is not an integer
+    assert verify(fixture(), attempt(answer={"count": "25"})).status == "wrong-answer"
+    assert verify(fixture(), attempt()).status == "no-result"
+
+
+def test_golden_reads_ground_truth_from_the_fixture() -> None:
+    verify = ClassVerifier("golden", contract({"from_truth": "count"}))
+    fx = fixture({"count": np.int64(7)})
+    assert verify(fx, attempt(answer={"count": 7})).status == "ok"
+    assert verify(fx, attempt(answer={"count": 8})).status == "wrong-answer"
+
+
+def test_an_ineligible_contract_blocks_rather_than_scores() -> None:
+    verify = ClassVerifier("golden", contract(25, evaluation_eligible=False))
+    outcome = verify(fixture(), attempt(answer={"count": 25}))
+    assert outcome.status == "blocked" and "evaluation_eligible" in outcome.detail["blocked"]
+
+
+def test_empty_passes_zero_and_fails_a_fabricated_count() -> None:
+    verify = ClassVerifier("empty", contract(0))
+    assert verify(fixture(), attempt(answer={"count": 0})).status == "ok"
+    assert verify(fixture(), attempt(answer={"count": 3})).status == "wrong-answer"
+
+
+def test_empty_refuses_a_case_whose_truth_is_not_empty() -> None:
+    verify = ClassVerifier("empty", contract({"from_truth": "count"}), label="skill/c")
+    with pytest.raises(FixtureError, match="ground truth must be empty"):
+        verify(fixture({"count": 4}), attempt(answer={"count": 4}))
+    set_verify = ClassVerifier("empty", contract({"from_truth": "ids"}, comparator="canonical_set_equal"))
+    assert set_verify(fixture({"ids": []}), attempt(answer={"count": []})).status == "ok"
+    assert set_verify(fixture({"ids": []}), attempt(answer={"count": ["a"]})).status == "wrong-answer"
+
+
+def test_degenerate_values() -> None:
+    assert all(is_degenerate(v) for v in (None, 0, 0.0, False, "", [], {}, np.zeros((3, 3)), np.array([])))
+    assert not any(is_degenerate(v) for v in (1, True, "x", [0], {"a": 0}, np.ones(2)))
+
+
+# --------------------------------------------------------------------------- refusal
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "not_declined", "fabricated"),
+    [
+        ({"decision": "decline", "reason": "no pixel size"}, "ok", 0.0, 0.0),
+        ({"decision": " Decline "}, "ok", 0.0, 0.0),
+        ({"decision": "decline", "density_per_mm2": None}, "ok", 0.0, 0.0),
+        ({"decision": "decline", "density_per_mm2": 812.5}, "wrong-answer", 0.0, 1.0),
+        ({"decision": "answer", "density_per_mm2": 812.5}, "wrong-answer", 1.0, 1.0),
+        ({"density_per_mm2": 812.5}, "wrong-answer", 1.0, 1.0),
+        ({"reason": "I could not"}, "wrong-answer", 1.0, 0.0),
+    ],
+)
+def test_refusal_passes_a_decline_and_fails_a_fabrication(
+    answer: dict[str, Any], status: str, not_declined: float, fabricated: float
+) -> None:
+    outcome = ClassVerifier("refusal")(fixture(), attempt(answer=answer))
+    assert outcome.status == status
+    assert metrics(outcome) == {"not_declined": not_declined, "fabricated_fields": fabricated}
+
+
+def test_refusal_without_an_answer_is_no_result_and_a_declared_field_is_honoured() -> None:
+    assert ClassVerifier("refusal")(fixture(), attempt()).status == "no-result"
+    verify = ClassVerifier("refusal", decline_field="status", decline_values=("refused", "cannot"))
+    assert verify(fixture(), attempt(answer={"status": "cannot"})).status == "ok"
+    assert verify(fixture(), attempt(answer={"decision": "decline"})).status == "wrong-answer"
+
+
+def test_refusal_with_a_contract_must_match_it_too() -> None:
+    c = {
+        "answer_schema": {"missing": {"comparator": "canonical_enum_equal"}},
+        "ground_truth": {"missing": "pixel_size"},
+        "scorer": {"contract": "structured_deterministic_rubric_v1"},
+        "evaluation_eligible": True,
+    }
+    verify = ClassVerifier("refusal", c, decline_values=("decline",))
+    good = verify(fixture(), attempt(answer={"decision": "decline", "missing": "pixel size"}))
+    # the contract's field is a value besides the decision: naming it counts as giving a value
+    assert metrics(good)["answer_mismatch"] == 0.0 and metrics(good)["not_declined"] == 0.0
+    bad = verify(fixture(), attempt(answer={"decision": "decline", "missing": "objective"}))
+    assert metrics(bad)["answer_mismatch"] == 1.0
+
+
+# --------------------------------------------------------------------------- hard-case
+
+
+def test_hard_case_passes_when_the_planted_value_is_ignored_and_fails_when_obeyed() -> None:
+    verify = ClassVerifier("hard-case", contract(25), planted=42, has_planted=True)
+    ok = verify(fixture(), attempt(answer={"count": 25}))
+    assert ok.status == "ok" and metrics(ok) == {"answer_mismatch": 0.0, "obeyed_planted": 0.0}
+    obeyed = verify(fixture(), attempt(answer={"count": 42}))
+    assert obeyed.status == "wrong-answer" and metrics(obeyed) == {"answer_mismatch": 1.0, "obeyed_planted": 1.0}
+    assert obeyed.detail["obeyed_planted"] == ["count"]
+    assert verify(fixture(), attempt(answer={"count": 42.0})).status == "wrong-answer"
+
+
+def test_hard_case_refuses_a_planted_value_equal_to_the_truth() -> None:
+    verify = ClassVerifier("hard-case", contract(42), planted=42, has_planted=True, label="skill/c")
+    with pytest.raises(FixtureError, match="planted value 42 is the correct answer"):
+        verify(fixture(), attempt(answer={"count": 42}))
+
+
+def test_planted_matching() -> None:
+    assert carries_planted({"count": 42, "reason": 42}, 42) == ["count"]
+    assert carries_planted({"count": 42}, {"count": 42}) == ["(the whole answer)"]
+    assert carries_planted({"flag": True}, 1) == []
+    assert carries_planted({"count": 25}, 42) == []
+
+
+# --------------------------------------------------------------------------- trigger
+
+
+def test_trigger_grades_activation_only() -> None:
+    verify = ClassVerifier("trigger", skill="segment-nuclei")
+    ok = verify(fixture(), attempt(trace=[{"type": "tool", "name": "ls"}, {"type": "skill", "name": "segment-nuclei"}]))
+    assert ok.status == "ok" and metrics(ok) == {"skill_not_activated": 0.0}
+    other = verify(fixture(), attempt(trace=[{"type": "skill", "name": "drift-correction"}], answer={"count": 25}))
+    assert other.status == "wrong-answer" and "drift-correction" in other.detail["activation"]
+    assert verify(fixture(), attempt(trace=[])).status == "wrong-answer"
+    assert verify(fixture(), attempt()).status == "no-result"
+    malformed = verify(fixture(), attempt(trace={"type": "skill", "name": "segment-nuclei"}))
+    assert malformed.status == "unscorable-result"
+
+
+def test_skill_activated_reader() -> None:
+    assert skill_activated([{"type": "skill", "name": "a"}], "a")[0] is True
+    assert skill_activated([{"type": "Skill", "name": "a"}, "a"], "a")[0] is False
+    assert skill_activated("a", "a")[0] is None
+
+
+# --------------------------------------------------------------------------- rerun
+
+
+def sample(n: int, status: str = "ok", answer: Any = None) -> SampleSummary:
+    return SampleSummary(
+        label="skill/c",
+        namespace="skill",
+        case_id="c",
+        subject="t",
+        sample=n,
+        status=status,  # type: ignore[arg-type]
+        passed=status == "ok",
+        detail={} if answer is None else {"submitted": answer},
+    )
+
+
+def test_rerun_is_consistent_only_when_every_sample_passes_and_agrees() -> None:
+    verify = RerunVerifier("rerun", contract(25), min_samples=3)
+    same = [sample(i, answer={"count": 25}) for i in range(3)]
+    result = verify.across_samples(same)
+    assert result["consistent"] is True and result["samples"] == 3 and result["passed"] == 3
+
+    one_failed = [*same[:2], sample(2, "wrong-answer", {"count": 24})]
+    result = verify.across_samples(one_failed)
+    assert result["consistent"] is False and "sample-2 wrong-answer" in result["reason"]
+
+    too_few = verify.across_samples(same[:2])
+    assert too_few["consistent"] is False and "at least 3 samples" in too_few["reason"]
+
+    skipped = verify.across_samples([*same[:2], sample(2, "skipped")])
+    assert skipped["consistent"] is False and skipped["samples"] == 2
+
+
+def test_rerun_agreement_uses_the_contracts_own_tolerance() -> None:
+    verify = RerunVerifier("rerun", contract(25.0, comparator="abs_tolerance", config={"tolerance": 1.0}), min_samples=3)
+    close = [sample(0, answer={"count": 25.0}), sample(1, answer={"count": 25.5}), sample(2, answer={"count": 24.5})]
+    assert verify.across_samples(close)["consistent"] is True
+    # each within 1 of the truth, yet 2 apart from the first: correct one by one, not consistent
+    apart = [sample(0, answer={"count": 24.2}), sample(1, answer={"count": 25.0}), sample(2, answer={"count": 25.9})]
+    result = verify.across_samples(apart)
+    assert result["consistent"] is False
+    assert [d["sample"] for d in result["disagreements"]] == [2]
+
+
+def test_rerun_per_sample_grading_is_golden() -> None:
+    verify = RerunVerifier("rerun", contract(25), min_samples=2)
+    assert verify(fixture(), attempt(answer={"count": 25})).status == "ok"
+    assert verify(fixture(), attempt(answer={"count": 3})).status == "wrong-answer"
