@@ -200,7 +200,8 @@ def build_synthetic_nuclei(
             f"(0.12 + 0-0.22), shot-like noise {noise}; numpy default_rng(seed={seed})"
         ),
         data={"image": image},
-        truth={"labels": labels},
+        # ``count`` lets a structured answer (a bundle's count case) refer to the truth by key
+        truth={"labels": labels, "count": int(np.count_nonzero(np.unique(labels)))},
         about=f"{shape[0]}x{shape[1]} float32 fluorescence image with {len(nuclei)} nuclei",
     )
 
@@ -217,7 +218,7 @@ def build_empty_field(*, seed: int, shape: tuple[int, int] = (256, 256), noise: 
             f"no nuclei; numpy default_rng(seed={seed})"
         ),
         data={"image": image},
-        truth={"labels": np.zeros(shape, np.int32)},
+        truth={"labels": np.zeros(shape, np.int32), "count": 0},
         about=f"{shape[0]}x{shape[1]} float32 field of background and noise, no nuclei",
     )
 
