@@ -1,0 +1,119 @@
+"""The tensor data plane: an Apache Arrow Flight server a run (or a viewer) shares with its subjects.
+
+A case whose layer presents as ``tensor`` does not hand the subject an array: the harness uploads
+the data to the plane under a per-run random name and gives the subject only the resulting id
+(``fixture_tensors[layer]``) and a :class:`Client`; the subject reads it lazily, chunk by chunk,
+as a dask array or a multiscale pyramid. See docs/plane.md for the protocol and the lifetime.
+
+Importing this package loads neither pyarrow nor dask; the names below load on first use.
+
+- :class:`Client` - ``upload``, ``get``, ``levels``, ``describe``, ``list``;
+- :class:`PlaneProcess`, :func:`start_plane` - a server process and its temporary data;
+- :class:`RunPlane` - the plane of one run (fixture uploads, overwrite checks);
+- :func:`shared_plane` - one lazily started plane per process (the napari panel's);
+- :class:`PlaneUnavailable` - no plane can run here, with the reason;
+- :func:`source_id` - the id an upload under a name gets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "Client": "imagebench.plane.client",
+    "default_chunks": "imagebench.plane.client",
+    "PlaneServer": "imagebench.plane.server",
+    "PlaneProcess": "imagebench.plane.process",
+    "PlaneUnavailable": "imagebench.plane.process",
+    "RunPlane": "imagebench.plane.process",
+    "start_plane": "imagebench.plane.process",
+    "shared_plane": "imagebench.plane.process",
+    "flight_missing": "imagebench.plane.process",
+    "source_id": "imagebench.plane.protocol",
+    "ArrayMeta": "imagebench.plane.protocol",
+    "ProtocolError": "imagebench.plane.protocol",
+}
+
+__all__ = ["add_cli", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'imagebench.plane' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from imagebench.plane.process import flight_missing
+
+    missing = flight_missing()
+    if missing:
+        import sys
+
+        print(f"imagebench plane serve: {missing}", file=sys.stderr)
+        return 1
+    from imagebench.plane.server import serve
+
+    return serve(args)
+
+
+def _list(args: argparse.Namespace) -> int:
+    import sys
+
+    from imagebench.plane.client import Client, clean_message
+
+    try:
+        client = Client(args.url)
+        ids = client.list()
+        for sid in ids:
+            d = client.describe(sid)
+            print(f"{sid}  {'x'.join(map(str, d['shape']))} {d['dtype']}  chunks {d['chunks']}  levels {len(d['levels'])}")
+    except ValueError as exc:
+        print(f"imagebench plane list: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(f"imagebench plane list: {clean_message(exc)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_cli(subparsers: Any) -> None:
+    plane = subparsers.add_parser(
+        "plane", help="the tensor data plane (Arrow Flight)", description="The tensor data plane (Arrow Flight)."
+    )
+    sub = plane.add_subparsers(dest="plane_command", metavar="SUBCOMMAND", required=True)
+    serve = sub.add_parser(
+        "serve",
+        help="run a plane server until SIGTERM/SIGINT",
+        description=(
+            "Serve the data plane on loopback. Prints its URL (grpc://HOST:PORT) on the first line of stdout "
+            "and 'data-dir PATH' on the second, then serves until SIGTERM or SIGINT. Without --data-dir it "
+            "uses a temporary folder that it removes when it stops."
+        ),
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default)")
+    serve.add_argument("--data-dir", default=None, help="keep the store here instead of a temporary folder")
+    serve.add_argument(
+        "--watch-parent", action="store_true", help="stop when the process that started this one goes away"
+    )
+    serve.set_defaults(func=_serve)
+    lister = sub.add_parser("list", help="list what a running plane stores", description="List a plane's ids.")
+    lister.add_argument("url", help="the plane's URL, e.g. grpc://127.0.0.1:PORT")
+    lister.set_defaults(func=_list)
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from imagebench.plane.client import Client, default_chunks
+    from imagebench.plane.process import PlaneProcess, PlaneUnavailable, RunPlane, flight_missing, shared_plane, start_plane
+    from imagebench.plane.protocol import ArrayMeta, ProtocolError, source_id
+    from imagebench.plane.server import PlaneServer

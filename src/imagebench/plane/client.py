@@ -1,0 +1,283 @@
+"""The data-plane client: upload an array chunk by chunk, read it back lazily as dask arrays.
+
+``Client(url).get(id)`` is a dask array whose every block is fetched with its own ``do_get`` the
+first time it is computed; ``Client(url).levels(id)`` is the whole pyramid, ready for
+``viewer.add_image(levels, multiscale=True)``. A client is cheap and picklable (it is its URL):
+Flight connections are opened per thread on first use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.flight as fl
+
+from imagebench.plane.protocol import (
+    META_KEY,
+    ArrayMeta,
+    ChunkTicket,
+    ProtocolError,
+    UploadRequest,
+    chunk_shape,
+    chunk_slices,
+    dask_chunks,
+    iter_chunk_indices,
+    source_id,
+    spatial_axes,
+)
+from imagebench.plane.server import UPLOAD_SCHEMA, binary_column
+
+DEFAULT_SPATIAL_CHUNK = 256
+_URL_SCHEMES = ("grpc://", "grpc+tcp://")
+
+_local = threading.local()
+
+
+def _connection(url: str) -> fl.FlightClient:
+    """This thread's Flight connection to ``url`` (one per thread and process, opened on first use)."""
+    conns = getattr(_local, "conns", None)
+    if conns is None or getattr(_local, "pid", None) != os.getpid():
+        conns = _local.conns = {}
+        _local.pid = os.getpid()
+    conn = conns.get(url)
+    if conn is None:
+        conn = conns[url] = fl.connect(url)
+    return conn
+
+
+def clean_message(exc: BaseException) -> str:
+    """A Flight error's own message, without gRPC's debug context."""
+    text = str(exc)
+    for marker in (". Detail:", ". gRPC client debug context:"):
+        if marker in text:
+            text = text.split(marker, 1)[0]
+    return text
+
+
+@contextlib.contextmanager
+def _flight_errors(what: str) -> Iterator[None]:
+    """Re-raise a Flight error as the same Flight error class with a readable message."""
+    try:
+        yield
+    except fl.FlightError as exc:
+        raise type(exc)(f"{what}: {clean_message(exc)}") from None
+
+
+def _fetch_block(url: str, sid: str, level: int, shape: tuple[int, ...], chunks: tuple[int, ...], dtype: str,
+                 block_id: tuple[int, ...] | None = None) -> np.ndarray:
+    """One block of a plane array: its own ``do_get``. Runs on dask's worker threads."""
+    assert block_id is not None
+    return _read_chunk(url, sid, level, tuple(block_id), shape, chunks, dtype)
+
+
+def _read_chunk(url: str, sid: str, level: int, index: tuple[int, ...], shape: tuple[int, ...],
+                chunks: tuple[int, ...], dtype: str) -> np.ndarray:
+    ticket = fl.Ticket(ChunkTicket(id=sid, level=level, chunk=index).encode())
+    with _flight_errors(f"reading chunk {list(index)} of level {level} of {sid}"):
+        table = _connection(url).do_get(ticket).read_all()
+    expect = chunk_shape(index, shape, chunks)
+    if table.num_rows != 1:
+        raise fl.FlightServerError(f"reading {sid}: the plane sent {table.num_rows} rows for one chunk")
+    buf = table.column(0).chunk(0)[0].as_buffer()
+    nbytes = math.prod(expect) * np.dtype(dtype).itemsize
+    if buf is None or buf.size != nbytes:
+        raise fl.FlightServerError(
+            f"reading {sid}: chunk {list(index)} came back with {0 if buf is None else buf.size} bytes, expected {nbytes}"
+        )
+    # A private, writable copy: the Arrow buffer belongs to the stream.
+    return np.frombuffer(buf, dtype=dtype).reshape(expect).copy()
+
+
+def _is_dask(array: Any) -> bool:
+    module = sys.modules.get("dask.array")
+    return module is not None and isinstance(array, module.Array)
+
+
+def default_chunks(shape: Sequence[int], dim_labels: Sequence[str] | None = None) -> tuple[int, ...]:
+    """Chunks when none are asked for: 256 along each spatial axis, 1 along the others."""
+    axes = spatial_axes(len(shape), dim_labels)
+    return tuple(min(n, DEFAULT_SPATIAL_CHUNK) if a in axes else 1 for a, n in enumerate(shape))
+
+
+class _ChunkSender:
+    """A ``da.store`` target that sends each block it is given as one record batch."""
+
+    def __init__(self, writer: Any, chunks: tuple[int, ...]) -> None:
+        self.writer = writer
+        self.chunks = chunks
+        self.lock = threading.Lock()  # one Flight writer, many dask threads
+
+    def send(self, index: tuple[int, ...], block: np.ndarray) -> None:
+        block = np.ascontiguousarray(block)
+        batch = pa.record_batch(
+            [pa.array([list(index)], type=pa.list_(pa.int64())), binary_column(block)], schema=UPLOAD_SCHEMA
+        )
+        with self.lock:
+            self.writer.write_batch(batch)
+
+    def __setitem__(self, key: tuple[slice, ...], value: np.ndarray) -> None:
+        self.send(tuple(s.start // c for s, c in zip(key, self.chunks, strict=True)), value)
+
+
+class Client:
+    """A connection to a data plane at ``url`` (``grpc://127.0.0.1:PORT``)."""
+
+    def __init__(self, url: str) -> None:
+        if not isinstance(url, str) or not url.startswith(_URL_SCHEMES):
+            raise ValueError(f"a data-plane URL starts with grpc://, got {url!r}")
+        self.url = url
+
+    def __repr__(self) -> str:
+        return f"Client({self.url!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Client, (self.url,))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Client) and other.url == self.url
+
+    def __hash__(self) -> int:
+        return hash(("imagebench.plane.Client", self.url))
+
+    # ----------------------------------------------------------------- metadata
+
+    def health(self) -> dict[str, Any]:
+        with _flight_errors(f"plane {self.url}"):
+            results = list(_connection(self.url).do_action(fl.Action("health", b"")))
+        return json.loads(results[0].body.to_pybytes())
+
+    def list(self) -> list[str]:
+        """Every id stored on the plane (the harness's fixtures and anything a subject uploaded)."""
+        with _flight_errors(f"listing {self.url}"):
+            infos = list(_connection(self.url).list_flights())
+        return sorted(info.descriptor.path[0].decode() for info in infos)
+
+    def _meta(self, sid: str) -> ArrayMeta:
+        with _flight_errors(f"describing {sid}"):
+            info = _connection(self.url).get_flight_info(fl.FlightDescriptor.for_path(str(sid)))
+        raw = json.loads(info.schema.metadata[META_KEY])
+        return ArrayMeta.from_json(raw)
+
+    def describe(self, sid: str) -> dict[str, Any]:
+        """``{shape, dtype, chunks, dim_labels, downsample, levels}``; ``levels`` lists each level's shape."""
+        return self._meta(sid).to_json()
+
+    # ----------------------------------------------------------------- reading
+
+    def read_chunk(self, sid: str, index: Sequence[int], level: int = 0) -> np.ndarray:
+        """One chunk, eagerly (its own ``do_get``)."""
+        meta = self._meta(sid)
+        try:
+            shape, chunks = meta.level_shape(level), meta.level_chunks(level)
+        except ProtocolError as exc:
+            raise ValueError(f"{sid}: {exc}") from None
+        # The plane checks the index (and answers a FlightError for one outside the grid).
+        return _read_chunk(self.url, sid, level, tuple(int(i) for i in index), shape, chunks, meta.dtype)
+
+    def get(self, sid: str, level: int = 0) -> Any:
+        """Level ``level`` of ``sid`` as a lazy dask array; each block is fetched on demand."""
+        import dask.array as da
+        from dask.base import tokenize
+
+        meta = self._meta(sid)
+        try:
+            shape, chunks = meta.level_shape(level), meta.level_chunks(level)
+        except ProtocolError as exc:
+            raise ValueError(f"{sid}: {exc}") from None
+        name = f"plane-{sid}-{level}-{tokenize(self.url, sid, level, meta.to_json())}"
+        return da.map_blocks(
+            _fetch_block,
+            self.url,
+            sid,
+            level,
+            shape,
+            chunks,
+            meta.dtype,
+            chunks=dask_chunks(shape, chunks),
+            dtype=np.dtype(meta.dtype),
+            meta=np.empty((0,) * len(shape), dtype=meta.dtype),
+            name=name,
+        )
+
+    def levels(self, sid: str) -> list[Any]:
+        """The pyramid, level 0 first: pass it to ``viewer.add_image(levels, multiscale=True)``."""
+        n = len(self._meta(sid).level_shapes())
+        return [self.get(sid, level) for level in range(n)]
+
+    # ----------------------------------------------------------------- writing
+
+    def upload(
+        self,
+        array: Any,
+        name: str,
+        chunks: Sequence[int] | None = None,
+        dim_labels: Sequence[str] | None = None,
+        *,
+        downsample: str = "mean",
+    ) -> str:
+        """Stream ``array`` (numpy, dask, or anything ``np.asarray`` reads) chunk by chunk; return its id.
+
+        The id is ``cache_`` + the first 12 hex digits of sha256(``name``). The plane refuses a
+        name whose id already exists. ``chunks`` defaults to 256 along the spatial axes (those
+        labelled x/y/z, else the last two) and 1 along the others.
+        """
+        lazy = _is_dask(array)
+        if not lazy and not isinstance(array, np.ndarray):
+            array = np.asarray(array)
+        shape = tuple(int(n) for n in array.shape)
+        if chunks is None:
+            chunks = default_chunks(shape, dim_labels)
+        meta = ArrayMeta(
+            shape=shape,
+            dtype=str(np.dtype(array.dtype)),
+            chunks=tuple(chunks),
+            dim_labels=tuple(dim_labels) if dim_labels is not None else None,
+            downsample=downsample,
+        )
+        request = UploadRequest(name=name if isinstance(name, str) else str(name), meta=meta)
+        descriptor = fl.FlightDescriptor.for_command(request.encode())
+        what = f"uploading {request.id}"
+        conn = _connection(self.url)
+        with _flight_errors(what):
+            writer, reader = conn.do_put(descriptor, UPLOAD_SCHEMA)
+        sender = _ChunkSender(writer, meta.chunks)
+        failure: BaseException | None = None
+        answer: Any = None
+        try:
+            if lazy:
+                import dask.array as da
+
+                da.store(array.rechunk(meta.chunks), sender, lock=False, scheduler="threads")
+            else:
+                for index in iter_chunk_indices(meta.shape, meta.chunks):
+                    sender.send(index, array[chunk_slices(index, meta.shape, meta.chunks)])
+            writer.done_writing()
+            answer = reader.read()
+        except fl.FlightError as exc:
+            failure = exc
+        except BaseException as exc:
+            # A local failure (or Ctrl-C) mid-stream: cancel, so the plane discards what it has.
+            with contextlib.suppress(Exception):
+                writer.close()
+            raise exc
+        try:
+            writer.close()
+        except fl.FlightError as exc:
+            failure = exc  # the server's own reason arrives here; prefer it
+        if failure is not None:
+            raise type(failure)(f"{what}: {clean_message(failure)}") from None
+        if answer is None:
+            raise fl.FlightServerError(f"{what}: the plane closed the upload without confirming it")
+        sid = json.loads(answer.to_pybytes())["id"]
+        if sid != source_id(request.name):
+            raise fl.FlightServerError(f"{what}: the plane confirmed id {sid!r}, expected {request.id!r}")
+        return str(sid)
