@@ -1,0 +1,116 @@
+"""Artifacts side by side: a sample's (or a run's) PNGs as image layers under ONE contrast range.
+
+A verifier's images are meant to be compared with each other, so each sample's PNGs were
+written with one shared range; here they are shown the same way. Every pane gets the contrast
+limits :func:`imagebench.artifacts.shared_range` computes over all of them, the layers are linked
+so that moving one pane's contrast moves them all, and the viewer's grid mode lays them out
+side by side. Scaling each pane on its own would stretch a near-zero difference image to full
+range and make it look like a real signal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from napari_imagebench._layers import LayerData
+
+if TYPE_CHECKING:
+    import napari
+
+#: metadata key marking a layer as an artifact pane (value: the PNG's path)
+ARTIFACT_KEY = "imagebench_artifact"
+
+
+def sample_pngs(sample_dir: str | Path) -> list[Path]:
+    """The PNG artifacts of one sample folder: those its summary lists, else every ``*.png`` there."""
+    from imagebench.records import RecordError, SampleSummary, read_record
+
+    folder = Path(sample_dir)
+    try:
+        summary = read_record(folder / "summary.json", SampleSummary)
+        listed = [folder / name for name in summary.artifacts if name.endswith(".png")]
+        return [p for p in listed if p.is_file()]
+    except RecordError:
+        return sorted(folder.glob("*.png"))
+
+
+def run_pngs(run_dir: str | Path) -> list[Path]:
+    """Every sample's PNG artifacts in a run folder, in a stable order."""
+    run = Path(run_dir)
+    out: list[Path] = []
+    for summary in sorted(run.glob("*/*/*/sample-*/summary.json")):
+        out.extend(sample_pngs(summary.parent))
+    return out
+
+
+def artifact_layer_data(
+    paths: Sequence[Path], *, relative_to: Path | None = None, prefix: str = ""
+) -> list[LayerData]:
+    """Image layer data for ``paths`` with one contrast range shared by every pane.
+
+    A pane is named ``prefix`` + the PNG's path below ``relative_to`` (without ``.png``), or
+    ``prefix`` + ``<sample folder>/<stem>`` when no ``relative_to`` is given.
+    """
+    import imageio.v3 as iio
+
+    from imagebench.artifacts import shared_range
+
+    images = [(p, iio.imread(p)) for p in paths]
+    if not images:
+        return []
+    lo, hi = shared_range(*(img for _, img in images))
+    out: list[LayerData] = []
+    for path, img in images:
+        if relative_to is not None:
+            name = path.relative_to(relative_to).with_suffix("").as_posix()
+        else:
+            name = f"{path.parent.name}/{path.stem}"
+        name = prefix + name
+        rgb = img.ndim == 3 and img.shape[-1] in (3, 4)
+        kwargs: dict[str, Any] = {
+            "name": name,
+            "contrast_limits": (lo, hi),
+            "rgb": rgb,
+            "metadata": {ARTIFACT_KEY: str(path)},
+        }
+        if not rgb:
+            kwargs["colormap"] = "gray"
+        out.append((img, kwargs, "image"))
+    return out
+
+
+def artifact_layers(viewer: napari.Viewer) -> list[Any]:
+    return [layer for layer in viewer.layers if ARTIFACT_KEY in layer.metadata]
+
+
+def show_artifacts(
+    viewer: napari.Viewer, paths: Sequence[Path], *, relative_to: Path | None = None, prefix: str = ""
+) -> list[Any]:
+    """Replace the viewer's artifact panes with ``paths``, side by side in grid mode, contrast linked."""
+    from napari.experimental import link_layers
+
+    from napari_imagebench._layers import add_layer_data
+
+    for layer in artifact_layers(viewer):
+        viewer.layers.remove(layer)
+    layers = [add_layer_data(viewer, data) for data in artifact_layer_data(paths, relative_to=relative_to, prefix=prefix)]
+    if len(layers) > 1:
+        link_layers(layers, ("contrast_limits", "gamma"))
+    if layers:
+        viewer_grid(viewer).enabled = True
+        viewer.reset_view()
+    return layers
+
+
+def viewer_grid(viewer: napari.Viewer) -> Any:
+    """The viewer's grid settings (``viewer.canvas.grid`` from napari 0.9, ``viewer.grid`` before)."""
+    canvas = getattr(viewer, "canvas", None)
+    grid = getattr(canvas, "grid", None)
+    return grid if grid is not None else viewer.grid
+
+
+def contrast_ranges(layers: Sequence[Any]) -> set[tuple[float, float]]:
+    """The distinct contrast ranges of ``layers`` (one element when they share one)."""
+    return {(float(layer.contrast_limits[0]), float(layer.contrast_limits[1])) for layer in layers}

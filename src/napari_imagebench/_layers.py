@@ -1,0 +1,173 @@
+"""Layer presentation: how a session's layers (and a subject's results) become napari layers.
+
+A case says, per layer, which ``viewer.add_*`` call presents it (``kind``) and whether the
+pixels arrive in memory (``array``: the session's private numpy copy) or lazily from the data
+plane (``tensor``: the session holds an id; the pyramid comes from ``client.levels(id)`` as dask
+arrays and is shown multiscale). Only what the session holds is presented: a session is opened
+on ``fixture.data`` alone, so nothing here can reach truth.
+
+The functions return napari *layer data tuples* ``(data, kwargs, kind)`` so that the reader,
+the sample-data contributions and the bench panel share one presentation; ``add_layer_data``
+adds such a tuple to a viewer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from imagebench.case import Layer
+
+if TYPE_CHECKING:
+    import napari
+
+    from imagebench.session import Session
+
+LayerData = tuple[Any, dict[str, Any], str]
+
+
+class PresentationError(ValueError):
+    """A layer cannot be presented as its case says (names the layer and what was wrong)."""
+
+
+def _shapes_data(value: Any, name: str) -> list[np.ndarray]:
+    """Shapes data as a list of ``(vertices, ndim)`` arrays (napari's own shapes format)."""
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        if value.ndim == 3:
+            return [np.asarray(v) for v in value]
+        if value.ndim == 2:
+            return [value]
+        raise PresentationError(f"layer {name!r}: shapes data has shape {value.shape}, expected (n, vertices, ndim)")
+    try:
+        return [np.asarray(v, dtype=float) for v in value]
+    except (TypeError, ValueError) as exc:
+        raise PresentationError(f"layer {name!r}: shapes data is not a list of vertex arrays ({exc})") from None
+
+
+def layer_data(layer: Layer, value: Any, *, client: Any = None) -> LayerData:
+    """The napari layer data tuple presenting ``value`` as ``layer`` says.
+
+    ``value`` is the session's data for the layer: an array for ``array`` presentation, the
+    data-plane id for ``tensor`` (which then needs ``client``).
+    """
+    kwargs: dict[str, Any] = {"name": layer.name, "metadata": {"imagebench": {"key": layer.key}}}
+    if layer.presentation == "tensor":
+        if client is None:
+            raise PresentationError(
+                f"layer {layer.name!r} presents as tensor, and no data-plane client is connected to read it"
+            )
+        try:
+            levels = list(client.levels(str(value)))
+        except Exception as exc:
+            raise PresentationError(
+                f"layer {layer.name!r}: the data plane could not serve array {value!r} "
+                f"({type(exc).__name__}: {exc})"
+            ) from exc
+        if not levels:
+            raise PresentationError(f"layer {layer.name!r}: the data plane returned no levels for {value!r}")
+        if layer.kind not in ("image", "labels"):
+            raise PresentationError(
+                f"layer {layer.name!r}: a {layer.kind} layer cannot be presented as a tensor pyramid"
+            )
+        data: Any = levels if len(levels) > 1 else levels[0]
+        kwargs["multiscale"] = len(levels) > 1
+        kwargs["metadata"]["imagebench"]["array_id"] = str(value)
+        ndim = levels[0].ndim
+    else:
+        if layer.kind == "shapes":
+            data = _shapes_data(value, layer.name)
+            ndim = data[0].shape[-1] if data else 2
+        else:
+            data = np.asarray(value)
+            if data.dtype.kind not in "biuf":
+                raise PresentationError(f"layer {layer.name!r}: dtype {data.dtype} is not numeric")
+            ndim = data.shape[1] if layer.kind == "points" and data.ndim == 2 else data.ndim
+            if layer.kind == "labels" and data.dtype.kind not in "biu":
+                raise PresentationError(f"layer {layer.name!r}: labels need an integer array, got {data.dtype}")
+            if layer.kind == "labels" and data.dtype.kind == "b":
+                data = data.astype(np.uint8)
+    if layer.dim_labels and len(layer.dim_labels) == ndim:
+        kwargs["axis_labels"] = tuple(layer.dim_labels)
+    if layer.kind == "image":
+        kwargs["colormap"] = "gray"
+    return data, kwargs, layer.kind
+
+
+def fixture_layer_data(layers: Sequence[Layer], data: Mapping[str, Any]) -> list[LayerData]:
+    """In-memory layer data for ``layers`` read from a fixture's ``data`` mapping (never its truth).
+
+    Every layer is presented as an array here, tensor ones included: this serves the reader and
+    the sample data, which show a case's pixels without a run (and so without a data plane).
+    """
+    return [
+        layer_data(replace(layer, presentation="array"), np.asarray(data[layer.key]))
+        for layer in layers
+        if layer.key in data
+    ]
+
+
+def session_layer_data(session: Session) -> list[LayerData]:
+    """One layer data tuple per layer of ``session`` (its data layers, in the case's order)."""
+    return [layer_data(sl.layer, sl.data, client=session.client) for sl in session.layers.values()]
+
+
+def result_kind(value: Any, reference_shapes: Mapping[str, tuple[int, ...]]) -> str | None:
+    """Which kind of layer shows a subject's leaving, or None when it is not an image-like array.
+
+    An integer or boolean array shaped like a data layer is a label image; any other array of
+    two or more dimensions shaped like one is an image; an ``(n, d)`` float array whose ``d``
+    matches the data's dimensionality is points. Scalars and mappings stay in the namespace.
+    """
+    if isinstance(value, (str, bytes, dict, bool, int, float)) or value is None:
+        return None
+    try:
+        arr = np.asarray(value)
+    except Exception:
+        return None
+    if arr.dtype.kind not in "biuf" or arr.ndim < 2 or arr.size == 0:
+        return None
+    shapes = set(reference_shapes.values())
+    if tuple(arr.shape) in shapes:
+        return "labels" if arr.dtype.kind in "biu" else "image"
+    dims = {len(s) for s in shapes}
+    if arr.ndim == 2 and arr.dtype.kind == "f" and arr.shape[1] in dims:
+        return "points"
+    return "image"
+
+
+def result_layer_data(name: str, value: Any, kind: str) -> LayerData:
+    """The layer data tuple showing leaving ``name`` as ``kind`` (from :func:`result_kind`).
+
+    The layer gets a copy: painting on it must not change what the subject left (and is scored).
+    """
+    arr = np.array(value, copy=True)
+    if kind == "labels" and arr.dtype.kind == "b":
+        arr = arr.astype(np.uint8)
+    kwargs: dict[str, Any] = {"name": name, "metadata": {"imagebench": {"result": name}}}
+    if kind == "image":
+        kwargs["colormap"] = "magma"
+        kwargs["blending"] = "additive"
+    if kind == "points":
+        kwargs["face_color"] = "yellow"
+        kwargs["size"] = 3
+    return arr, kwargs, kind
+
+
+def add_layer_data(viewer: napari.Viewer, data: LayerData) -> Any:
+    """Add one layer data tuple to ``viewer`` and return the new layer."""
+    array, kwargs, kind = data
+    adder = getattr(viewer, f"add_{kind}", None)
+    if adder is None:
+        raise PresentationError(f"napari has no add_{kind} for layer {kwargs.get('name')!r}")
+    return adder(array, **kwargs)
+
+
+def layer_value(layer: Any) -> Any:
+    """What a napari layer holds, as a leaving: its data (the full-resolution level when multiscale)."""
+    data = layer.data
+    if getattr(layer, "multiscale", False):
+        data = data[0]
+    return data

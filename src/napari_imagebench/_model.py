@@ -1,0 +1,719 @@
+"""The bench panel's model: every state and action of the panel, without Qt.
+
+The widget (:mod:`napari_imagebench._widget`) is a thin shell that draws this model and calls
+its methods; tests drive the same methods directly. Nothing here scores: a sample is verified
+and written by :func:`imagebench.runner.score_attempt`, the function the headless runner uses,
+so a panel run and ``imagebench run`` leave identical ``summary.json`` files.
+
+One panel holds at most one loaded case. Loading builds the fixture once (as a run does) and
+opens a session on its data; the fixture stays private to this model and is used only to
+verify. Each Run of a non-interactive subject works a fresh session, as each sample of a run
+does; the interactive subject (a person at the viewer) works the session opened at Load and
+may score it as often as they like, each score a new sample. Every subject's samples go into
+one run folder per subject under :func:`imagebench.artifacts.artifact_root` (or the outcome
+root the model is given).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from imagebench.case import Case, Collect, Layer
+from imagebench.fixture import FIXTURES_ENV, Fixture, FixtureError, OnDisk
+
+if TYPE_CHECKING:
+    from imagebench.records import MetricRecord, RunRecord, SampleSummary
+    from imagebench.session import Session
+    from imagebench.subjects import Subject, SubjectRun
+
+INTERACTIVE = "You (interactive)"
+#: the subject name (and run-folder name) of a person scoring their own work at the viewer
+INTERACTIVE_NAME = "interactive"
+BUILTIN_SUBJECTS: tuple[str, ...] = (INTERACTIVE, "reference")
+
+Level = Literal["info", "warning", "error"]
+
+
+class PanelError(Exception):
+    """An action of the panel cannot go ahead; the message says why (shown as a notification)."""
+
+
+@dataclass(frozen=True)
+class Message:
+    level: Level
+    text: str
+
+
+# --------------------------------------------------------------------------- the case tree
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    """One row of the case tree: a case (or a tree fixture no case uses) and whether it can run here."""
+
+    namespace: str
+    case_id: str
+    kind: str
+    case_class: str
+    available: bool
+    reason: str
+    source: Literal["built-in", "tree"]
+    case: Case | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.namespace}/{self.case_id}"
+
+
+@dataclass(frozen=True)
+class CaseDetail:
+    """What the detail pane shows about a case: everything a subject is told, never truth."""
+
+    label: str
+    about: str
+    kind: str
+    case_class: str
+    available: bool
+    reason: str
+    prompt: str
+    persona: str
+    layers: tuple[Layer, ...]
+    collect: tuple[Collect, ...]
+    limits: Mapping[str, float]
+    timeout_s: float
+
+    def text(self) -> str:
+        lines = [
+            f"{self.label}  ({self.kind}, {self.case_class})",
+            "available" if self.available else f"unavailable: {self.reason}",
+        ]
+        if self.about:
+            lines += ["", self.about]
+        lines += ["", "Persona:", self.persona or "(none)", "", "Prompt:", self.prompt.rstrip(), "", "Layers:"]
+        for layer in self.layers:
+            extra = f", chunks {tuple(layer.chunks)}" if layer.chunks else ""
+            lines.append(f"  {layer.name}: {layer.kind}, presented as {layer.presentation}{extra}")
+        lines += ["", "Leave:"]
+        for c in self.collect:
+            lines.append(f"  {c.name} ({c.what})" + (f": {c.description}" if c.description else ""))
+        lines += ["", "Metrics (pass when value <= limit):"]
+        if self.limits:
+            lines += [f"  {name} <= {limit:g}" for name, limit in self.limits.items()]
+        else:
+            lines.append("  (no limits declared)")
+        lines.append(f"Time limit: {self.timeout_s:g} s")
+        return "\n".join(lines)
+
+
+def _rooted(case: Case, root: Path | None) -> Case:
+    """``case`` reading its curated pixels from ``root`` when its spec follows $IMAGEBENCH_FIXTURES."""
+    spec = case.fixture
+    if root is not None and isinstance(spec, OnDisk) and spec.root is None:
+        return replace(case, fixture=OnDisk(tolerance=dict(spec.tolerance), root=root))
+    return case
+
+
+def builtin_cases() -> list[Case]:
+    from imagebench.cases import all_cases
+
+    return all_cases()
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One scored sample as the results pane shows it."""
+
+    label: str
+    subject: str
+    sample: int | None
+    status: str
+    reason: str
+    metrics: tuple[MetricRecord, ...]
+    sample_dir: Path
+    run_dir: Path
+    artifacts: tuple[str, ...]
+
+    @classmethod
+    def of(cls, summary: SampleSummary, run_dir: Path, sample_dir: Path) -> ResultRow:
+        return cls(
+            label=summary.label,
+            subject=summary.subject,
+            sample=summary.sample,
+            status=summary.status,
+            reason=summary.reason,
+            metrics=tuple(summary.metrics),
+            sample_dir=sample_dir,
+            run_dir=run_dir,
+            artifacts=tuple(summary.artifacts),
+        )
+
+    def metric_cells(self) -> list[tuple[str, str, str, str, str]]:
+        """``(name, value, limit + unit, verdict, why)`` per metric."""
+        cells = []
+        for m in self.metrics:
+            value = "n/a" if m.value is None else f"{m.value:.4g}"
+            limit = f"{m.limit:g}" + (f" {m.unit}" if m.unit else "")
+            cells.append((m.name, value, limit, m.verdict, m.unavailable or ""))
+        return cells
+
+
+@dataclass
+class RunFolder:
+    """The run folder one subject's panel samples go into."""
+
+    path: Path
+    record: RunRecord
+    samples: dict[str, list[SampleSummary]] = field(default_factory=dict)
+
+
+@dataclass
+class Loaded:
+    """The case on the viewer: its fixture (private: only the verifier reads it) and sessions."""
+
+    case: Case
+    fixture: Fixture
+    session: Session  # the interactive session, opened at Load
+    build_s: float
+    opened: float  # perf_counter when the interactive session was opened
+    plane: Any = None
+    tensors: Mapping[str, str] | None = None
+    # the last session and SubjectRun of each non-interactive subject, until it is scored
+    runs: dict[str, tuple[Session, SubjectRun]] = field(default_factory=dict)
+    # what this load has shown a person beyond the data: flags on their later samples
+    seen: set[str] = field(default_factory=set)
+
+
+@dataclass
+class RunJob:
+    """A prepared Run: ``work()`` runs the subject (in a worker thread) and returns its SubjectRun."""
+
+    subject_name: str
+    session: Session
+    work: Callable[[], SubjectRun]
+
+
+# --------------------------------------------------------------------------- the model
+
+
+class BenchModel:
+    """State and callbacks of the bench panel."""
+
+    def __init__(
+        self,
+        *,
+        cases: Callable[[], Iterable[Case]] = builtin_cases,
+        fixtures_root: str | os.PathLike[str] | None = None,
+        outcome_root: str | os.PathLike[str] | None = None,
+        plane_provider: Callable[[], Any] | None = None,
+    ) -> None:
+        self._cases = cases
+        env = os.environ.get(FIXTURES_ENV)
+        root = fixtures_root if fixtures_root is not None else env
+        self.fixtures_root: Path | None = Path(root) if root else None
+        self._outcome_root = Path(outcome_root) if outcome_root is not None else None
+        self._plane_provider = plane_provider
+        self.subject_specs: list[str] = list(BUILTIN_SUBJECTS)
+        self._subjects: dict[str, Subject] = {}
+        self.loaded: Loaded | None = None
+        self.results: list[ResultRow] = []
+        self.messages: list[Message] = []
+        self.run_folders: dict[str, RunFolder] = {}
+        self._rows: list[CaseRow] | None = None
+        self._shown: set[str] = set()  # layer names this panel put on the viewer for the loaded case
+        self._deleted: list[str] = []  # of those (and of leaving names), deleted since Load
+        self.on_message: list[Callable[[Message], None]] = []
+        self.on_results: list[Callable[[ResultRow], None]] = []
+
+    # ---------------------------------------------------------------- messages
+
+    def notify(self, level: Level, text: str) -> Message:
+        msg = Message(level, text)
+        self.messages.append(msg)
+        for callback in list(self.on_message):
+            callback(msg)
+        return msg
+
+    def _fail(self, text: str, level: Level = "error") -> PanelError:
+        self.notify(level, text)
+        return PanelError(text)
+
+    # ---------------------------------------------------------------- the case tree
+
+    @property
+    def outcome_root(self) -> Path:
+        if self._outcome_root is not None:
+            return self._outcome_root
+        from imagebench.artifacts import artifact_root
+
+        return Path(artifact_root())
+
+    def set_fixtures_root(self, path: str | os.PathLike[str]) -> bool:
+        """Use the fixture tree at ``path``; a folder that is not a tree is refused with the reason."""
+        from imagebench.tree import load_manifest
+
+        folder = Path(path)
+        try:
+            load_manifest(folder)
+        except FixtureError as exc:
+            self.notify("error", f"not a fixture tree, keeping {self.fixtures_root or 'no tree'}: {exc}")
+            return False
+        self.fixtures_root = folder
+        self._rows = None
+        self.notify("info", f"fixture tree: {folder}")
+        return True
+
+    def refresh(self) -> list[CaseRow]:
+        self._rows = None
+        return self.rows()
+
+    def rows(self) -> list[CaseRow]:
+        """Every built-in case, then each fixture of the tree that no case uses (never runnable)."""
+        if self._rows is not None:
+            return self._rows
+        from imagebench.runner import TENSOR_SKIP_REASON, presents_tensor
+
+        rows: list[CaseRow] = []
+        try:
+            cases = [_rooted(c, self.fixtures_root) for c in self._cases()]
+        except Exception as exc:
+            self.notify("error", f"the case list could not be read: {type(exc).__name__}: {exc}")
+            cases = []
+        for case in cases:
+            ok, why = case.available()
+            if ok and presents_tensor(case):
+                reason = self._plane_reason()
+                if reason:
+                    ok, why = False, f"{TENSOR_SKIP_REASON}: {reason}"
+            rows.append(
+                CaseRow(case.namespace, case.case_id, case.kind, case.case_class, ok, why, "built-in", case)
+            )
+        known = {(c.namespace, c.case_id) for c in cases}
+        rows.extend(self._tree_rows(known))
+        self._rows = rows
+        return rows
+
+    def _tree_rows(self, known: set[tuple[str, str]]) -> list[CaseRow]:
+        if self.fixtures_root is None:
+            return []
+        from imagebench.tree import load_manifest
+
+        try:
+            manifest = load_manifest(self.fixtures_root)
+        except FixtureError as exc:
+            self.notify("warning", f"the fixture tree cannot be listed: {exc}")
+            return []
+        return [
+            CaseRow(
+                e.skill,
+                e.case_id,
+                "curated",
+                "-",
+                False,
+                "the tree has this fixture, but no case in this suite uses it: nothing could verify a run",
+                "tree",
+            )
+            for e in manifest.fixtures
+            if (e.skill, e.case_id) not in known
+        ]
+
+    def _plane_reason(self) -> str:
+        """Why no data plane can serve tensor layers here ('' when one can)."""
+        if self._plane_provider is not None:
+            return ""
+        from imagebench.plane import flight_missing
+
+        return flight_missing() or ""
+
+    def row(self, label: str) -> CaseRow:
+        for r in self.rows():
+            if r.label == label:
+                return r
+        raise self._fail(f"no case labelled {label!r}")
+
+    def detail(self, label: str) -> CaseDetail:
+        r = self.row(label)
+        if r.case is None:
+            raise PanelError(f"{label}: {r.reason}")
+        from imagebench.session import case_prompt
+
+        case = r.case
+        return CaseDetail(
+            label=case.label,
+            about=case.about,
+            kind=case.kind,
+            case_class=case.case_class,
+            available=r.available,
+            reason=r.reason,
+            prompt=case_prompt(case),
+            persona=case.persona,
+            layers=tuple(case.layers),
+            collect=tuple(case.collect),
+            limits=dict(case.tolerances),
+            timeout_s=case.timeout_s,
+        )
+
+    # ---------------------------------------------------------------- loading
+
+    def _plane(self) -> Any:
+        if self._plane_provider is not None:
+            return self._plane_provider()
+        from imagebench.plane import PlaneUnavailable, shared_plane
+
+        try:
+            return shared_plane()
+        except PlaneUnavailable as exc:
+            raise PanelError(f"no data plane can run here, so tensor layers cannot load: {exc.reason}") from None
+
+    def loadable(self, label: str) -> Case:
+        """The case ``label`` when it can be loaded here; else a notice and PanelError."""
+        r = self.row(label)
+        if r.case is None or not r.available:
+            raise self._fail(f"{label} cannot run here: {r.reason}")
+        return r.case
+
+    def build(self, case: Case) -> Loaded:
+        """Build ``case``'s fixture and open the interactive session on its data.
+
+        The slow half of loading (a builder, a curated read, the data plane's start and upload),
+        safe to call from a worker thread: it changes no state and raises no notice; a failure is
+        a PanelError whose message says why. :meth:`adopt` makes the result the loaded case.
+        """
+        from imagebench.runner import prepare_fixture, presents_tensor
+        from imagebench.session import open_session
+
+        label = case.label
+        plane = self._plane() if presents_tensor(case) else None
+        prepared = prepare_fixture(case, plane=plane)
+        if prepared.fixture is None:
+            raise PanelError(f"{label}: {prepared.status}: {prepared.reason}")
+        fixture = prepared.fixture
+        tensors: Mapping[str, str] | None = None
+        client: Any = None
+        if plane is not None:
+            try:
+                tensors = dict(plane.present(case, fixture))
+                client = plane.client
+            except Exception as exc:
+                raise PanelError(
+                    f"{label}: the data plane could not present the fixture: {type(exc).__name__}: {exc}"
+                ) from exc
+        try:
+            session = open_session(case, fixture, client=client, tensors=tensors)
+        except Exception as exc:
+            raise PanelError(f"{label}: opening the session failed: {type(exc).__name__}: {exc}") from exc
+        return Loaded(
+            case=case,
+            fixture=fixture,
+            session=session,
+            build_s=prepared.build_s,
+            opened=time.perf_counter(),
+            plane=plane,
+            tensors=tensors,
+        )
+
+    def adopt(self, loaded: Loaded) -> Loaded:
+        """Make ``loaded`` (from :meth:`build`) the loaded case, forgetting the previous one."""
+        self.loaded = loaded
+        loaded.opened = time.perf_counter()
+        self._shown = set()
+        self._deleted = []
+        return loaded
+
+    def load(self, label: str) -> Loaded:
+        """:meth:`loadable`, :meth:`build` and :meth:`adopt` in one call (a failure is also a notice)."""
+        case = self.loadable(label)
+        try:
+            loaded = self.build(case)
+        except PanelError as exc:
+            raise self._fail(str(exc)) from None
+        return self.adopt(loaded)
+
+    def _need_loaded(self) -> Loaded:
+        if self.loaded is None:
+            raise self._fail("load a case first", "warning")
+        return self.loaded
+
+    # ---------------------------------------------------------------- layers on the viewer
+
+    def layer_shown(self, name: str) -> None:
+        """The panel put a layer named ``name`` on the viewer for the loaded case."""
+        self._shown.add(name)
+        if name in self._deleted:
+            self._deleted.remove(name)
+
+    def layer_removed(self, name: str) -> None:
+        """A layer left the viewer: remembered when the panel showed it or a leaving has its name."""
+        if self.loaded is None:
+            return
+        leaving = name in {c.name for c in self.loaded.case.collect}
+        if (name in self._shown or leaving) and name not in self._deleted:
+            self._deleted.append(name)
+
+    def layer_added(self, name: str) -> None:
+        if name in self._deleted:
+            self._deleted.remove(name)
+
+    # ---------------------------------------------------------------- subjects
+
+    def add_subject(self, spec: str) -> str:
+        """Add a ``python:package.module:function`` solver to the subject list; returns its spec."""
+        from imagebench.subjects import SubjectError, parse_subject
+
+        spec = spec.strip()
+        if not spec.startswith("python:"):
+            raise self._fail(f"the panel runs python: solvers only (python:package.module:function), got {spec!r}")
+        if spec in self.subject_specs:
+            return spec
+        try:
+            subject = parse_subject(spec)
+        except SubjectError as exc:
+            raise self._fail(str(exc)) from None
+        self._subjects[spec] = subject
+        self.subject_specs.append(spec)
+        self.notify("info", f"subject added: {spec} (results under {subject.name}/)")
+        return spec
+
+    def subject(self, spec: str) -> Subject:
+        from imagebench.subjects import parse_subject
+
+        if spec == INTERACTIVE:
+            raise PanelError("the interactive subject is you: work on the viewer, then Score")
+        if spec not in self.subject_specs:
+            raise self._fail(f"unknown subject {spec!r}")
+        if spec not in self._subjects:
+            self._subjects[spec] = parse_subject(spec)
+        return self._subjects[spec]
+
+    def subject_name(self, spec: str) -> str:
+        return INTERACTIVE_NAME if spec == INTERACTIVE else self.subject(spec).name
+
+    # ---------------------------------------------------------------- run folders
+
+    def _run_folder(self, subject_name: str) -> RunFolder:
+        folder = self.run_folders.get(subject_name)
+        if folder is not None:
+            return folder
+        from imagebench.records import RunRecord, write_record
+        from imagebench.runner import new_run_dir
+
+        path, started = new_run_dir(self.outcome_root)
+        record = RunRecord(
+            run_id=path.name,
+            started=started,
+            subject=subject_name,
+            samples=0,
+            selection={"source": "napari-imagebench panel"},
+            complete=False,
+        )
+        write_record(path / "run.json", record)
+        folder = self.run_folders[subject_name] = RunFolder(path, record)
+        return folder
+
+    def _next_sample(self, subject_name: str, label: str) -> int:
+        folder = self.run_folders.get(subject_name)
+        return 0 if folder is None else len(folder.samples.get(label, []))
+
+    # ---------------------------------------------------------------- run
+
+    def prepare_run(self, spec: str) -> RunJob:
+        """Get a Run of ``spec`` ready: a fresh session and the bound subject. ``work()`` does the run."""
+        from imagebench.runner import sample_dir
+        from imagebench.session import open_session
+        from imagebench.subjects import SubjectError, UnitContext, bind_subject, run_subject
+
+        loaded = self._need_loaded()
+        if spec == INTERACTIVE:
+            raise self._fail("you are the interactive subject: work on the viewer, then press Score", "warning")
+        subject = self.subject(spec)
+        case = loaded.case
+        try:
+            session = open_session(case, loaded.fixture, client=loaded.session.client, tensors=loaded.tensors)
+        except Exception as exc:
+            raise self._fail(f"{case.label}: opening the session failed: {type(exc).__name__}: {exc}") from exc
+        folder = self._run_folder(subject.name)
+        n = self._next_sample(subject.name, case.label)
+        plane = loaded.plane
+        context = UnitContext(
+            sample_dir=sample_dir(folder.path, subject.name, case, n),
+            timeout_s=float(case.timeout_s),
+            tensor_url=getattr(plane, "url", None) if plane is not None else None,
+        )
+        try:
+            work = bind_subject(subject, case, context)
+        except SubjectError as exc:
+            raise self._fail(str(exc)) from None
+        limit = float(case.timeout_s)
+        return RunJob(subject.name, session, lambda: run_subject(work, session, limit))
+
+    def finish_run(self, job: RunJob, run: SubjectRun) -> dict[str, Any]:
+        """Record how ``job`` ended; return what the subject bound of the case's leavings."""
+        loaded = self._need_loaded()
+        loaded.runs[job.subject_name] = (job.session, run)
+        if run.harness_error:
+            self.notify("error", f"{job.subject_name}: the harness failed: {run.harness_error}")
+        elif run.timed_out:
+            self.notify("warning", f"{job.subject_name}: {run.timeout_reason}")
+        elif run.error:
+            self.notify("warning", f"{job.subject_name} raised {run.error}")
+        left = {c.name: job.session.namespace[c.name] for c in loaded.case.collect if c.name in job.session.namespace}
+        if left:
+            loaded.seen.add(f"saw-results-{job.subject_name}")
+        missing = [c.name for c in loaded.case.collect if c.name not in left]
+        tail = f"; left nothing for {', '.join(missing)}" if missing else ""
+        self.notify("info", f"{job.subject_name} ran in {run.seconds:.2f} s; left {', '.join(left) or 'nothing'}{tail}")
+        return left
+
+    def artifacts_shown(self, result: ResultRow) -> None:
+        """A sample's artifacts were put on the viewer; for the loaded case they may show its truth."""
+        if self.loaded is not None and result.label == self.loaded.case.label:
+            self.loaded.seen.add("saw-artifacts")
+
+    # ---------------------------------------------------------------- score
+
+    def interactive_lookup(
+        self, layers: Mapping[str, Any], console: Mapping[str, Any] | None
+    ) -> Callable[[str], Any]:
+        """Where a person's leavings are found: a viewer layer of that name, then the console
+        namespace, then the panel's own session namespace."""
+        loaded = self._need_loaded()
+        deleted = set(self._deleted)
+
+        def lookup(name: str) -> Any:
+            if name in layers:
+                return layers[name]
+            if console is not None and name in console:
+                return console[name]
+            try:
+                return loaded.session.lookup(name)
+            except KeyError:
+                if name in deleted:
+                    raise KeyError(f"the layer {name!r} was deleted before scoring") from None
+                where = "no layer, no console name and no panel binding" if console is not None else (
+                    "no layer and no panel binding (the console is not open)"
+                )
+                raise KeyError(f"you left nothing named {name!r}: {where}") from None
+
+        return lookup
+
+    def score(
+        self,
+        spec: str,
+        *,
+        layers: Mapping[str, Any] | None = None,
+        console: Mapping[str, Any] | None = None,
+    ) -> ResultRow:
+        """Collect the leavings of ``spec``, verify them and write the sample, as the runner does.
+
+        For the interactive subject, ``layers`` (``{name: data}`` of the viewer's layers) and
+        ``console`` (the console's namespace, None when it is not open) are searched first.
+        """
+        from imagebench.runner import _subject_notes as subject_notes
+        from imagebench.runner import sample_dir, score_attempt
+        from imagebench.session import collect_attempt
+
+        loaded = self._need_loaded()
+        case = loaded.case
+        times: dict[str, float] = {"build_s": loaded.build_s}
+        run: SubjectRun | None
+        flags: list[str] = []
+        if spec == INTERACTIVE:
+            name = INTERACTIVE_NAME
+            session = loaded.session
+            lookup = self.interactive_lookup(layers or {}, console)
+            run = None
+            times["subject_s"] = time.perf_counter() - loaded.opened
+            # A person who has seen another subject's answer or the artifacts (which can show the
+            # truth) is no longer working blind: the sample says so.
+            flags = sorted(loaded.seen)
+            if flags:
+                self.notify("warning", f"this sample is flagged {', '.join(flags)}: since Load you have seen more than the data")
+        else:
+            name = self.subject_name(spec)
+            pending = loaded.runs.pop(name, None)
+            if pending is None:
+                raise self._fail(f"run {spec} on {case.label} first: each Run is one sample to score", "warning")
+            session, run = pending
+            lookup = session.lookup
+            times["subject_s"] = run.seconds
+        leavings = {c.name for c in case.collect}
+        for deleted in self._deleted:
+            if spec != INTERACTIVE:
+                effect = f"; {name} is scored from its session, so the score does not depend on it"
+            elif deleted in leavings:
+                effect = "; unless the console or the panel holds that name, the leaving is missing"
+            else:
+                effect = ""
+            self.notify("warning", f"layer {deleted!r} was deleted before scoring{effect}")
+        attempt = collect_attempt(case, name, lookup)
+        attempt.notes.update(subject_notes(session))
+        if loaded.plane is not None and loaded.tensors is not None:
+            try:
+                flags += list(loaded.plane.after_sample(case, loaded.fixture))
+            except Exception as exc:  # as in a headless run: the sample ends as a harness error
+                from imagebench.subjects import SubjectRun
+
+                why = f"the data plane check failed: {type(exc).__name__}: {exc}"
+                run = SubjectRun(seconds=times["subject_s"], harness_error=why)
+        folder = self._run_folder(name)
+        n = self._next_sample(name, case.label)
+        summary = score_attempt(
+            case, loaded.fixture, attempt, folder.path, sample=n, run=run, times=times, flags=flags
+        )
+        done = folder.samples.setdefault(case.label, [])
+        done.append(summary)
+        self._write_run(folder, case, name, done, loaded.build_s)
+        result = ResultRow.of(summary, folder.path, sample_dir(folder.path, name, case, n))
+        self.results.append(result)
+        for callback in list(self.on_results):
+            callback(result)
+        self._deleted = []  # each deletion is reported with the sample it affected, once
+        return result
+
+    def _write_run(
+        self,
+        folder: RunFolder,
+        case: Case,
+        subject_name: str,
+        done: Sequence[SampleSummary],
+        build_s: float,
+    ) -> None:
+        """Rewrite the case's summary and the run record after a sample, as a run does at its end."""
+        from datetime import datetime, timezone
+
+        from imagebench.records import write_record
+        from imagebench.runner import case_dir, case_verdict, summarize_case
+
+        summary = summarize_case(case, subject_name, done, build_s)
+        write_record(case_dir(folder.path, subject_name, case) / "summary.json", summary)
+        counts: dict[str, int] = {}
+        for samples in folder.samples.values():
+            for s in samples:
+                counts[s.status] = counts.get(s.status, 0) + 1
+        verdicts = {label: case_verdict(samples) for label, samples in folder.samples.items()}
+        folder.record = folder.record.model_copy(
+            update={
+                "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "samples": max(len(s) for s in folder.samples.values()),
+                "cases": list(folder.samples),
+                "counts": counts,
+                "complete": True,
+                "extra": {"verdicts": verdicts, "passed": all(v in ("pass", "skipped") for v in verdicts.values())},
+            }
+        )
+        write_record(folder.path / "run.json", folder.record)
+
+    # ---------------------------------------------------------------- teardown
+
+    def close(self) -> None:
+        """Forget the loaded case (and its fixture)."""
+        self.loaded = None
+        self._shown = set()
+        self._deleted = []

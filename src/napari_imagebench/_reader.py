@@ -1,0 +1,77 @@
+"""The reader: open a fixture case folder (its data layers only) or a run folder (its artifacts).
+
+- ``<tree>/<namespace>/<case_id>/`` holding ``case.json``: the case's *data* is read from the
+  tree (checked against the tree's manifest) and shown as the case presents it; when no case
+  in this suite has that label, each data key is shown as an image. Truth is never read.
+- ``run-*/`` holding ``run.json``: every sample's PNG artifacts, as image layers sharing one
+  contrast range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from napari_imagebench._layers import LayerData, fixture_layer_data
+
+ReaderFunction = Callable[[Any], list[LayerData]]
+
+
+def _as_dir(path: Any) -> Path | None:
+    if isinstance(path, (list, tuple)):
+        if len(path) != 1:
+            return None
+        path = path[0]
+    try:
+        folder = Path(path)
+    except TypeError:
+        return None
+    return folder if folder.is_dir() else None
+
+
+def napari_get_reader(path: Any) -> ReaderFunction | None:
+    """A reader for a fixture case folder or a run folder; None for anything else."""
+    folder = _as_dir(path)
+    if folder is None:
+        return None
+    if (folder / "run.json").is_file():
+        return read_run_folder
+    if (folder / "case.json").is_file():
+        return read_case_folder
+    return None
+
+
+def read_run_folder(path: Any) -> list[LayerData]:
+    from napari_imagebench._artifacts import artifact_layer_data, run_pngs
+
+    folder = _as_dir(path)
+    if folder is None:
+        raise ValueError(f"{path}: not a run folder")
+    return artifact_layer_data(run_pngs(folder), relative_to=folder)
+
+
+def read_case_folder(path: Any) -> list[LayerData]:
+    """The data layers of the fixture case folder ``path`` (``<tree>/<namespace>/<case_id>``)."""
+    from imagebench.case import Layer
+    from imagebench.tree import load_fixture
+
+    folder = _as_dir(path)
+    if folder is None:
+        raise ValueError(f"{path}: not a fixture case folder")
+    folder = folder.resolve()
+    namespace, case_id, root = folder.parent.name, folder.name, folder.parent.parent
+    fixture = load_fixture(root, namespace, case_id)  # FixtureError names the file and field
+    case = _known_case(f"{namespace}/{case_id}")
+    if case is not None:
+        return fixture_layer_data(case.layers, fixture.data)
+    return fixture_layer_data([Layer(name=key, key=key, kind="image") for key in fixture.data], fixture.data)
+
+
+def _known_case(label: str) -> Any:
+    from imagebench.cases import all_cases
+
+    for case in all_cases():
+        if case.label == label:
+            return case
+    return None

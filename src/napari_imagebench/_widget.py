@@ -1,0 +1,577 @@
+"""The bench panel: a thin Qt shell over :class:`napari_imagebench._model.BenchModel`.
+
+From top to bottom: the fixture tree in use (a folder picker changes it), the tree of cases
+by namespace (kind, class, availability; an unavailable case is greyed with its reason as a
+tooltip and cannot run), the selected case's detail (prompt, persona, layers, leavings, limits;
+never truth), Load, the subject (you, ``reference``, or a ``python:`` solver you add), Run,
+Score and a busy bar (loading and the subject's work happen in a worker thread, so the viewer
+never freezes), the results (one row per sample with a child row per metric, plus a line per
+notice), and the artifact buttons (side-by-side view with one shared contrast range, and the
+run folder).
+
+Every action goes through the model; every notice the model raises is shown both as a napari
+notification and as a line in the results pane.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from qtpy.QtCore import Qt, QUrl
+from qtpy.QtGui import QBrush, QColor, QDesktopServices
+from qtpy.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QSplitter,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from napari_imagebench._artifacts import ARTIFACT_KEY, sample_pngs, show_artifacts
+from napari_imagebench._layers import (
+    PresentationError,
+    add_layer_data,
+    layer_value,
+    result_kind,
+    result_layer_data,
+    session_layer_data,
+)
+from napari_imagebench._model import INTERACTIVE, BenchModel, Loaded, Message, PanelError, ResultRow
+
+if TYPE_CHECKING:
+    import napari
+
+    from napari_imagebench._model import RunJob
+
+T = TypeVar("T")
+_LABEL_ROLE = Qt.UserRole
+_GREY = QBrush(QColor(128, 128, 128))
+_VERDICT_COLORS = {"pass": QColor(60, 170, 90), "fail": QColor(220, 70, 70), "unavailable": QColor(200, 150, 40)}
+_STATUS_COLORS = {"ok": _VERDICT_COLORS["pass"]}
+
+
+def console_namespace(viewer: napari.Viewer) -> dict[str, Any] | None:
+    """The napari console's user namespace when the console has been opened, else None.
+
+    Never opens the console (that would start a kernel): only an existing one is read. napari
+    has no public route to the console's namespace; the private one is read under a guard, so a
+    napari that hides it reads as "no console" rather than an error.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # napari's notice about private attributes
+        try:
+            console = viewer.window._qt_viewer._console
+        except AttributeError:
+            return None
+    if console is None:
+        return None
+    for path in (("shell",), ("kernel_manager", "kernel", "shell"), ("kernel", "shell")):
+        obj: Any = console
+        for attr in path:
+            obj = getattr(obj, attr, None)
+            if obj is None:
+                break
+        ns = getattr(obj, "user_ns", None) if obj is not None else None
+        if isinstance(ns, dict):
+            return ns
+    return None
+
+
+def in_python_thread(work: Callable[[], T]) -> T:
+    """``work()`` run in a thread Python created, its result returned (its exception raised) here.
+
+    Loading a tensor case opens data-plane (Arrow Flight) connections, which the client keeps
+    per thread. A thread that Python created releases them cleanly when it ends; a Qt pool
+    thread (where napari's workers run) tears its Python state down in a way that crashes the
+    process when such a connection is released there. So the worker hands that part of the
+    work to a short-lived Python thread.
+    """
+    out: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            out["value"] = work()
+        except BaseException as exc:  # handed back to the caller's thread
+            out["error"] = exc
+
+    thread = threading.Thread(target=target, name="imagebench-load", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+_CLOSING: list[Any] = []  # data planes whose close() runs when the application quits
+
+
+def _close_on_quit(plane: Any) -> None:
+    """Stop ``plane`` (its server process and temporary data) when the Qt application quits."""
+    from qtpy.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None or any(p is plane for p in _CLOSING):
+        return
+    _CLOSING.append(plane)
+    app.aboutToQuit.connect(plane.close)
+
+
+def _fit_columns(tree: QTreeWidget, stretch: int, first_width: int | None = None) -> None:
+    """Size every column to its contents except ``stretch``, which takes the remaining width
+    (and the first column, when ``first_width`` fixes its starting width instead)."""
+    header = tree.header()
+    header.setStretchLastSection(False)
+    for col in range(tree.columnCount()):
+        if col == stretch:
+            header.setSectionResizeMode(col, QHeaderView.Stretch)
+        elif col == 0 and first_width is not None:
+            header.setSectionResizeMode(col, QHeaderView.Interactive)
+            tree.setColumnWidth(col, first_width)
+        else:
+            header.setSectionResizeMode(col, QHeaderView.ResizeToContents)
+
+
+class BenchPanel(QWidget):
+    """The Imagebench dock widget."""
+
+    def __init__(self, napari_viewer: napari.Viewer, model: BenchModel | None = None) -> None:
+        super().__init__()
+        self.viewer = napari_viewer
+        self.model = model if model is not None else BenchModel()
+        self.worker: Any = None
+        self._panel_layers: list[Any] = []  # data layers this panel added for the loaded case
+        self._result_layers: dict[str, Any] = {}  # "<subject>:<leaving>" -> layer
+        self._console_results: dict[str, dict[str, Any]] = {}  # the console's imagebench_results
+
+        self.model.on_message.append(self._show_message)
+        self.model.on_results.append(self._add_result)
+        self.viewer.layers.events.removed.connect(self._on_layer_removed)
+        self.viewer.layers.events.inserted.connect(self._on_layer_inserted)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+
+        tree_row = QHBoxLayout()
+        self.tree_label = QLabel()
+        self.tree_label.setWordWrap(True)
+        self.tree_label.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        self.choose_button = QPushButton("Fixture tree…")
+        self.choose_button.setToolTip("choose the folder holding manifest.json ($IMAGEBENCH_FIXTURES)")
+        self.choose_button.clicked.connect(self._choose_tree)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.clicked.connect(self.refresh)
+        tree_row.addWidget(self.tree_label)
+        tree_row.addWidget(self.choose_button)
+        tree_row.addWidget(self.refresh_button)
+        layout.addLayout(tree_row)
+
+        self.case_tree = QTreeWidget()
+        self.case_tree.setHeaderLabels(["case", "kind", "class", "available"])
+        _fit_columns(self.case_tree, stretch=0)
+        self.case_tree.itemSelectionChanged.connect(self._selection_changed)
+        self.detail = QPlainTextEdit()
+        self.detail.setReadOnly(True)
+        self.detail.setPlaceholderText("select a case")
+        top = QSplitter(Qt.Vertical)
+        top.addWidget(self.case_tree)
+        top.addWidget(self.detail)
+
+        controls = QWidget()
+        cl = QVBoxLayout(controls)
+        cl.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        self.load_button = QPushButton("Load")
+        self.load_button.setToolTip("add the case's data layers to the viewer")
+        self.load_button.clicked.connect(self.load_selected)
+        self.subject_combo = QComboBox()
+        self.subject_combo.addItems(self.model.subject_specs)
+        self.subject_combo.currentTextChanged.connect(lambda _: self._update_buttons())
+        row.addWidget(self.load_button)
+        row.addWidget(QLabel("subject"))
+        row.addWidget(self.subject_combo, 1)
+        cl.addLayout(row)
+        row = QHBoxLayout()
+        self.solver_edit = QLineEdit()
+        self.solver_edit.setPlaceholderText("python:package.module:function")
+        self.solver_edit.returnPressed.connect(self.add_solver)
+        self.add_solver_button = QPushButton("Add solver")
+        self.add_solver_button.clicked.connect(self.add_solver)
+        row.addWidget(self.solver_edit, 1)
+        row.addWidget(self.add_solver_button)
+        cl.addLayout(row)
+        row = QHBoxLayout()
+        self.run_button = QPushButton("Run")
+        self.run_button.clicked.connect(self.run)
+        self.score_button = QPushButton("Score")
+        self.score_button.clicked.connect(self.score)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setTextVisible(False)
+        row.addWidget(self.run_button)
+        row.addWidget(self.score_button)
+        row.addWidget(self.progress, 1)
+        cl.addLayout(row)
+
+        self.results = QTreeWidget()
+        self.results.setHeaderLabels(["result", "value", "limit", "verdict", "note"])
+        _fit_columns(self.results, stretch=4, first_width=250)
+        self.results.itemSelectionChanged.connect(self._update_buttons)
+        cl.addWidget(self.results, 1)
+        row = QHBoxLayout()
+        self.artifacts_button = QPushButton("View artifacts")
+        self.artifacts_button.setToolTip("the selected sample's images side by side, one contrast range for all")
+        self.artifacts_button.clicked.connect(self.view_artifacts)
+        self.folder_button = QPushButton("Open run folder")
+        self.folder_button.clicked.connect(self.open_run_folder)
+        row.addWidget(self.artifacts_button)
+        row.addWidget(self.folder_button)
+        cl.addLayout(row)
+
+        split = QSplitter(Qt.Vertical)
+        split.addWidget(top)
+        split.addWidget(controls)
+        layout.addWidget(split, 1)
+
+        self.refresh()
+
+    # ---------------------------------------------------------------- case tree
+
+    def refresh(self) -> None:
+        root = self.model.fixtures_root
+        self.tree_label.setText(f"fixture tree: {root}" if root else "fixture tree: none ($IMAGEBENCH_FIXTURES unset)")
+        selected = self.selected_label()
+        self.case_tree.clear()
+        groups: dict[str, QTreeWidgetItem] = {}
+        for r in self.model.refresh():
+            group = groups.get(r.namespace)
+            if group is None:
+                group = groups[r.namespace] = QTreeWidgetItem(self.case_tree, [r.namespace])
+                group.setFlags(group.flags() & ~Qt.ItemIsSelectable)
+                group.setExpanded(True)
+            available = "yes" if r.available else "no"
+            item = QTreeWidgetItem(group, [r.case_id, r.kind, r.case_class, available])
+            item.setData(0, _LABEL_ROLE, r.label)
+            tip = r.label if r.available else f"{r.label}: cannot run here: {r.reason}"
+            for col in range(4):
+                item.setToolTip(col, tip)
+                if not r.available:
+                    item.setForeground(col, _GREY)
+            if r.label == selected:
+                item.setSelected(True)
+        self._update_buttons()
+
+    def case_items(self) -> dict[str, QTreeWidgetItem]:
+        out = {}
+        for i in range(self.case_tree.topLevelItemCount()):
+            group = self.case_tree.topLevelItem(i)
+            for j in range(group.childCount()):
+                item = group.child(j)
+                out[item.data(0, _LABEL_ROLE)] = item
+        return out
+
+    def select_case(self, label: str) -> None:
+        item = self.case_items().get(label)
+        if item is None:
+            raise KeyError(label)
+        self.case_tree.setCurrentItem(item)
+
+    def selected_label(self) -> str | None:
+        items = self.case_tree.selectedItems()
+        return items[0].data(0, _LABEL_ROLE) if items else None
+
+    def _selection_changed(self) -> None:
+        label = self.selected_label()
+        if label is None:
+            self.detail.clear()
+        else:
+            try:
+                self.detail.setPlainText(self.model.detail(label).text())
+            except PanelError as exc:
+                self.detail.setPlainText(f"{label}\n\n{exc}")
+        self._update_buttons()
+
+    def _choose_tree(self) -> None:
+        start = str(self.model.fixtures_root or Path.home())
+        folder = QFileDialog.getExistingDirectory(self, "Fixture tree (the folder holding manifest.json)", start)
+        if folder:
+            self.set_fixtures_root(folder)
+
+    def set_fixtures_root(self, folder: str | Path) -> bool:
+        ok = self.model.set_fixtures_root(folder)
+        if ok:
+            self.refresh()
+        return ok
+
+    # ---------------------------------------------------------------- load
+
+    def load_selected(self) -> bool:
+        """Start loading the case selected in the tree (see :meth:`load`)."""
+        label = self.selected_label()
+        if label is None:
+            self.model.notify("warning", "select a case to load")
+            return False
+        return self.load(label)
+
+    def load(self, label: str) -> bool:
+        """Start loading ``label`` in a worker (building a fixture or uploading to the data plane
+        can take seconds); the layers appear when it is done. False when it cannot start."""
+        if self.running:
+            self.model.notify("warning", "wait for the current work to finish before loading a case")
+            return False
+        try:
+            case = self.model.loadable(label)
+        except PanelError:
+            return False
+
+        def build() -> tuple[Loaded, list[Any]]:
+            loaded = self.model.build(case)
+            try:
+                return loaded, session_layer_data(loaded.session)  # a tensor pyramid is described here
+            except PresentationError as exc:
+                raise PanelError(f"{label}: {exc}") from None
+
+        self._start(lambda: in_python_thread(build), f"loading {label}…", self._loaded, label)
+        return True
+
+    def _loaded(self, built: tuple[Loaded, list[Any]]) -> None:
+        loaded, tuples = built
+        self.model.adopt(loaded)
+        for layer in self._panel_layers + list(self._result_layers.values()):
+            if layer in self.viewer.layers:
+                self.viewer.layers.remove(layer)
+        self._panel_layers = []
+        self._result_layers = {}
+        self._console_results = {}
+        for data in tuples:
+            layer = add_layer_data(self.viewer, data)
+            self._panel_layers.append(layer)
+            self.model.layer_shown(layer.name)
+        if loaded.plane is not None:
+            _close_on_quit(loaded.plane)
+        self.viewer.reset_view()
+        self.viewer.update_console(
+            {**loaded.session.namespace, "session": loaded.session, "imagebench_results": self._console_results}
+        )
+        self.model.notify("info", f"loaded {loaded.case.label}: {', '.join(loaded.session.layers)}")
+
+    # ---------------------------------------------------------------- subjects
+
+    def add_solver(self) -> bool:
+        spec = self.solver_edit.text().strip()
+        try:
+            spec = self.model.add_subject(spec)
+        except PanelError:
+            return False
+        if self.subject_combo.findText(spec) < 0:
+            self.subject_combo.addItem(spec)
+        self.subject_combo.setCurrentText(spec)
+        self.solver_edit.clear()
+        return True
+
+    # ---------------------------------------------------------------- run
+
+    @property
+    def running(self) -> bool:
+        return self.worker is not None
+
+    def run(self) -> bool:
+        """Start the selected subject on a fresh session in a worker; False when it cannot start."""
+        if self.running:
+            self.model.notify("warning", "wait for the current work to finish before running")
+            return False
+        spec = self.subject_combo.currentText()
+        try:
+            job = self.model.prepare_run(spec)
+        except PanelError:
+            return False
+        self._start(job.work, f"{spec} working…", lambda run, job=job: self._run_done(job, run), job.subject_name)
+        return True
+
+    def _start(self, work: Any, busy_text: str, done: Any, what: str) -> None:
+        """Run ``work()`` in a worker thread with the bar busy; ``done(result)`` runs back on the GUI thread."""
+        from napari.qt.threading import create_worker
+
+        def failed(exc: BaseException) -> None:
+            text = str(exc) if isinstance(exc, PanelError) else f"{what}: {type(exc).__name__}: {exc}"
+            self.model.notify("error", text)
+
+        worker = create_worker(work, _start_thread=False)
+        worker.returned.connect(done)
+        worker.errored.connect(failed)
+        worker.finished.connect(self._work_finished)
+        self.worker = worker
+        self.progress.setRange(0, 0)  # busy: neither a builder nor a subject reports progress of its own
+        self.progress.setFormat(busy_text)
+        self.progress.setTextVisible(True)
+        self._update_buttons()
+        worker.start()
+
+    def _run_done(self, job: RunJob, run: Any) -> None:
+        left = self.model.finish_run(job, run)
+        shapes = {n: tuple(sl.data.shape) for n, sl in job.session.layers.items() if hasattr(sl.data, "shape")}
+        for name, value in left.items():
+            kind = result_kind(value, shapes)
+            if kind is None:
+                continue
+            layer_name = f"{job.subject_name}:{name}"
+            old = self._result_layers.pop(layer_name, None)
+            if old is not None and old in self.viewer.layers:
+                self.viewer.layers.remove(old)
+            layer = add_layer_data(self.viewer, result_layer_data(layer_name, value, kind))
+            self._result_layers[layer_name] = layer
+            self.model.layer_shown(layer.name)
+        self._console_results[job.subject_name] = dict(left)
+        self.viewer.update_console({"imagebench_results": self._console_results})
+
+    def _work_finished(self) -> None:
+        self.worker = None
+        self.progress.setRange(0, 1)
+        self.progress.setValue(1)
+        self.progress.setTextVisible(False)
+        self._update_buttons()
+
+    # ---------------------------------------------------------------- score
+
+    def viewer_leavings(self) -> dict[str, Any]:
+        """``{layer name: data}`` of the viewer's layers, artifact panes aside."""
+        return {
+            layer.name: layer_value(layer) for layer in self.viewer.layers if ARTIFACT_KEY not in layer.metadata
+        }
+
+    def score(self) -> ResultRow | None:
+        if self.running:
+            self.model.notify("warning", "wait for the run to finish before scoring")
+            return None
+        spec = self.subject_combo.currentText()
+        try:
+            if spec == INTERACTIVE:
+                return self.model.score(spec, layers=self.viewer_leavings(), console=console_namespace(self.viewer))
+            return self.model.score(spec)
+        except PanelError:
+            return None
+        finally:
+            self._update_buttons()
+
+    # ---------------------------------------------------------------- results
+
+    def _show_message(self, msg: Message) -> None:
+        from napari.utils.notifications import show_error, show_info, show_warning
+
+        {"info": show_info, "warning": show_warning, "error": show_error}[msg.level](msg.text)
+        item = QTreeWidgetItem(self.results, [f"{msg.level}: {msg.text}"])
+        item.setFirstColumnSpanned(True)
+        item.setToolTip(0, msg.text)
+        if msg.level != "info":
+            item.setForeground(0, QBrush(_VERDICT_COLORS["fail" if msg.level == "error" else "unavailable"]))
+        self.results.scrollToItem(item)
+
+    def _add_result(self, result: ResultRow) -> None:
+        title = f"{result.subject} #{result.sample}: {result.label}"
+        item = QTreeWidgetItem(self.results, [title, result.status, "", "", result.reason])
+        item.setData(0, _LABEL_ROLE, len(self.model.results) - 1)
+        item.setToolTip(0, f"{title}\n{result.sample_dir}")
+        item.setToolTip(4, result.reason)
+        color = _STATUS_COLORS.get(result.status, _VERDICT_COLORS["fail"])
+        item.setForeground(1, QBrush(color))
+        for name, value, limit, verdict, why in result.metric_cells():
+            child = QTreeWidgetItem(item, [name, value, limit, verdict, why])
+            child.setForeground(3, QBrush(_VERDICT_COLORS[verdict]))
+            if why:
+                child.setToolTip(4, why)
+        item.setExpanded(True)
+        self.results.setCurrentItem(item)
+        self._update_buttons()
+
+    def selected_result(self) -> ResultRow | None:
+        """The result row selected in the pane (a metric row counts as its sample), else the latest."""
+        for item in self.results.selectedItems():
+            while item.parent() is not None:
+                item = item.parent()
+            index = item.data(0, _LABEL_ROLE)
+            if isinstance(index, int):
+                return self.model.results[index]
+        return self.model.results[-1] if self.model.results else None
+
+    def view_artifacts(self) -> list[Any]:
+        result = self.selected_result()
+        if result is None:
+            self.model.notify("warning", "score a sample first: its artifacts are what this shows")
+            return []
+        pngs = sample_pngs(result.sample_dir)
+        if not pngs:
+            self.model.notify("info", f"{result.label} sample {result.sample} wrote no images")
+            return []
+        prefix = f"artifact {result.subject} s{result.sample}: "
+        layers = show_artifacts(self.viewer, pngs, relative_to=result.sample_dir, prefix=prefix)
+        self.model.artifacts_shown(result)
+        return layers
+
+    def run_folder_path(self) -> Path | None:
+        result = self.selected_result()
+        return result.run_dir if result is not None else None
+
+    def open_run_folder(self) -> Path | None:
+        path = self.run_folder_path()
+        if path is None:
+            self.model.notify("warning", "no run folder yet: score a sample first")
+            return None
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+        return path
+
+    # ---------------------------------------------------------------- layers and buttons
+
+    def _on_layer_removed(self, event: Any) -> None:
+        layer = event.value
+        if layer in self._panel_layers:
+            self._panel_layers.remove(layer)
+        for key, value in list(self._result_layers.items()):
+            if value is layer:
+                del self._result_layers[key]
+        self.model.layer_removed(layer.name)
+
+    def _on_layer_inserted(self, event: Any) -> None:
+        self.model.layer_added(event.value.name)
+
+    def _update_buttons(self) -> None:
+        label = self.selected_label()
+        runnable = False
+        if label is not None:
+            row = next((r for r in self.model.rows() if r.label == label), None)
+            runnable = row is not None and row.available
+        loaded = self.model.loaded is not None
+        interactive = self.subject_combo.currentText() == INTERACTIVE
+        self.load_button.setEnabled(runnable and not self.running)
+        self.run_button.setEnabled(loaded and not interactive and not self.running)
+        self.score_button.setEnabled(loaded and not self.running)
+        has_result = bool(self.model.results)
+        self.artifacts_button.setEnabled(has_result)
+        self.folder_button.setEnabled(has_result)
+
+    def closeEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
+        self._disconnect()
+        super().closeEvent(event)
+
+    def _disconnect(self) -> None:
+        for signal, slot in (
+            (self.viewer.layers.events.removed, self._on_layer_removed),
+            (self.viewer.layers.events.inserted, self._on_layer_inserted),
+        ):
+            try:
+                signal.disconnect(slot)
+            except (TypeError, RuntimeError, ValueError):
+                pass

@@ -1,0 +1,150 @@
+"""The plugin's npe2 contributions: the manifest, the reader, the sample data, a tensor layer."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import make_toy_case, truth_leaks
+
+pytest.importorskip("napari")
+needs_display = pytest.mark.skipif(
+    not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")),
+    reason="needs a display: run under xvfb-run (make test-napari)",
+)
+
+from imagebench import cases as builtin  # noqa: E402
+from imagebench.artifacts import shared_range  # noqa: E402
+from imagebench.case import Layer  # noqa: E402
+from imagebench.runner import run_cases  # noqa: E402
+from imagebench.subjects import ReferenceSubject  # noqa: E402
+from napari_imagebench._artifacts import ARTIFACT_KEY  # noqa: E402
+from napari_imagebench._model import BenchModel  # noqa: E402
+from napari_imagebench._reader import napari_get_reader  # noqa: E402
+from napari_imagebench._widget import BenchPanel  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+DSB_FOLDER = ROOT / "src" / "imagebench" / "data" / "fixtures" / "segment-nuclei" / "dsb2018"
+
+
+def _manifest() -> Any:
+    from npe2 import PluginManager
+
+    pm = PluginManager.instance()
+    pm.discover()
+    return pm.get_manifest("napari-imagebench")
+
+
+def test_npe2_validates_the_manifest_with_imports() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "npe2", "validate", "napari-imagebench", "--imports"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "valid" in proc.stdout
+
+
+def test_the_package_manifest_is_the_root_file() -> None:
+    link = ROOT / "src" / "napari_imagebench" / "napari.yaml"
+    assert link.is_symlink() and link.resolve() == (ROOT / "napari.yaml").resolve()
+    manifest = _manifest()
+    assert [w.display_name for w in manifest.contributions.widgets] == ["Imagebench"]
+    assert all(c.id.startswith("napari-imagebench.") for c in manifest.contributions.commands)
+
+
+def test_every_sample_is_a_builtin_case_s_data_layers_and_never_truth() -> None:
+    from npe2 import PluginManager
+
+    samples = _manifest().contributions.sample_data
+    assert len(samples) >= 3
+    commands = PluginManager.instance().commands
+    for sample in samples:
+        layers = commands.execute(sample.command)
+        label = sample.display_name.rsplit("(", 1)[1].rstrip(")")
+        case = builtin.get_case(label)
+        assert [(kw["name"], kind) for _, kw, kind in layers] == [(l.name, l.kind) for l in case.layers], label
+        truth = dict(case.build().truth)
+        for data, _, _ in layers:
+            assert not truth_leaks(truth, array=np.asarray(data)), label
+
+
+@needs_display
+def test_open_sample_adds_labels_and_points_layers(make_napari_viewer: Any) -> None:
+    viewer = make_napari_viewer()
+    viewer.open_sample("napari-imagebench", "annotation-vs-model")
+    viewer.open_sample("napari-imagebench", "landmark-channels")
+    kinds = {layer.name: type(layer).__name__ for layer in viewer.layers}
+    assert kinds["annotation"] == kinds["model"] == "Labels"
+    assert kinds["landmarks_fixed"] == "Points" and kinds["fixed"] == "Image"
+
+
+@needs_display
+def test_reader_opens_a_fixture_case_folder_as_its_data_layers_only(make_napari_viewer: Any) -> None:
+    assert napari_get_reader(str(DSB_FOLDER.parent)) is None  # a namespace folder is neither
+    assert napari_get_reader(str(DSB_FOLDER / "img2d.tif")) is None
+    reader = napari_get_reader(str(DSB_FOLDER))
+    assert reader is not None
+    layers = reader(str(DSB_FOLDER))
+    case = builtin.get_case("segment-nuclei/dsb2018")
+    assert [(kw["name"], kind) for _, kw, kind in layers] == [(l.name, l.kind) for l in case.layers]
+    fixture = case.build()
+    np.testing.assert_array_equal(layers[0][0], np.asarray(fixture.data[case.layers[0].key]))
+    assert not truth_leaks({k: np.asarray(v) for k, v in fixture.truth.items()}, array=layers[0][0])
+
+    viewer = make_napari_viewer()
+    added = viewer.open(DSB_FOLDER, plugin="napari-imagebench")
+    assert [layer.name for layer in added] == ["nuclei"]
+
+
+def test_reader_opens_a_run_folder_s_artifacts_with_one_contrast_range(tmp_path: Path) -> None:
+    import imageio.v3 as iio
+
+    result = run_cases([make_toy_case()], ReferenceSubject(), out=tmp_path, progress=False)
+    reader = napari_get_reader(str(result.run_dir))
+    assert reader is not None
+    layers = reader(str(result.run_dir))
+    pngs = sorted(result.run_dir.glob("*/*/*/sample-*/*.png"))
+    assert len(layers) == len(pngs) >= 2
+    assert {kw["contrast_limits"] for _, kw, _ in layers} == {shared_range(*(iio.imread(p) for p in pngs))}
+    assert {kw["name"] for _, kw, _ in layers} == {"reference/toy/rectangle/sample-0/mask", "reference/toy/rectangle/sample-0/truth"}
+    assert all(ARTIFACT_KEY in kw["metadata"] for _, kw, _ in layers)
+
+
+@needs_display
+def test_a_tensor_layer_loads_as_a_multiscale_dask_pyramid_from_the_plane(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    pytest.importorskip("pyarrow.flight")
+
+    case = make_toy_case("tensor", layers=(Layer("image", "image", "image", "tensor", chunks=(8, 8)),))
+    viewer = make_napari_viewer()
+    panel = BenchPanel(viewer, BenchModel(cases=lambda: [case], outcome_root=tmp_path))
+    plane = None
+    try:
+        assert panel.model.row("toy/tensor").available
+        assert panel.load("toy/tensor")
+        qtbot.waitUntil(lambda: not panel.running, timeout=60_000)
+        assert panel.model.loaded is not None, panel.model.messages[-1].text
+        plane = panel.model.loaded.plane
+        layer = viewer.layers["image"]
+        assert layer.multiscale and len(layer.data) > 1
+        assert type(layer.data[0]).__module__.startswith("dask")
+        fixture = panel.model.loaded.fixture
+        np.testing.assert_allclose(np.asarray(layer.data[0]), fixture.data["image"])
+        session = panel.model.loaded.session
+        assert session.namespace["fixture_tensors"] == {"image": layer.metadata["imagebench"]["array_id"]}
+        # only the data was uploaded: nothing on the plane equals a truth array
+        client = session.client
+        for sid in client.list():
+            assert not truth_leaks(dict(fixture.truth), array=np.asarray(client.get(sid)))
+    finally:
+        panel.model.close()
+        if plane is not None:
+            plane.close()

@@ -1,0 +1,73 @@
+"""The panel's model without any Qt: the same actions the widget calls, driven directly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import make_toy_case
+
+from imagebench.records import CaseSummary, SampleSummary, read_record
+from napari_imagebench._model import INTERACTIVE, BenchModel, PanelError
+
+
+def test_the_model_imports_no_qt_and_no_napari() -> None:
+    code = (
+        "import sys, napari_imagebench._model, napari_imagebench._layers\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('qtpy', 'PyQt5', 'napari', 'vispy'))\n"
+        "print(bad)\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_model_runs_scores_and_accumulates_samples_without_a_viewer(tmp_path: Path) -> None:
+    model = BenchModel(cases=lambda: [make_toy_case()], outcome_root=tmp_path)
+    seen: list[str] = []
+    model.on_results.append(lambda row: seen.append(row.status))
+    with pytest.raises(PanelError, match="load a case first"):
+        model.prepare_run("reference")
+    loaded = model.load("toy/rectangle")
+    assert set(loaded.session.namespace) == {"image", "prompt"}
+
+    job = model.prepare_run("reference")
+    assert job.session is not loaded.session  # each Run works a fresh session, like each sample of a run
+    left = model.finish_run(job, job.work())
+    assert set(left) == {"mask", "area"} and "mask" not in loaded.session.namespace
+    assert model.score("reference").status == "ok"
+
+    # the interactive subject: a viewer layer, then the console, then the panel's session
+    bright = loaded.session.namespace["image"] > 0.5
+    row = model.score(INTERACTIVE, layers={"mask": bright.astype(np.uint8)}, console={"area": float(bright.sum())})
+    assert row.status == "ok" and row.subject == "interactive"
+    # the person had the reference's answer on screen: the sample says so (a headless run never has it)
+    summary = read_record(row.sample_dir / "summary.json", SampleSummary)
+    assert summary.flags == ["saw-results-reference"]
+    loaded.session.namespace["area"] = 1.0
+    row = model.score(INTERACTIVE, layers={"mask": bright}, console=None)
+    assert row.status == "wrong-answer"
+    assert seen == ["ok", "ok", "wrong-answer"]
+
+    folders = {name: f.path for name, f in model.run_folders.items()}
+    assert set(folders) == {"reference", "interactive"} and len(set(folders.values())) == 2
+    cs = read_record(folders["interactive"] / "interactive" / "toy" / "rectangle" / "summary.json", CaseSummary)
+    assert cs.samples == 2 and cs.counts == {"ok": 1, "wrong-answer": 1}
+
+
+def test_a_subject_that_raises_is_scored_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "model_raising_mod.py").write_text("def solve(session):\n    raise RuntimeError('no idea')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model = BenchModel(cases=lambda: [make_toy_case()], outcome_root=tmp_path / "out")
+    model.load("toy/rectangle")
+    spec = model.add_subject("python:model_raising_mod:solve")
+    job = model.prepare_run(spec)
+    model.finish_run(job, job.work())
+    assert any("raised RuntimeError: no idea" in m.text for m in model.messages)
+    row = model.score(spec)
+    assert row.status == "no-result" and "the subject raised RuntimeError: no idea" in row.reason
+    with pytest.raises(PanelError, match="python: solvers only"):
+        model.add_subject("command:echo hi")

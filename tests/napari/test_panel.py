@@ -1,0 +1,351 @@
+"""The bench panel in a real napari viewer (run under xvfb-run).
+
+Most tests use the small toy case from ``tests/conftest.py`` (a bright rectangle: leave its
+``mask`` and ``area``) next to the built-in suite, so that each one stays quick.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import UnavailableSpec, make_toy_case, toy_fixture, truth_leaks
+
+pytest.importorskip("napari")
+if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    pytest.skip("needs a display: run under xvfb-run (make test-napari)", allow_module_level=True)
+
+from napari.utils.notifications import notification_manager  # noqa: E402
+
+from imagebench import cases as builtin  # noqa: E402
+from imagebench.artifacts import shared_range  # noqa: E402
+from imagebench.records import RunRecord, SampleSummary, read_record  # noqa: E402
+from napari_imagebench._artifacts import artifact_layers, contrast_ranges, viewer_grid  # noqa: E402
+from napari_imagebench._model import INTERACTIVE, BenchModel  # noqa: E402
+from napari_imagebench._widget import BenchPanel, console_namespace  # noqa: E402
+
+TOY = "toy/rectangle"
+QC = "segmentation-qc-metrics/annotation-vs-model"
+
+
+@pytest.fixture(autouse=True)
+def _outcomes_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a panel built with the default model writes under artifact_root(): keep that out of the checkout
+    monkeypatch.setenv("IMAGEBENCH_OUTCOME_DIR", str(tmp_path / "outcomes"))
+
+
+def _cases() -> list[Any]:
+    return [make_toy_case(), make_toy_case("offline", spec=UnavailableSpec()), *builtin.all_cases()]
+
+
+def make_panel(make_napari_viewer: Any, tmp_path: Path, **kw: Any) -> tuple[Any, BenchPanel]:
+    viewer = make_napari_viewer(**kw)
+    model = BenchModel(cases=_cases, outcome_root=tmp_path / "panel-out")
+    panel = BenchPanel(viewer, model)
+    viewer.window.add_dock_widget(panel, name="Imagebench")
+    return viewer, panel
+
+
+def load_and_wait(qtbot: Any, panel: BenchPanel, label: str | None = None) -> None:
+    """Load ``label`` (or the selected case) and wait for the worker to put the layers up."""
+    assert panel.load(label) if label is not None else panel.load_selected()
+    assert not panel.load_button.isEnabled()  # one piece of work at a time
+    qtbot.waitUntil(lambda: not panel.running, timeout=30_000)
+    assert panel.model.loaded is not None and panel.model.loaded.case.label == (label or panel.selected_label())
+
+
+def run_and_wait(qtbot: Any, panel: BenchPanel, subject: str = "reference") -> None:
+    panel.subject_combo.setCurrentText(subject)
+    assert panel.run_button.isEnabled()
+    assert panel.run()
+    assert not panel.run_button.isEnabled()  # one run at a time
+    qtbot.waitUntil(lambda: not panel.running, timeout=30_000)
+
+
+def result_lines(panel: BenchPanel) -> list[str]:
+    return [panel.results.topLevelItem(i).text(0) for i in range(panel.results.topLevelItemCount())]
+
+
+def test_panel_docks_from_the_plugin_and_lists_the_builtin_cases(make_napari_viewer: Any) -> None:
+    viewer = make_napari_viewer()
+    dock, panel = viewer.window.add_plugin_dock_widget("napari-imagebench", "Imagebench")
+    assert isinstance(panel, BenchPanel)
+    items = panel.case_items()
+    expected = {c.label for c in builtin.all_cases()}
+    assert expected and expected <= set(items)
+    for case in builtin.all_cases():
+        row = panel.model.row(case.label)
+        assert items[case.label].text(3) == ("yes" if row.available else "no")
+    assert panel.run_button.isEnabled() is False and panel.score_button.isEnabled() is False
+
+
+def test_unavailable_case_is_greyed_with_its_reason_and_cannot_load(make_napari_viewer: Any, tmp_path: Path) -> None:
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    item = panel.case_items()["toy/offline"]
+    assert item.text(3) == "no"
+    assert "the toy tree is not on this machine" in item.toolTip(0)
+    assert item.foreground(0).color().getRgb()[:3] == (128, 128, 128)
+    panel.select_case("toy/offline")
+    assert not panel.load_button.isEnabled()
+    assert "unavailable: the toy tree is not on this machine" in panel.detail.toPlainText()
+    assert not panel.load("toy/offline")
+    assert len(viewer.layers) == 0
+    assert any("cannot run here" in line for line in result_lines(panel))
+
+
+def test_fixture_tree_picker_reroots_curated_cases_and_lists_unused_fixtures(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from imagebench.fixture import OnDisk
+    from imagebench.tree import write_case_layout, write_manifest_entry
+    from napari_imagebench._reader import napari_get_reader
+
+    monkeypatch.delenv("IMAGEBENCH_FIXTURES", raising=False)
+    tree = tmp_path / "tree"
+    fx = toy_fixture(3)
+    for namespace, case_id in (("toy", "curated"), ("other", "orphan")):
+        folder = tree / namespace / case_id
+        folder.mkdir(parents=True)
+        np.save(folder / "image.npy", fx.data["image"])
+        np.save(folder / "mask.npy", fx.truth["mask"])
+        write_case_layout(tree, namespace, case_id, about="a toy", data={"image": "image.npy"}, truth={"mask": "mask.npy"})
+        write_manifest_entry(tree, namespace, case_id, provenance="the toy rectangle, seed 3", citation="nobody's")
+    curated = make_toy_case("curated", spec=OnDisk(tolerance={"mask_error": 0.05, "area_error": 0.05}))
+    viewer = make_napari_viewer()
+    panel = BenchPanel(viewer, BenchModel(cases=lambda: [curated], outcome_root=tmp_path / "out"))
+    assert panel.case_items()["toy/curated"].text(3) == "no"
+    assert "IMAGEBENCH_FIXTURES is not set" in panel.case_items()["toy/curated"].toolTip(0)
+
+    assert panel.set_fixtures_root(tree)
+    assert str(tree) in panel.tree_label.text()
+    items = panel.case_items()
+    assert items["toy/curated"].text(3) == "yes"
+    assert items["other/orphan"].text(3) == "no" and "no case in this suite uses it" in items["other/orphan"].toolTip(0)
+    load_and_wait(qtbot, panel, "toy/curated")
+    np.testing.assert_array_equal(viewer.layers["image"].data, fx.data["image"])
+    assert not panel.load("other/orphan")
+    # the reader shows a tree case no suite case knows as its data keys, as images, and never truth
+    layers = napari_get_reader(str(tree / "other" / "orphan"))(str(tree / "other" / "orphan"))  # type: ignore[misc]
+    assert [(kw["name"], kind) for _, kw, kind in layers] == [("image", "image")]
+
+
+def test_detail_shows_what_a_subject_is_told_and_never_truth(make_napari_viewer: Any, tmp_path: Path) -> None:
+    _, panel = make_panel(make_napari_viewer, tmp_path)
+    panel.select_case(TOY)
+    text = panel.detail.toPlainText()
+    for part in ("Find the bright rectangle", "careful image analyst", "image: image, presented as array",
+                 "mask (array)", "area (scalar)", "mask_error <= 0.05", "area_error <= 0.05"):
+        assert part in text
+    assert "secret" not in text  # a truth-only key
+
+
+def test_load_adds_the_data_layers_with_their_kinds_and_no_truth(make_napari_viewer: Any, qtbot: Any, tmp_path: Path) -> None:
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    panel.select_case(QC)
+    load_and_wait(qtbot, panel)
+    case = builtin.get_case(QC)
+    assert [layer.name for layer in viewer.layers] == [layer.name for layer in case.layers]
+    for spec in case.layers:
+        assert type(viewer.layers[spec.name]).__name__.lower() == spec.kind
+    fixture = case.build()
+    for layer in viewer.layers:
+        assert not truth_leaks(dict(fixture.truth), array=np.asarray(layer.data))
+    # loading another case replaces the panel's layers
+    load_and_wait(qtbot, panel, TOY)
+    assert [(layer.name, type(layer).__name__) for layer in viewer.layers] == [("image", "Image")]
+    np.testing.assert_array_equal(viewer.layers["image"].data, toy_fixture(0).data["image"])
+    backlog = viewer.window._qt_viewer.console_backlog[-1]
+    assert {"image", "prompt", "session"} <= set(backlog) and not {"mask", "secret"} & set(backlog)
+
+
+def test_run_reference_then_score_shows_ok_and_each_metric(make_napari_viewer: Any, qtbot: Any, tmp_path: Path) -> None:
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    panel.select_case(TOY)
+    load_and_wait(qtbot, panel)
+    run_and_wait(qtbot, panel)
+    # what the reference bound is on the viewer, attributed to it, as a copy: painting on it
+    # changes nothing the reference left
+    shown = viewer.layers["reference:mask"]
+    assert type(shown).__name__ == "Labels"
+    shown.data[...] = 0
+    result = panel.score()
+    assert result is not None and result.status == "ok"
+    row = panel.results.topLevelItem(panel.results.topLevelItemCount() - 1)
+    assert row.text(1) == "ok" and row.text(0) == "reference #0: toy/rectangle"
+    metrics = {row.child(i).text(0): [row.child(i).text(c) for c in range(1, 4)] for i in range(row.childCount())}
+    assert metrics == {"mask_error": ["0", "0.05", "pass"], "area_error": ["0", "0.05 rel", "pass"]}
+    on_disk = read_record(result.sample_dir / "summary.json", SampleSummary)
+    assert on_disk.status == "ok" and on_disk.subject == "reference" and on_disk.sample == 0
+    record = read_record(result.run_dir / "run.json", RunRecord)
+    assert record.subject == "reference" and record.cases == [TOY] and record.counts == {"ok": 1} and record.complete
+    assert panel.run_folder_path() == result.run_dir and result.run_dir.parent == tmp_path / "panel-out"
+    # a second sample needs a second run; the two accumulate as rows in one run folder
+    assert panel.score() is None
+    assert "run reference on toy/rectangle first" in result_lines(panel)[-1]
+    run_and_wait(qtbot, panel)
+    second = panel.score()
+    assert second is not None and second.sample == 1 and second.run_dir == result.run_dir
+    assert [r.sample for r in panel.model.results] == [0, 1]
+
+
+def _paint(labels: Any, where: np.ndarray) -> None:
+    labels.brush_size = 1
+    for r, c in zip(*np.nonzero(where), strict=True):
+        labels.paint((r, c), 1, refresh=False)
+    labels.refresh()
+
+
+class _FakeConsole:
+    """What napari_console's QtConsole exposes of itself that the panel reads (``shell.user_ns``)."""
+
+    def __init__(self, user_ns: dict[str, Any]) -> None:
+        self.shell = SimpleNamespace(user_ns=user_ns)
+
+    def close(self) -> None:
+        pass
+
+
+def test_interactive_subject_paints_labels_binds_a_value_and_scores(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    load_and_wait(qtbot, panel, TOY)
+    assert panel.subject_combo.currentText() == INTERACTIVE and not panel.run_button.isEnabled()
+    assert console_namespace(viewer) is None  # the console was never opened
+    # nothing left yet: no-result, and the reason names what is missing
+    first = panel.score()
+    assert first is not None and first.status == "no-result"
+    assert "you left nothing named 'mask'" in first.reason
+    # a person looks at the image, paints the rectangle and types its area into the console
+    bright = viewer.layers["image"].data > 0.5
+    labels = viewer.add_labels(np.zeros(bright.shape, np.uint8), name="mask")
+    _paint(labels, bright)
+    user_ns: dict[str, Any] = {"area": int(bright.sum())}
+    viewer.window._qt_viewer._console = _FakeConsole(user_ns)
+    assert console_namespace(viewer) is user_ns
+    result = panel.score()
+    assert result is not None and result.status == "ok", result.reason
+    assert result.subject == "interactive" and result.sample == 1
+    # a sloppy area bound in the panel's own session counts when the console holds none
+    del user_ns["area"]
+    panel.model.loaded.session.namespace["area"] = int(bright.sum()) * 2
+    wrong = panel.score()
+    assert wrong is not None and wrong.status == "wrong-answer"
+    assert {m.name: m.verdict for m in wrong.metrics} == {"mask_error": "pass", "area_error": "fail"}
+    viewer.window._qt_viewer._console = None
+
+
+def test_layer_deleted_before_scoring_is_reported_and_the_panel_stays_usable(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    load_and_wait(qtbot, panel, TOY)
+    bright = viewer.layers["image"].data > 0.5
+    labels = viewer.add_labels(bright.astype(np.uint8), name="mask")
+    panel.model.loaded.session.namespace["area"] = int(bright.sum())
+    viewer.layers.remove(labels)
+    before = len(notification_manager.records)
+    result = panel.score()
+    assert result is not None
+    mask_metric = {m.name: m for m in result.metrics}["mask_error"]
+    assert mask_metric.verdict == "unavailable"
+    assert "the layer 'mask' was deleted before scoring" in (mask_metric.unavailable or "")
+    assert any("layer 'mask' was deleted before scoring" in line for line in result_lines(panel))
+    assert any("deleted before scoring" in str(n.message) for n in notification_manager.records[before:])
+    # a deleted data layer does not stop a reference run from scoring
+    viewer.layers.remove(viewer.layers["image"])
+    run_and_wait(qtbot, panel)
+    panel.subject_combo.setCurrentText("reference")
+    again = panel.score()
+    assert again is not None and again.status == "ok"
+    assert any("layer 'image' was deleted before scoring" in line for line in result_lines(panel))
+
+
+def test_bad_fixture_folder_and_bad_solver_are_reported(make_napari_viewer: Any, tmp_path: Path) -> None:
+    _, panel = make_panel(make_napari_viewer, tmp_path)
+    before_root = panel.model.fixtures_root
+    empty = tmp_path / "not-a-tree"
+    empty.mkdir()
+    n = len(notification_manager.records)
+    assert not panel.set_fixtures_root(empty)
+    assert panel.model.fixtures_root == before_root
+    assert any("not a fixture tree" in line and "manifest.json" in line for line in result_lines(panel))
+    panel.solver_edit.setText("python:no_such_module_xyz:solve")
+    assert not panel.add_solver()
+    assert "cannot import module 'no_such_module_xyz'" in result_lines(panel)[-1]
+    assert panel.subject_combo.findText("python:no_such_module_xyz:solve") < 0
+    assert len(notification_manager.records) >= n + 2
+
+
+def test_a_python_solver_added_in_the_panel_runs_and_scores(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "panel_solver_mod.py").write_text(
+        "import numpy as np\n\n"
+        "def solve(session):\n"
+        "    mask = np.asarray(session.namespace['image']) > 0.5\n"
+        "    session.namespace['mask'] = mask\n"
+        "    session.namespace['area'] = float(mask.sum()) * 1.5\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    load_and_wait(qtbot, panel, TOY)
+    panel.solver_edit.setText("python:panel_solver_mod:solve")
+    assert panel.add_solver()
+    assert panel.subject_combo.currentText() == "python:panel_solver_mod:solve"
+    run_and_wait(qtbot, panel, "python:panel_solver_mod:solve")
+    result = panel.score()
+    assert result is not None and result.status == "wrong-answer" and result.subject == "python-panel_solver_mod.solve"
+    assert "area_error" in result.reason
+
+
+def test_artifacts_share_one_contrast_range_and_a_screenshot_is_not_blank(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    import imageio.v3 as iio
+
+    viewer, panel = make_panel(make_napari_viewer, tmp_path, show=True)
+    viewer.window._qt_window.resize(1400, 900)
+    panel.select_case(TOY)
+    load_and_wait(qtbot, panel)
+    run_and_wait(qtbot, panel)
+    result = panel.score()
+    assert result is not None and result.artifacts
+    panes = panel.view_artifacts()
+    assert len(panes) == len(result.artifacts) >= 2
+    assert panes == artifact_layers(viewer) and viewer_grid(viewer).enabled
+    pngs = [iio.imread(result.sample_dir / name) for name in result.artifacts]
+    assert contrast_ranges(panes) == {shared_range(*pngs)}
+    panes[0].contrast_limits = (10.0, 200.0)  # linked: every pane follows
+    assert contrast_ranges(panes) == {(10.0, 200.0)}
+    # viewing again replaces the panes rather than stacking them
+    assert len(panel.view_artifacts()) == len(panes) and len(artifact_layers(viewer)) == len(panes)
+    # the panes are no leaving, and a person who has seen them (truth among them) is flagged
+    panel.subject_combo.setCurrentText(INTERACTIVE)
+    seen = panel.score()
+    assert seen is not None and seen.status == "no-result"
+    flags = read_record(seen.sample_dir / "summary.json", SampleSummary).flags
+    assert flags == ["saw-artifacts", "saw-results-reference"]
+
+    qtbot.wait(50)
+    shot = viewer.screenshot(canvas_only=False, flash=False)
+    out = tmp_path / "screenshots" / "panel-after-score.png"
+    out.parent.mkdir()
+    iio.imwrite(out, shot)
+    assert out.stat().st_size > 10_000
+    assert np.asarray(shot)[..., :3].std() > 10
+    assert _qimage_array(panel.grab().toImage())[..., :3].std() > 10  # the docked panel itself is drawn
+
+
+def _qimage_array(image: Any) -> np.ndarray:
+    from qtpy.QtGui import QImage
+
+    image = image.convertToFormat(QImage.Format_RGBA8888)
+    ptr = image.constBits()
+    ptr.setsize(image.height() * image.bytesPerLine())
+    rows = np.frombuffer(ptr, np.uint8).reshape(image.height(), image.bytesPerLine())
+    return rows[:, : image.width() * 4].reshape(image.height(), image.width(), 4).copy()

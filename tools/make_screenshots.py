@@ -1,0 +1,149 @@
+"""Generate the screenshots that docs/napari.md shows, by driving the real bench panel.
+
+Run it under a display, e.g.::
+
+    xvfb-run -a -s "-screen 0 1600x1200x24" .venv/bin/python tools/make_screenshots.py
+
+(``make docs-shots`` does exactly that). It opens napari, docks the Imagebench panel from the
+plugin, selects a built-in case, loads it, runs the ``reference`` subject, scores it and shows
+the artifacts, saving a PNG after each step into ``docs/images/`` (or ``--out``). The run folder
+goes to a temporary outcome root, and napari's settings to a temporary file, so neither the
+checkout nor your napari settings change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASE = "segment-nuclei/synthetic-blobs"
+LEAVING = "labels"  # what that case asks a subject to leave
+WIDTH = 1000  # pixels: screenshots are scaled down to this width at most, to keep them small
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images", help="folder for the PNGs")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="imagebench-shots-") as tmp:
+        os.environ["IMAGEBENCH_OUTCOME_DIR"] = str(Path(tmp) / "outcomes")
+        os.environ["NAPARI_CONFIG"] = str(Path(tmp) / "napari-settings.yaml")
+        return _shoot(args.out, CASE)
+
+
+def _shoot(out: Path, label: str) -> int:
+    import napari
+    from qtpy.QtCore import Qt
+    from qtpy.QtWidgets import QApplication
+
+    import numpy as np
+
+    from napari_imagebench._artifacts import artifact_layers, viewer_grid
+    from napari_imagebench._model import INTERACTIVE
+
+    out.mkdir(parents=True, exist_ok=True)
+    viewer = napari.Viewer(title="napari: Imagebench", show=True)
+    window = viewer.window._qt_window
+    window.resize(1500, 950)
+    _, panel = viewer.window.add_plugin_dock_widget("napari-imagebench", "Imagebench")
+    panel.setMinimumWidth(520)
+
+    def settle(seconds: float = 0.3) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            QApplication.processEvents()
+            time.sleep(0.02)
+        _close_toasts()
+
+    def save(widget: object, name: str) -> None:
+        settle()
+        pixmap = widget.grab()  # type: ignore[attr-defined]
+        if pixmap.width() > WIDTH:
+            pixmap = pixmap.scaledToWidth(WIDTH, Qt.SmoothTransformation)
+        path = out / name
+        _save_small(pixmap.toImage(), path)
+        print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+
+    try:
+        settle(1.0)
+        panel.select_case(label)
+        save(panel, "panel-case.png")
+
+        def wait(what: str) -> None:
+            deadline = time.monotonic() + 120
+            while panel.running and time.monotonic() < deadline:
+                settle(0.05)
+            if panel.running:
+                raise SystemExit(f"make_screenshots: {what} did not finish in 120 s")
+
+        panel.load(label)
+        wait(f"loading {label}")
+        if panel.model.loaded is None:
+            print(f"make_screenshots: {label} could not be loaded: {panel.model.messages[-1].text}", file=sys.stderr)
+            return 1
+        save(window, "viewer-loaded.png")
+
+        panel.subject_combo.setCurrentText("reference")
+        panel.run()
+        wait("the reference run")
+        result = panel.score()
+        if result is None:
+            print(f"make_screenshots: scoring failed: {panel.model.messages[-1].text}", file=sys.stderr)
+            return 1
+        save(panel, "panel-scored.png")
+
+        panel.view_artifacts()
+        save(window, "viewer-artifacts.png")
+
+        # You, at the viewer: a labels layer named after the leaving, painted by hand. Here it is
+        # the reference's answer with every third nucleus left unpainted, as a hurried person might.
+        viewer_grid(viewer).enabled = False
+        for layer in artifact_layers(viewer):
+            viewer.layers.remove(layer)
+        painted = np.array(viewer.layers[f"reference:{LEAVING}"].data)
+        for value in np.unique(painted)[1::3]:
+            painted[painted == value] = 0
+        viewer.add_labels(painted, name=LEAVING)
+        panel.subject_combo.setCurrentText(INTERACTIVE)
+        if panel.score() is None:
+            print(f"make_screenshots: the interactive score failed: {panel.model.messages[-1].text}", file=sys.stderr)
+            return 1
+        save(panel, "panel-interactive.png")
+    finally:
+        viewer.close()
+    return 0
+
+
+def _save_small(image: object, path: Path) -> None:
+    """Write a QImage as a palette PNG (a UI screenshot needs few colours; the file stays small)."""
+    import numpy as np
+    from PIL import Image
+    from qtpy.QtGui import QImage
+
+    rgba = image.convertToFormat(QImage.Format_RGBA8888)  # type: ignore[attr-defined]
+    ptr = rgba.constBits()
+    ptr.setsize(rgba.height() * rgba.bytesPerLine())
+    rows = np.frombuffer(ptr, np.uint8).reshape(rgba.height(), rgba.bytesPerLine())
+    pixels = rows[:, : rgba.width() * 4].reshape(rgba.height(), rgba.width(), 4)[..., :3]
+    Image.fromarray(np.ascontiguousarray(pixels)).quantize(colors=96).save(path, optimize=True)
+
+
+def _close_toasts() -> None:
+    """Hide napari's notification pop-ups so they do not cover the canvas in a screenshot."""
+    from qtpy.QtWidgets import QApplication
+
+    for widget in QApplication.topLevelWidgets() + [
+        w for top in QApplication.topLevelWidgets() for w in top.findChildren(object)
+    ]:
+        if type(widget).__name__ == "NapariQtNotification":
+            widget.hide()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
