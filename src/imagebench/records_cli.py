@@ -1,32 +1,47 @@
-"""``imagebench schema``: print the JSON schema of each on-disk record."""
+"""``imagebench schema``: print the JSON schema of each on-disk format."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+
+# record name -> "module:Model". Every on-disk format the bench reads or writes is listed here.
+FORMATS: dict[str, str] = {
+    "summary": "imagebench.records:SampleSummary",
+    "case-summary": "imagebench.records:CaseSummary",
+    "run": "imagebench.records:RunRecord",
+    "manifest": "imagebench.tree:Manifest",
+    "fixture-case": "imagebench.tree:CaseLayout",
+    "receipt": "imagebench.receipt:Receipt",
+    "scorer-manifest": "imagebench.scoring.manifest:ScorerManifest",
+    "task-contract": "imagebench.scoring.contract:TaskContract",
+    "bundle-case": "imagebench.bundle.casefile:CaseFile",
+    "suite": "imagebench.suite.model:SuiteManifest",
+    "suite-aliases": "imagebench.suite.model:AliasFile",
+    "suite-run": "imagebench.suite.record:SuiteRunInfo",
+    "comparison": "imagebench.suite.compare:Comparison",
+}
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("schema", help="print the JSON schema of an on-disk record (summary, run, ...)")
-    p.add_argument("record", nargs="?", help="record name; omit to list them")
+    p = sub.add_parser("schema", help="print the JSON schema of an on-disk format (summary, run, manifest, ...)")
+    p.add_argument("record", nargs="?", help="format name; omit to list them")
     p.set_defaults(func=_cmd_schema)
+
+
+def load_model(name: str) -> type:
+    module, _, attr = FORMATS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
     from imagebench.cli import UsageError
-    from imagebench.records import RECORDS
 
-    schemas = dict(RECORDS)
-    try:
-        from imagebench.tree import SCHEMAS as tree_schemas
-
-        schemas.update(tree_schemas)
-    except ImportError:
-        pass
     if not args.record:
-        print("\n".join(sorted(schemas)))
+        print("\n".join(sorted(FORMATS)))
         return 0
-    if args.record not in schemas:
-        raise UsageError(f"unknown record {args.record!r}; valid: {', '.join(sorted(schemas))}")
-    print(json.dumps(schemas[args.record].model_json_schema(), indent=2))
+    if args.record not in FORMATS:
+        raise UsageError(f"unknown format {args.record!r}; valid: {', '.join(sorted(FORMATS))}")
+    print(json.dumps(load_model(args.record).model_json_schema(), indent=2))
     return 0

@@ -1,0 +1,105 @@
+"""Pinned suites, cohorts, seeded sampling and honest comparison of runs.
+
+- :mod:`~imagebench.suite.model`: :class:`SuiteManifest` (``suites/<id>.json``), :class:`SuiteRef`,
+  aliases and their resolution;
+- :mod:`~imagebench.suite.resolve`: :func:`pin_suite`, :func:`verify_suite` (every failure, by role);
+- :mod:`~imagebench.suite.sampling`: :class:`AllTasks`, :class:`FirstTasks`, :class:`SeededSample`,
+  :class:`Cohort`, :class:`Assignment`, :func:`assign`, :func:`verify_assignment`,
+  :func:`assignment_mismatches`;
+- :mod:`~imagebench.suite.record`: what a suite run records in ``run.json``;
+- :mod:`~imagebench.suite.compare`: conditions C1-C4, McNemar's exact test, paired bootstrap;
+- the ``suite pin``, ``suite verify`` and ``compare`` commands (:func:`add_cli`).
+
+Case fingerprints live in :mod:`imagebench.fingerprint`. See ``docs/suites.md``.
+Names load on first use so that ``imagebench --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from imagebench.suite.cli import add_cli
+
+_EXPORTS: dict[str, str] = {
+    "SuiteError": "model",
+    "SuiteManifest": "model",
+    "SuiteMember": "model",
+    "SuiteRef": "model",
+    "AliasFile": "model",
+    "load_suite": "model",
+    "write_suite": "model",
+    "load_aliases": "model",
+    "resolve_revision": "model",
+    "suite_fingerprint": "model",
+    "structural_problems": "model",
+    "Problem": "resolve",
+    "CaseSource": "resolve",
+    "case_source": "resolve",
+    "pin_suite": "resolve",
+    "verify_suite": "resolve",
+    "AllTasks": "sampling",
+    "FirstTasks": "sampling",
+    "SeededSample": "sampling",
+    "Cohort": "sampling",
+    "Assignment": "sampling",
+    "AssignmentError": "sampling",
+    "assign": "sampling",
+    "benchmark_cohort": "sampling",
+    "parse_policy": "sampling",
+    "verify_assignment": "sampling",
+    "assignment_mismatches": "sampling",
+    "SuiteRunInfo": "record",
+    "Conditions": "record",
+    "Comparison": "compare",
+    "compare_runs": "compare",
+    "mcnemar_exact": "compare",
+    "paired_bootstrap": "compare",
+}
+
+__all__ = ["add_cli", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'imagebench.suite' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"imagebench.suite.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from imagebench.suite.compare import Comparison, compare_runs, mcnemar_exact, paired_bootstrap
+    from imagebench.suite.model import (
+        AliasFile,
+        SuiteError,
+        SuiteManifest,
+        SuiteMember,
+        SuiteRef,
+        load_aliases,
+        load_suite,
+        resolve_revision,
+        structural_problems,
+        suite_fingerprint,
+        write_suite,
+    )
+    from imagebench.suite.record import Conditions, SuiteRunInfo
+    from imagebench.suite.resolve import CaseSource, Problem, case_source, pin_suite, verify_suite
+    from imagebench.suite.sampling import (
+        AllTasks,
+        Assignment,
+        AssignmentError,
+        Cohort,
+        FirstTasks,
+        SeededSample,
+        assign,
+        assignment_mismatches,
+        benchmark_cohort,
+        parse_policy,
+        verify_assignment,
+    )

@@ -1,0 +1,563 @@
+"""Honest comparison of two suite runs: every condition checked first, then paired statistics.
+
+Two runs are compared only when all four conditions hold:
+
+- **C1 same cohort**: the same suite (id, pinned revision, suite fingerprint) and sampling policy;
+- **C2 matched assignments**: the same replicate seed and the same tasks, each record first
+  verified against the suite file when one pinning the recorded suite is at hand, and each run
+  having run exactly its assignment;
+- **C3 same scoring**: the same comparator registry hash and scorer implementation hash (as
+  recorded at run time, and in ``receipt.json`` when both runs have one), and the same unit for
+  every metric the two runs report for a case;
+- **C4 compatible declared conditions**: both runs complete, with the same samples per case, the
+  same time-limit override, the same fixture selection and the same platform class.
+
+When one fails nothing is compared. When all hold, samples are paired by ``(case, sample index)``.
+A pair counts when both samples were scored (``ok`` passes; ``wrong-answer``, ``no-result`` and
+``unscorable-result`` fail); a pair with a ``skipped``, ``blocked``, ``harness-error`` or ``timeout``
+sample is left out and counted, as in :mod:`imagebench.scoring.aggregates`. A case with no pair is
+listed as unmatched, never pooled. Differences are B minus A. The pass/fail pairs are tested with
+McNemar's exact test; metric mean differences get a seeded paired bootstrap interval (per case over
+its sample pairs, overall over cases).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from imagebench.fingerprint import scrub
+from imagebench.suite.record import SuiteRunInfo, run_info
+from imagebench.suite.sampling import AssignmentError, assignment_mismatches, verify_assignment
+
+COMPARISON_SCHEMA_VERSION = 1
+PASS = frozenset({"ok"})
+FAIL = frozenset({"wrong-answer", "no-result", "unscorable-result"})
+CONDITION_NAMES = {
+    "C1": "same cohort (suite and sampling policy)",
+    "C2": "matched assignments (seed and tasks)",
+    "C3": "same scoring rules and units",
+    "C4": "compatible declared conditions",
+}
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for ``b`` pairs that pass only in A and ``c`` only in B.
+
+    Under the null each discordant pair is a fair coin: p = min(1, 2 * P[X <= min(b, c)]) with
+    X ~ Binomial(b + c, 1/2); 1.0 when there is no discordant pair.
+    """
+    for name, v in (("b", b), ("c", c)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"{name} must be a count >= 0, got {v!r}")
+    n = b + c
+    if n == 0:
+        return 1.0
+    k = min(b, c)
+    tail = Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2**n)
+    return float(min(Fraction(1), 2 * tail))
+
+
+def paired_bootstrap(
+    a: Sequence[float], b: Sequence[float], *, seed: int, resamples: int = 2000, level: float = 0.95
+) -> tuple[float, float] | None:
+    """Percentile interval of mean(b - a), resampling the pairs together (``numpy.random.default_rng(seed)``).
+
+    None with fewer than two pairs (no spread to resample).
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired samples differ in length ({len(a)} and {len(b)})")
+    if len(a) < 2:
+        return None
+    from imagebench.scoring.aggregates import bootstrap_ci
+
+    diffs = [float(y) - float(x) for x, y in zip(a, b)]
+    return bootstrap_ci(diffs, seed=seed, resamples=resamples, level=level)
+
+
+# --------------------------------------------------------------------------- models of the result
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Condition(_Model):
+    id: str
+    name: str
+    holds: bool
+    problems: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class MetricDiff(_Model):
+    metric: str
+    unit: str = ""
+    pairs: int
+    mean_a: float
+    mean_b: float
+    diff: float
+    ci: tuple[float, float] | None = None
+
+
+class CaseComparison(_Model):
+    label: str
+    pairs: int
+    passed_a: int
+    passed_b: int
+    rate_a: float
+    rate_b: float
+    rate_diff: float
+    only_a: int  # pairs that pass in A and fail in B
+    only_b: int
+    metrics: list[MetricDiff] = Field(default_factory=list)
+    excluded: list[str] = Field(default_factory=list)
+
+
+class Unmatched(_Model):
+    label: str
+    reason: str
+
+
+class Overall(_Model):
+    cases: int
+    pairs: int
+    passed_a: int
+    passed_b: int
+    rate_a: float
+    rate_b: float
+    rate_diff: float
+    only_a: int
+    only_b: int
+    mcnemar_p: float
+    metrics: list[MetricDiff] = Field(default_factory=list)
+
+
+class RunSide(_Model):
+    run_id: str
+    subject: str
+    samples: int | None = None
+
+
+class Comparison(_Model):
+    schema_version: Literal[1] = COMPARISON_SCHEMA_VERSION
+    a: RunSide | None = None
+    b: RunSide | None = None
+    problems: list[str] = Field(default_factory=list)  # a run that could not be read at all
+    conditions: list[Condition] = Field(default_factory=list)
+    comparable: bool = False
+    direction: str = "B - A"
+    bootstrap: dict[str, Any] = Field(default_factory=dict)
+    cases: list[CaseComparison] = Field(default_factory=list)
+    unmatched: list[Unmatched] = Field(default_factory=list)
+    overall: Overall | None = None
+
+
+# --------------------------------------------------------------------------- reading a run
+
+
+@dataclass
+class LoadedRun:
+    name: str  # "A" or "B"
+    folder: Path
+    record: Any  # RunRecord
+    info: SuiteRunInfo | None
+    samples: dict[str, dict[int, Any]] = field(default_factory=dict)  # label -> index -> SampleSummary
+    missing: dict[str, list[str]] = field(default_factory=dict)  # label -> why samples are missing
+    receipt_scorer: dict[str, str] = field(default_factory=dict)  # registry_hash / implementation_hash
+    receipt_problem: str | None = None
+
+    @property
+    def side(self) -> RunSide:
+        return RunSide(run_id=self.record.run_id, subject=self.record.subject, samples=self.record.samples)
+
+
+def _run_folder(path: str | Path) -> Path:
+    p = Path(path)
+    return p.parent if p.name == "run.json" else p
+
+
+def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
+    """Read run ``name`` (``"A"``/``"B"``): its record, suite info and every sample summary."""
+    from imagebench.artifacts import report_dir
+    from imagebench.records import RecordError, RunRecord, SampleSummary, read_record
+
+    folder = _run_folder(path)
+    who = f"run {name} ({folder.name})"
+    if not folder.is_dir():
+        return None, [f"{who}: not a run folder"]
+    try:
+        record = read_record(folder / "run.json", RunRecord)
+    except RecordError as exc:
+        why = str(exc).split(": ", 1)[-1]
+        return None, [f"{who}: run.json is not readable: {scrub(why)}"]
+    try:
+        info = run_info(record.extra)
+    except ValueError as exc:
+        return None, [f"{who}: run.json {scrub(str(exc))}"]
+    run = LoadedRun(name=name, folder=folder, record=record, info=info)
+    receipt = folder / "receipt.json"
+    if receipt.is_file():
+        # imagebench.receipt writes the running scorer's hashes under "scorer"
+        try:
+            raw = json.loads(receipt.read_text(encoding="utf-8"))
+            scorer = raw.get("scorer") if isinstance(raw, Mapping) else None
+            if not isinstance(scorer, Mapping):
+                run.receipt_problem = "receipt.json records no scorer"
+            else:
+                for key in ("registry_hash", "implementation_hash"):
+                    if isinstance(scorer.get(key), str):
+                        run.receipt_scorer[key] = scorer[key]
+                if not run.receipt_scorer:
+                    run.receipt_problem = f"receipt.json does not identify the scorer ({scorer.get('error', 'no hashes')})"
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            run.receipt_problem = f"receipt.json is not readable ({type(exc).__name__})"
+    labels = info.assignment.labels if info is not None else list(record.cases)
+    for label in labels:
+        ns, _, case_id = label.partition("/")
+        got: dict[int, Any] = {}
+        for n in range(record.samples):
+            where = report_dir(folder, record.subject, ns, case_id, n) / "summary.json"
+            try:
+                summary = read_record(where, SampleSummary)
+            except RecordError as exc:
+                why = str(exc).split(": ", 1)[-1]
+                run.missing.setdefault(label, []).append(f"sample {n}: summary {scrub(why)}")
+                continue
+            except ValueError as exc:  # an unsafe folder name
+                run.missing.setdefault(label, []).append(f"sample {n}: {scrub(str(exc))}")
+                continue
+            if summary.label != label or summary.sample not in (None, n):
+                run.missing.setdefault(label, []).append(f"sample {n}: its summary is for {summary.label} sample {summary.sample}")
+                continue
+            got[n] = summary
+        run.samples[label] = got
+    return run, []
+
+
+# --------------------------------------------------------------------------- the four conditions
+
+
+def _units(run: LoadedRun, label: str) -> dict[str, set[str]]:
+    units: dict[str, set[str]] = {}
+    for s in run.samples.get(label, {}).values():
+        for m in s.metrics:
+            units.setdefault(m.name, set()).add(m.unit)
+    return units
+
+
+def check_conditions(a: LoadedRun, b: LoadedRun, *, suite: Any = None, suite_explicit: bool = False) -> list[Condition]:
+    """C1..C4 for two loaded runs. ``suite`` is a SuiteManifest to verify each assignment against."""
+    conds = {cid: Condition(id=cid, name=CONDITION_NAMES[cid], holds=True) for cid in CONDITION_NAMES}
+
+    def fail(cid: str, why: str) -> None:
+        conds[cid].holds = False
+        conds[cid].problems.append(why)
+
+    ia, ib = a.info, b.info
+    for run, info in ((a, ia), (b, ib)):
+        if info is None:
+            for cid in CONDITION_NAMES:
+                fail(cid, f"run {run.name} records no cohort (it was not run with --suite)")
+    if ia is None or ib is None:
+        return list(conds.values())
+
+    # C1: the same cohort
+    ca, cb = ia.assignment.cohort, ib.assignment.cohort
+    if ca.suite != cb.suite:
+        for field_name, what in (("suite_id", "suite id"), ("revision", "suite revision"), ("suite_fingerprint", "suite fingerprint")):
+            va, vb = getattr(ca.suite, field_name), getattr(cb.suite, field_name)
+            if va != vb:
+                fail("C1", f"{what}: A {va}, B {vb}")
+    if ca.policy != cb.policy:
+        fail("C1", f"sampling policy: A {ca.policy}, B {cb.policy}")
+    for run, info in ((a, ia), (b, ib)):
+        if info.alias:
+            conds["C1"].notes.append(
+                f"run {run.name} asked for {info.requested} (alias {info.alias!r}); its recorded pin is what counts"
+            )
+
+    # C2: matched, verified assignments that were actually run
+    for run, info in ((a, ia), (b, ib)):
+        if suite is None:
+            conds["C2"].notes.append(f"run {run.name}: no suite file pinning {info.assignment.cohort.suite} at hand; its assignment is unverified")
+        elif suite.ref != info.assignment.cohort.suite:
+            if suite_explicit:
+                fail("C2", f"run {run.name}: the suite file given pins {suite.ref}, the run recorded {info.assignment.cohort.suite}")
+            else:
+                conds["C2"].notes.append(f"run {run.name}: the suite file found pins {suite.ref}, not the recorded pin; its assignment is unverified")
+        else:
+            try:
+                verify_assignment(suite, info.assignment.cohort.policy, info.assignment)
+                conds["C2"].notes.append(f"run {run.name}: assignment verified against the suite file")
+            except AssignmentError as exc:
+                for p in exc.problems:
+                    fail("C2", f"run {run.name}: {p}")
+        if list(run.record.cases) != list(info.assignment.labels):
+            fail("C2", f"run {run.name} ran {len(run.record.cases)} case(s) that are not exactly its assignment's {len(info.assignment.labels)}")
+    for m in assignment_mismatches(ia.assignment, ib.assignment):
+        fail("C2", m)
+
+    # C3: the same scoring code and units
+    sa, sb = ia.conditions.scoring, ib.conditions.scoring
+    for run, s in ((a, sa), (b, sb)):
+        if s.registry_hash is None or s.implementation_hash is None:
+            fail("C3", f"run {run.name} does not record its scoring code ({s.unavailable or 'no hashes'})")
+    if sa.registry_hash and sb.registry_hash and sa.registry_hash != sb.registry_hash:
+        fail("C3", f"comparator registry hash: A {sa.registry_hash[:16]}..., B {sb.registry_hash[:16]}...")
+    if sa.implementation_hash and sb.implementation_hash and sa.implementation_hash != sb.implementation_hash:
+        fail("C3", f"scorer implementation hash: A {sa.implementation_hash[:16]}..., B {sb.implementation_hash[:16]}...")
+    for run, info in ((a, ia), (b, ib)):
+        if run.receipt_problem:
+            fail("C3", f"run {run.name}: {run.receipt_problem}")
+        for key, value in run.receipt_scorer.items():
+            if value != getattr(info.conditions.scoring, key):
+                fail("C3", f"run {run.name}: receipt.json and run.json name different scorer {key.replace('_', ' ')}es")
+    for key in ("registry_hash", "implementation_hash"):
+        ra, rb = a.receipt_scorer.get(key), b.receipt_scorer.get(key)
+        if ra and rb and ra != rb:
+            fail("C3", f"receipt.json: the two runs name different scorer {key.replace('_', ' ')}es")
+    for label in ia.assignment.labels:
+        if label not in ib.assignment.labels:
+            continue
+        ua, ub = _units(a, label), _units(b, label)
+        for metric in sorted(set(ua) & set(ub)):
+            for run, units in ((a, ua[metric]), (b, ub[metric])):
+                if len(units) > 1:
+                    fail("C3", f"{label}: metric {metric} has several units in run {run.name}: {sorted(units)}")
+            if ua[metric] != ub[metric]:
+                fail("C3", f"{label}: metric {metric} is in {sorted(ua[metric])} in A, {sorted(ub[metric])} in B")
+
+    # C4: compatible declared conditions
+    for run, info in ((a, ia), (b, ib)):
+        if not run.record.complete:
+            fail("C4", f"run {run.name} is incomplete (interrupted or still running)")
+        if run.record.samples != info.conditions.samples:
+            fail("C4", f"run {run.name}: run.json says {run.record.samples} sample(s), its conditions {info.conditions.samples}")
+    da, db = ia.conditions, ib.conditions
+    for field_name, what in (("samples", "samples per case"), ("timeout", "time-limit override"), ("fixtures", "fixture selection"), ("platform", "platform class")):
+        va, vb = getattr(da, field_name), getattr(db, field_name)
+        if va != vb:
+            fail("C4", f"{what}: A {va}, B {vb}")
+    return list(conds.values())
+
+
+# --------------------------------------------------------------------------- pairing
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(sum(values) / len(values))
+
+
+def _pair_case(label: str, a: LoadedRun, b: LoadedRun, samples: int, seed: int, resamples: int) -> tuple[CaseComparison | None, str, list[tuple[bool, bool]], dict[str, tuple[str, list[float], list[float]]]]:
+    sa, sb = a.samples.get(label, {}), b.samples.get(label, {})
+    pairs: list[tuple[bool, bool]] = []
+    excluded: list[str] = []
+    values: dict[str, tuple[str, list[float], list[float]]] = {}
+    for n in range(samples):
+        x, y = sa.get(n), sb.get(n)
+        if x is None or y is None:
+            side = "A" if x is None else "B"
+            excluded.append(f"sample {n}: no readable summary in run {side}")
+            continue
+        if x.status not in PASS | FAIL or y.status not in PASS | FAIL:
+            excluded.append(f"sample {n}: A {x.status}, B {y.status}")
+            continue
+        pairs.append((x.status in PASS, y.status in PASS))
+        ma = {m.name: m for m in x.metrics}
+        mb = {m.name: m for m in y.metrics}
+        for name in sorted(set(ma) & set(mb)):
+            va, vb = ma[name].value, mb[name].value
+            if va is None or vb is None:
+                continue
+            unit, xs, ys = values.setdefault(name, (ma[name].unit, [], []))
+            xs.append(va)
+            ys.append(vb)
+    for run in (a, b):
+        for why in run.missing.get(label, []):
+            excluded.append(f"run {run.name} {why}")
+    if not pairs:
+        reason = "; ".join(dict.fromkeys(excluded)) or "no sample pairs"
+        return None, reason, [], {}
+    n = len(pairs)
+    pa = sum(1 for x, _ in pairs if x)
+    pb = sum(1 for _, y in pairs if y)
+    metrics = [
+        MetricDiff(
+            metric=name,
+            unit=unit,
+            pairs=len(xs),
+            mean_a=_mean(xs),
+            mean_b=_mean(ys),
+            diff=_mean(ys) - _mean(xs),
+            ci=paired_bootstrap(xs, ys, seed=seed, resamples=resamples),
+        )
+        for name, (unit, xs, ys) in sorted(values.items())
+    ]
+    case = CaseComparison(
+        label=label,
+        pairs=n,
+        passed_a=pa,
+        passed_b=pb,
+        rate_a=pa / n,
+        rate_b=pb / n,
+        rate_diff=(pb - pa) / n,
+        only_a=sum(1 for x, y in pairs if x and not y),
+        only_b=sum(1 for x, y in pairs if y and not x),
+        metrics=metrics,
+        excluded=excluded,
+    )
+    return case, "", pairs, values
+
+
+def compare_loaded(a: LoadedRun, b: LoadedRun, conditions: list[Condition], *, seed: int = 0, resamples: int = 2000) -> Comparison:
+    """The comparison of two loaded runs whose conditions were checked (statistics only if all hold)."""
+    result = Comparison(a=a.side, b=b.side, conditions=conditions, bootstrap={"seed": seed, "resamples": resamples, "level": 0.95})
+    result.comparable = all(c.holds for c in conditions)
+    if not result.comparable or a.info is None or b.info is None:
+        return result
+    samples = a.info.conditions.samples
+    all_pairs: list[tuple[bool, bool]] = []
+    per_metric: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+    for label in a.info.assignment.labels:
+        case, reason, pairs, values = _pair_case(label, a, b, samples, seed, resamples)
+        if case is None:
+            result.unmatched.append(Unmatched(label=label, reason=reason))
+            continue
+        result.cases.append(case)
+        all_pairs.extend(pairs)
+        for name, (unit, xs, ys) in values.items():
+            ca, cb = per_metric.setdefault((name, unit), ([], []))
+            ca.append(_mean(xs))
+            cb.append(_mean(ys))
+    if result.cases:
+        n = len(all_pairs)
+        pa = sum(1 for x, _ in all_pairs if x)
+        pb = sum(1 for _, y in all_pairs if y)
+        only_a = sum(1 for x, y in all_pairs if x and not y)
+        only_b = sum(1 for x, y in all_pairs if y and not x)
+        metrics = [
+            MetricDiff(
+                metric=name,
+                unit=unit,
+                pairs=len(xs),
+                mean_a=_mean(xs),
+                mean_b=_mean(ys),
+                diff=_mean(ys) - _mean(xs),
+                ci=paired_bootstrap(xs, ys, seed=seed, resamples=resamples),
+            )
+            for (name, unit), (xs, ys) in sorted(per_metric.items())
+        ]
+        result.overall = Overall(
+            cases=len(result.cases),
+            pairs=n,
+            passed_a=pa,
+            passed_b=pb,
+            rate_a=pa / n,
+            rate_b=pb / n,
+            rate_diff=(pb - pa) / n,
+            only_a=only_a,
+            only_b=only_b,
+            mcnemar_p=mcnemar_exact(only_a, only_b),
+            metrics=metrics,
+        )
+    return result
+
+
+def compare_runs(
+    run_a: str | Path,
+    run_b: str | Path,
+    *,
+    suite: Any = None,
+    suite_explicit: bool = False,
+    seed: int = 0,
+    resamples: int = 2000,
+) -> Comparison:
+    """Load two run folders, check C1..C4 and, only when all hold, compare them."""
+    a, pa = load_run(run_a, "A")
+    b, pb = load_run(run_b, "B")
+    if a is None or b is None:
+        return Comparison(a=a.side if a else None, b=b.side if b else None, problems=pa + pb)
+    conditions = check_conditions(a, b, suite=suite, suite_explicit=suite_explicit)
+    return compare_loaded(a, b, conditions, seed=seed, resamples=resamples)
+
+
+# --------------------------------------------------------------------------- presentation
+
+
+def _f(value: float | None, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}g}"
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "-" if ci is None else f"[{_f(ci[0])}, {_f(ci[1])}]"
+
+
+def render(result: Comparison, console: Any) -> None:
+    """Print a comparison with rich: the conditions, then (when comparable) the per-case table."""
+    from rich.markup import escape as esc
+    from rich.table import Table
+
+    for p in result.problems:
+        console.print(f"[red]cannot compare:[/red] {esc(p)}")
+    if result.problems:
+        return
+    assert result.a is not None and result.b is not None
+    console.print(
+        f"A: {result.a.run_id} ({result.a.subject})    B: {result.b.run_id} ({result.b.subject})", markup=False
+    )
+    table = Table(title="comparability")
+    for col in ("", "condition", "holds", "why / notes"):
+        table.add_column(col)
+    for c in result.conditions:
+        mark = "[green]yes[/]" if c.holds else "[red]no[/]"
+        lines = [f"[red]{esc(p)}[/]" for p in c.problems] + [f"[dim]{esc(n)}[/]" for n in c.notes]
+        table.add_row(c.id, esc(c.name), mark, "\n".join(lines) or "-")
+    console.print(table)
+    if not result.comparable:
+        failed = ", ".join(c.id for c in result.conditions if not c.holds)
+        console.print(f"[red]not comparable[/red]: {failed} fail; nothing was compared")
+        return
+    cases = Table(title=f"paired outcomes by case ({result.direction})")
+    cases.add_column("case", overflow="fold")
+    for col in ("pairs", "pass A", "pass B", "diff", esc("metric: mean A / mean B, diff [95% CI]")):
+        cases.add_column(col)
+    for c in result.cases:
+        mlines = [f"{m.metric}: {_f(m.mean_a)} / {_f(m.mean_b)}, {_f(m.diff)} {_ci(m.ci)}" for m in c.metrics]
+        cases.add_row(
+            esc(c.label),
+            str(c.pairs),
+            f"{c.passed_a}/{c.pairs}",
+            f"{c.passed_b}/{c.pairs}",
+            f"{c.rate_diff:+.3g}",
+            esc("\n".join(mlines)) or "-",
+        )
+    console.print(cases)
+    for u in result.unmatched:
+        console.print(f"[yellow]unmatched[/yellow] {esc(u.label)}: {esc(u.reason)} (not pooled)")
+    o = result.overall
+    if o is None:
+        console.print("no case has a scored pair of samples: nothing to compare")
+        return
+    console.print(
+        f"overall: {o.cases} case(s), {o.pairs} pair(s); pass rate A {o.rate_a:.3g}, B {o.rate_b:.3g}, "
+        f"diff {o.rate_diff:+.3g}; discordant pairs: {o.only_a} pass only in A, {o.only_b} only in B; "
+        f"McNemar exact p = {o.mcnemar_p:.4g}",
+        markup=False,
+    )
+    for m in o.metrics:
+        console.print(
+            f"  {m.metric}{f' ({m.unit})' if m.unit else ''} over {m.pairs} case(s): mean A {_f(m.mean_a)}, "
+            f"B {_f(m.mean_b)}, diff {_f(m.diff)} {_ci(m.ci)} (bootstrap over cases, seed {result.bootstrap.get('seed')})",
+            markup=False,
+        )

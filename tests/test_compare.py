@@ -1,0 +1,349 @@
+"""Honest comparison: each of C1-C4 fails on its own, and the paired statistics are right."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import make_toy_case
+
+from imagebench import cli
+from imagebench.case import Case
+from imagebench.runner import run_cases
+from imagebench.subjects import NopSubject, ReferenceSubject, UnitContext
+from imagebench.suite.compare import compare_runs, mcnemar_exact, paired_bootstrap
+from imagebench.suite.model import SuiteManifest, write_suite
+from imagebench.suite.record import RUN_INFO_KEY, SuiteRunInfo, conditions_now
+from imagebench.suite.resolve import pin_suite
+from imagebench.suite.sampling import assign
+
+REV = "2026.11.0"
+
+
+class Sloppy:
+    """Right mask every time; the area 10% too large on even samples (so it fails those)."""
+
+    name = "sloppy"
+
+    def bind(self, case: Case, context: UnitContext) -> Callable[[Any], None]:
+        even = int(context.sample_dir.name.split("-")[1]) % 2 == 0
+
+        def work(session: Any) -> None:
+            mask = np.asarray(session.namespace["image"]) > 0.5
+            session.namespace["mask"] = mask
+            session.namespace["area"] = float(mask.sum()) * (1.1 if even else 1.0)
+
+        return work
+
+
+def toy_cases() -> list[Case]:
+    return [make_toy_case("alpha"), make_toy_case("beta", seed=1), make_toy_case("gamma", seed=2)]
+
+
+def pinned(cases: list[Case], suite_id: str = "core") -> SuiteManifest:
+    manifest, problems = pin_suite(suite_id, REV, cases)
+    assert manifest is not None, problems
+    return manifest
+
+
+def suite_run(
+    out: Path,
+    manifest: SuiteManifest,
+    cases: list[Case],
+    subject: Any,
+    *,
+    policy: str = "all",
+    seed: int = 0,
+    samples: int = 1,
+    timeout: float | None = None,
+) -> Path:
+    """What ``imagebench run --suite`` does, through the API (any subject object can be used)."""
+    assignment = assign(manifest, policy, seed)
+    info = SuiteRunInfo(requested=manifest.suite_id, assignment=assignment, conditions=conditions_now(samples=samples, timeout=timeout))
+    by_label = {c.label: c for c in cases}
+    result = run_cases(
+        [by_label[label] for label in assignment.labels],
+        subject,
+        samples=samples,
+        out=out,
+        progress=False,
+        timeout=timeout,
+        record_extra={RUN_INFO_KEY: info.model_dump(mode="json")},
+    )
+    return result.run_dir
+
+
+def edit(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    raw = json.loads(path.read_text())
+    change(raw)
+    path.write_text(json.dumps(raw))
+
+
+def conditions(result: Any) -> dict[str, Any]:
+    return {c.id: c for c in result.conditions}
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, Any]:
+    cases = toy_cases()
+    manifest = pinned(cases)
+    suite_file = write_suite(tmp_path / "suites" / "core.json", manifest)
+    return {"cases": cases, "suite": manifest, "suite_file": suite_file, "out": tmp_path / "out"}
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def test_mcnemar_exact_against_hand_computation() -> None:
+    # p = min(1, 2 * sum_{i<=min(b,c)} C(b+c, i) / 2^(b+c))
+    assert mcnemar_exact(3, 0) == pytest.approx(2 * 1 / 8)  # 0.25
+    assert mcnemar_exact(0, 3) == pytest.approx(0.25)
+    assert mcnemar_exact(5, 1) == pytest.approx(2 * (1 + 6) / 64)  # 0.21875
+    assert mcnemar_exact(10, 2) == pytest.approx(2 * (1 + 12 + 66) / 4096)  # 0.03857...
+    assert mcnemar_exact(8, 0) == pytest.approx(2 / 256)
+    assert mcnemar_exact(4, 4) == 1.0 and mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(2, 3) == 1.0
+    with pytest.raises(ValueError):
+        mcnemar_exact(-1, 2)
+    with pytest.raises(ValueError):
+        mcnemar_exact(True, 2)
+
+
+def test_paired_bootstrap_is_seeded_and_paired() -> None:
+    a = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    b = [0.2, 0.1, 0.5, 0.4, 0.9, 0.6]
+    first = paired_bootstrap(a, b, seed=3)
+    assert first == paired_bootstrap(a, b, seed=3)
+    assert first != paired_bootstrap(a, b, seed=4)
+    assert first is not None and first[0] <= float(np.mean(np.subtract(b, a))) <= first[1]
+    # pairing: adding the same offset to both sides leaves the interval of the difference alone
+    shifted = paired_bootstrap([x + 5 for x in a], [y + 5 for y in b], seed=3)
+    assert shifted == pytest.approx(first)
+    assert paired_bootstrap([1.0], [2.0], seed=0) is None
+    assert paired_bootstrap([1.0, 1.0], [2.0, 2.0], seed=0) == pytest.approx((1.0, 1.0))
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_bootstrap([1.0], [1.0, 2.0], seed=0)
+
+
+# --------------------------------------------------------------------------- when everything holds
+
+
+def test_comparable_runs_give_paired_outcomes_and_statistics(world: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    a = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject(), samples=2)
+    b = suite_run(world["out"], world["suite"], world["cases"], Sloppy(), samples=2)
+    result = compare_runs(a, b, suite=world["suite"], suite_explicit=True, seed=1)
+    assert result.comparable and result.problems == []
+    assert all(c.holds for c in result.conditions)
+    assert any("verified against the suite file" in n for n in conditions(result)["C2"].notes)
+    assert [c.label for c in result.cases] == ["toy/alpha", "toy/beta", "toy/gamma"] and result.unmatched == []
+    for case in result.cases:
+        assert (case.pairs, case.passed_a, case.passed_b, case.only_a, case.only_b) == (2, 2, 1, 1, 0)
+        assert case.rate_diff == pytest.approx(-0.5)
+        area = {m.metric: m for m in case.metrics}["area_error"]
+        assert area.mean_a == pytest.approx(0.0) and area.mean_b == pytest.approx(0.05) and area.diff == pytest.approx(0.05)
+        assert area.ci is not None and area.ci[0] <= area.diff <= area.ci[1]
+        mask = {m.metric: m for m in case.metrics}["mask_error"]
+        assert mask.diff == pytest.approx(0.0)
+    o = result.overall
+    assert o is not None
+    assert (o.cases, o.pairs, o.passed_a, o.passed_b, o.only_a, o.only_b) == (3, 6, 6, 3, 3, 0)
+    assert o.mcnemar_p == pytest.approx(0.25)
+    area = {m.metric: m for m in o.metrics}["area_error"]
+    assert area.pairs == 3 and area.diff == pytest.approx(0.05) and area.ci == pytest.approx((0.05, 0.05))
+
+    # the command: a table, or JSON; the same bootstrap seed gives the same numbers
+    assert cli.main(["compare", str(a), str(b), "--suite", str(world["suite_file"])]) == 0
+    text = capsys.readouterr().out
+    assert "McNemar exact p = 0.25" in text and "toy/alpha" in text and "2/2" in text and "1/2" in text
+    assert cli.main(["compare", str(a), str(b / "run.json"), "--json", "--suite", str(world["suite_file"])]) == 0
+    first = capsys.readouterr().out
+    assert cli.main(["compare", str(a), str(b), "--json", "--suite", str(world["suite_file"])]) == 0
+    assert capsys.readouterr().out == first
+    data = json.loads(first)
+    assert data["comparable"] is True and data["overall"]["mcnemar_p"] == pytest.approx(0.25)
+    assert data["direction"] == "B - A" and data["bootstrap"]["seed"] == 0
+
+
+def test_the_suite_file_is_looked_up_by_the_recorded_pin(world: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    a = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject())
+    b = suite_run(world["out"], world["suite"], world["cases"], NopSubject())
+    suites = str(world["suite_file"].parent)
+    assert cli.main(["compare", str(a), str(b), "--json", "--suites-dir", suites]) == 0
+    data = json.loads(capsys.readouterr().out)
+    c2 = next(c for c in data["conditions"] if c["id"] == "C2")
+    assert c2["notes"] == ["run A: assignment verified against the suite file", "run B: assignment verified against the suite file"]
+    # no suite file at hand: the comparison says its assignments are unverified
+    assert cli.main(["compare", str(a), str(b), "--json", "--suites-dir", str(world["out"])]) == 0
+    c2 = next(c for c in json.loads(capsys.readouterr().out)["conditions"] if c["id"] == "C2")
+    assert all("unverified" in n for n in c2["notes"])
+
+
+# --------------------------------------------------------------------------- each condition fails on its own
+
+
+def assert_only(result: Any, failing: str, needle: str) -> None:
+    conds = conditions(result)
+    assert not result.comparable
+    assert [cid for cid, c in conds.items() if not c.holds] == [failing]
+    assert any(needle in p for p in conds[failing].problems), conds[failing].problems
+    assert result.cases == [] and result.overall is None and result.unmatched == []  # nothing compared
+
+
+def test_c1_a_run_from_another_suite(world: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    other = pinned(world["cases"], suite_id="other")
+    a = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject())
+    b = suite_run(world["out"], other, world["cases"], ReferenceSubject())
+    result = compare_runs(a, b)
+    conds = conditions(result)
+    assert not conds["C1"].holds and any("suite id: A core, B other" in p for p in conds["C1"].problems)
+    assert not conds["C2"].holds  # their assignments cannot pair either
+    assert result.cases == [] and result.overall is None
+    assert cli.main(["compare", str(a), str(b), "--suites-dir", str(tmp_path)]) == 1
+    assert "not comparable" in capsys.readouterr().out
+    # another sampling policy is another cohort
+    c = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject(), policy="first:3")
+    result = compare_runs(a, c)
+    assert any("sampling policy: A all, B first:3" in p for p in conditions(result)["C1"].problems)
+
+
+def test_c2_different_replicate_seeds(world: dict[str, Any]) -> None:
+    a = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject(), policy="seeded:2", seed=0)
+    b = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject(), policy="seeded:2", seed=1)
+    assert_only(compare_runs(a, b, suite=world["suite"]), "C2", "replicate seed: A 0, B 1")
+
+
+def test_c2_forged_assignments_are_refused_when_the_suite_is_at_hand(world: dict[str, Any]) -> None:
+    a = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject(), policy="seeded:2", seed=0)
+    b = suite_run(world["out"], world["suite"], world["cases"], NopSubject(), policy="seeded:2", seed=0)
+    real = json.loads((a / "run.json").read_text())["cases"]
+    forged = [label for label in world["suite"].labels if label not in real] + real[:1]
+    forged = [label for label in world["suite"].labels if label in forged]
+
+    def forge(raw: dict[str, Any]) -> None:
+        raw["extra"]["suite"]["assignment"]["labels"] = forged
+        raw["cases"] = forged
+
+    for run in (a, b):
+        edit(run / "run.json", forge)
+    # the two claims agree with each other ...
+    unverified = compare_runs(a, b)
+    assert conditions(unverified)["C2"].holds and all("unverified" in n for n in conditions(unverified)["C2"].notes)
+    # ... but not with the suite
+    assert_only(compare_runs(a, b, suite=world["suite"]), "C2", "run A: tasks only the suite gives")
+    # a run that did not run its own assignment
+    edit(a / "run.json", lambda raw: raw.update(cases=real))
+    result = compare_runs(a, b)
+    assert any("not exactly its assignment" in p for p in conditions(result)["C2"].problems)
+
+
+def test_c2_an_explicit_suite_file_that_is_not_the_recorded_pin(world: dict[str, Any]) -> None:
+    a = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject())
+    b = suite_run(world["out"], world["suite"], world["cases"], NopSubject())
+    other = pinned(list(reversed(world["cases"])))
+    assert_only(compare_runs(a, b, suite=other, suite_explicit=True), "C2", "the suite file given pins")
+    found = compare_runs(a, b, suite=other, suite_explicit=False)
+    assert found.comparable and any("not the recorded pin" in n for n in conditions(found)["C2"].notes)
+
+
+def test_c3_scoring_code_and_units(world: dict[str, Any]) -> None:
+    a = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject())
+    b = suite_run(world["out"], world["suite"], world["cases"], Sloppy())
+    assert compare_runs(a, b).comparable
+
+    edit(b / "run.json", lambda raw: raw["extra"]["suite"]["conditions"]["scoring"].update(registry_hash="f" * 64))
+    assert_only(compare_runs(a, b), "C3", "comparator registry hash: A")
+    edit(b / "run.json", lambda raw: raw["extra"]["suite"]["conditions"]["scoring"].update(registry_hash=None, unavailable="gone"))
+    assert_only(compare_runs(a, b), "C3", "run B does not record its scoring code (gone)")
+
+    c = suite_run(world["out"], world["suite"], world["cases"], Sloppy())
+    summary = c / "sloppy" / "toy" / "beta" / "sample-0" / "summary.json"
+    edit(summary, lambda raw: [m.update(unit="px") for m in raw["metrics"] if m["name"] == "area_error"])
+    assert_only(compare_runs(a, c), "C3", "toy/beta: metric area_error is in ['rel'] in A, ['px'] in B")
+
+    # receipt.json (imagebench.receipt), when present, must agree with run.json and with the other run
+    d = suite_run(world["out"], world["suite"], world["cases"], Sloppy())
+    scoring = json.loads((a / "run.json").read_text())["extra"]["suite"]["conditions"]["scoring"]
+    for run in (a, d):
+        (run / "receipt.json").write_text(json.dumps({"scorer": {k: scoring[k] for k in ("registry_hash", "implementation_hash")}}))
+    assert compare_runs(a, d).comparable
+    (d / "receipt.json").write_text(json.dumps({"scorer": {"registry_hash": "2" * 64}}))
+    result = compare_runs(a, d)
+    assert not conditions(result)["C3"].holds
+    problems = conditions(result)["C3"].problems
+    assert "receipt.json: the two runs name different scorer registry hashes" in problems
+    assert "run B: receipt.json and run.json name different scorer registry hashes" in problems
+    (d / "receipt.json").write_text("{")
+    assert_only(compare_runs(a, d), "C3", "run B: receipt.json is not readable (JSONDecodeError)")
+
+
+def test_c4_declared_conditions(world: dict[str, Any]) -> None:
+    a = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject(), samples=2)
+    b = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject(), samples=1)
+    assert_only(compare_runs(a, b), "C4", "samples per case: A 2, B 1")
+
+    c = suite_run(world["out"], world["suite"], world["cases"], NopSubject(), samples=2, timeout=5.0)
+    assert_only(compare_runs(a, c), "C4", "time-limit override: A None, B 5.0")
+
+    d = suite_run(world["out"], world["suite"], world["cases"], NopSubject(), samples=2)
+    assert compare_runs(a, d).comparable
+    edit(d / "run.json", lambda raw: raw["extra"]["suite"]["conditions"].update(platform="darwin-aarch64"))
+    assert_only(compare_runs(a, d), "C4", "platform class: A")
+    edit(d / "run.json", lambda raw: (raw["extra"]["suite"]["conditions"].update(platform=conditions_now(samples=1, timeout=None).platform), raw.update(complete=False)))
+    assert_only(compare_runs(a, d), "C4", "run B is incomplete")
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_unreadable_or_non_suite_runs(world: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject())
+    b = suite_run(world["out"], world["suite"], world["cases"], NopSubject())
+    text = (b / "run.json").read_text()
+    (b / "run.json").write_text(text[: len(text) // 3])  # truncated
+    result = compare_runs(a, b)
+    assert not result.comparable and result.conditions == []
+    assert result.problems and result.problems[0].startswith(f"run B ({b.name}): run.json is not readable: not valid JSON")
+    assert str(tmp_path) not in result.problems[0]
+    assert cli.main(["compare", str(a), str(b)]) == 1
+    assert "cannot compare" in capsys.readouterr().out
+
+    assert compare_runs(a, tmp_path / "nowhere").problems == ["run B (nowhere): not a run folder"]
+
+    plain = run_cases(world["cases"], NopSubject(), out=world["out"], progress=False).run_dir
+    result = compare_runs(a, plain)
+    assert {c.id for c in result.conditions if not c.holds} == {"C1", "C2", "C3", "C4"}
+    assert all(any("run B records no cohort" in p for p in c.problems) for c in result.conditions)
+
+    edit(plain / "run.json", lambda raw: raw["extra"].update(suite={"assignment": "?"}))
+    result = compare_runs(a, plain)
+    assert result.problems and "field 'extra.suite." in result.problems[0]
+
+
+def test_unmatched_cases_are_listed_not_pooled(world: dict[str, Any]) -> None:
+    a = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject(), samples=2)
+    b = suite_run(world["out"], world["suite"], world["cases"], Sloppy(), samples=2)
+    for n in range(2):
+        edit(b / "sloppy" / "toy" / "beta" / f"sample-{n}" / "summary.json", lambda raw: raw.update(status="harness-error", passed=False))
+    (b / "sloppy" / "toy" / "gamma" / "sample-1" / "summary.json").unlink()
+    result = compare_runs(a, b, suite=world["suite"])
+    assert result.comparable
+    assert [u.label for u in result.unmatched] == ["toy/beta"]
+    assert "sample 0: A ok, B harness-error" in result.unmatched[0].reason
+    gamma = next(c for c in result.cases if c.label == "toy/gamma")
+    assert gamma.pairs == 1 and any("no readable summary in run B" in e for e in gamma.excluded)
+    o = result.overall
+    assert o is not None and o.cases == 2 and o.pairs == 3  # alpha 2 + gamma 1; beta is not pooled
+    assert (o.only_a, o.only_b) == (2, 0)
+
+
+def test_the_table_prints_reasons_with_brackets_literally(world: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    a = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject())
+    b = suite_run(world["out"], world["suite"], world["cases"], Sloppy())
+    edit(b / "sloppy" / "toy" / "alpha" / "sample-0" / "summary.json", lambda raw: [m.update(unit="[/px]") for m in raw["metrics"]])
+    assert cli.main(["compare", str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert "[/px]" in out  # printed as text, not taken for a closing tag
+    assert "not comparable" in out
