@@ -6,7 +6,9 @@ Run it under a display, e.g.::
 
 (``make docs-shots`` does exactly that). It opens napari, docks the Imagebench panel from the
 plugin, selects a built-in case, loads it, runs the ``reference`` subject, scores it and shows
-the artifacts, saving a PNG after each step into ``docs/images/`` (or ``--out``). The run folder
+the artifacts, then opens the example skill bundle, scores one of its cases with the example
+solver and shows the Coverage tab, saving a PNG after each step into ``docs/images/`` (or
+``--out``). The run folder
 goes to a temporary outcome root, and napari's settings to a temporary file, so neither the
 checkout nor your napari settings change.
 """
@@ -22,6 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = "segment-nuclei/synthetic-blobs"
+BUNDLE = ROOT / "examples" / "bundles" / "segment-nuclei"
+BUNDLE_CASE = "segment-nuclei/golden-count"
+SOLVER = "python:count_nuclei:solve"  # examples/solvers/count_nuclei.py
 LEAVING = "labels"  # what that case asks a subject to leave
 WIDTH = 1000  # pixels: screenshots are scaled down to this width at most, to keep them small
 
@@ -115,6 +120,25 @@ def _shoot(out: Path, label: str) -> int:
             print(f"make_screenshots: the interactive score failed: {panel.model.messages[-1].text}", file=sys.stderr)
             return 1
         save(panel, "panel-interactive.png")
+
+        # a skill bundle: its cases join the tree; one scored by the example solver moves its claim
+        sys.path.insert(0, str(ROOT / "examples" / "solvers"))
+        if not panel.open_bundle(BUNDLE):
+            print(f"make_screenshots: the bundle did not open: {panel.model.messages[-1].text}", file=sys.stderr)
+            return 1
+        panel.select_case(BUNDLE_CASE)
+        panel.load(BUNDLE_CASE)
+        wait(f"loading {BUNDLE_CASE}")
+        panel.solver_edit.setText(SOLVER)
+        panel.add_solver()
+        panel.subject_combo.setCurrentText(SOLVER)
+        panel.run()
+        wait("the solver's run")
+        if panel.score() is None:
+            print(f"make_screenshots: scoring the bundle case failed: {panel.model.messages[-1].text}", file=sys.stderr)
+            return 1
+        panel.tabs.setCurrentIndex(panel.tabs.indexOf(panel.coverage_title.parentWidget()))
+        save(panel, "panel-coverage.png")
     finally:
         viewer.close()
     return 0

@@ -12,12 +12,19 @@ does; the interactive subject (a person at the viewer) works the session opened 
 may score it as often as they like, each score a new sample. Every subject's samples go into
 one run folder per subject under :func:`imagebench.artifacts.artifact_root` (or the outcome
 root the model is given).
+
+Skill bundles (:mod:`imagebench.bundle`) opened with :meth:`BenchModel.open_bundle` add their
+cases to the tree under their skill's namespace; they load, run and score exactly like built-in
+cases. :meth:`BenchModel.coverage` is the coverage table ``imagebench coverage`` prints for a
+skill, joined with the run folders this panel has written; the model only asks
+:func:`imagebench.bundle.coverage.coverage_report` for it.
 """
 
 from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,6 +34,8 @@ from imagebench.case import Case, Collect, Layer
 from imagebench.fixture import FIXTURES_ENV, Fixture, FixtureError, OnDisk
 
 if TYPE_CHECKING:
+    from imagebench.bundle.coverage import Row
+    from imagebench.bundle.load import Bundle
     from imagebench.records import MetricRecord, RunRecord, SampleSummary
     from imagebench.session import Session
     from imagebench.subjects import Subject, SubjectRun
@@ -62,8 +71,9 @@ class CaseRow:
     case_class: str
     available: bool
     reason: str
-    source: Literal["built-in", "tree"]
+    source: Literal["built-in", "tree", "bundle"]
     case: Case | None = None
+    bundle: Path | None = None  # the bundle folder a "bundle" row was read from
 
     @property
     def label(self) -> str:
@@ -86,12 +96,19 @@ class CaseDetail:
     collect: tuple[Collect, ...]
     limits: Mapping[str, float]
     timeout_s: float
+    bundle: Path | None = None
+    files: tuple[str, ...] = ()  # what a bundle case hands the subject under session.workspace/files/
+    has_reference: bool = True
 
     def text(self) -> str:
         lines = [
             f"{self.label}  ({self.kind}, {self.case_class})",
             "available" if self.available else f"unavailable: {self.reason}",
         ]
+        if self.bundle is not None:
+            lines.append(f"from the bundle {self.bundle}")
+        if not self.has_reference:
+            lines.append("no reference solution: work it yourself or run a python: solver")
         if self.about:
             lines += ["", self.about]
         lines += ["", "Persona:", self.persona or "(none)", "", "Prompt:", self.prompt.rstrip(), "", "Layers:"]
@@ -107,15 +124,88 @@ class CaseDetail:
         else:
             lines.append("  (no limits declared)")
         lines.append(f"Time limit: {self.timeout_s:g} s")
+        if self.files:
+            lines += ["", "Files (a read-only copy under session.workspace/files/):"]
+            lines += [f"  {name}" for name in self.files]
         return "\n".join(lines)
 
 
 def _rooted(case: Case, root: Path | None) -> Case:
     """``case`` reading its curated pixels from ``root`` when its spec follows $IMAGEBENCH_FIXTURES."""
     spec = case.fixture
-    if root is not None and isinstance(spec, OnDisk) and spec.root is None:
+    if root is None:
+        return case
+    if isinstance(spec, OnDisk) and spec.root is None:
         return replace(case, fixture=OnDisk(tolerance=dict(spec.tolerance), root=root))
+    if case.meta.get("bundle") is not None:  # a bundle case whose pixels are a curated tree case
+        from imagebench.bundle.cases import CuratedRef
+
+        if isinstance(spec, CuratedRef) and spec.root is None:
+            return replace(case, fixture=replace(spec, root=str(root)))
     return case
+
+
+def _workspace_files(case: Case) -> Path | None:
+    """The folder a bundle case hands its subject as ``files/`` (``case.meta["workspace_files"]``)."""
+    files = case.meta.get("workspace_files")
+    return Path(files) if files else None
+
+
+def _files_listing(folder: Path | None) -> tuple[str, ...]:
+    if folder is None or not folder.is_dir():
+        return ()
+    return tuple(
+        p.relative_to(folder).as_posix() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".gitkeep"
+    )
+
+
+# --------------------------------------------------------------------------- coverage
+
+
+@dataclass(frozen=True)
+class CoverageView:
+    """The coverage table of one skill, as ``imagebench coverage BUNDLE --runs ...`` prints it.
+
+    ``rows`` come from :func:`imagebench.bundle.coverage.coverage_report` unchanged; ``warnings``
+    are the ones it prints after the table (the skill's presentation coverage among them).
+    ``bundle`` is None when no bundle is open for the skill; ``note`` then says so.
+    """
+
+    skill: str
+    bundle: Path | None
+    claims_source: str
+    rows: tuple[Row, ...]
+    warnings: tuple[str, ...]
+    runs: tuple[Path, ...]
+    note: str = ""
+
+    def title(self) -> str:
+        if self.bundle is None:
+            return self.note
+        text = f"{self.skill}: {len(self.rows)} claim(s) from {self.claims_source}"
+        if self.runs:
+            return text + f", validated against {len(self.runs)} run(s)"
+        return text + ", no run scored yet"
+
+    def cells(self, row: Row) -> tuple[str, str, str, str, str, str]:
+        """``(claim, band, coverage, validation, cases, samples)`` for one row, as plain text.
+
+        The cases cell names each case with its verdict over the runs (``pass``, ``fail``,
+        ``ungraded``), a proof spec with no folder as ``(missing)`` and a case that only lists the
+        claim in its risks as ``(lists it)``; the samples cell counts the graded samples.
+        """
+        def shown(case_id: str) -> str:
+            verdict = row.case_verdicts.get(case_id)
+            return f"{case_id} ({verdict})" if self.runs and verdict else case_id
+
+        # in the command's order: realized proof specs, missing ones, then cases that list the claim
+        lines = ["(no proof specs)"] if not row.proof_specs else []
+        lines += [shown(c) for c in row.realized]
+        lines += [f"{m} (missing)" for m in row.missing]
+        lines += [f"{shown(c)} (lists it)" for c in row.cases if c not in row.realized]
+        passed, failed = len(row.passed_samples), len(row.failed_samples)
+        samples = f"{passed} passed, {failed} failed" if passed + failed else "-"
+        return (row.claim_id, row.band or "?", row.coverage, row.validation, "\n".join(lines), samples)
 
 
 def builtin_cases() -> list[Case]:
@@ -189,6 +279,13 @@ class Loaded:
     runs: dict[str, tuple[Session, SubjectRun]] = field(default_factory=dict)
     # what this load has shown a person beyond the data: flags on their later samples
     seen: set[str] = field(default_factory=set)
+    # removes the interactive session's read-only copy of a bundle case's files (when it has one)
+    release_files: Callable[[], None] | None = field(default=None, repr=False)
+
+    def release(self) -> None:
+        """Remove what this load holds on disk (the read-only files copy); idempotent."""
+        if self.release_files is not None:
+            self.release_files()
 
 
 @dataclass
@@ -231,6 +328,9 @@ class BenchModel:
         self._deleted: list[str] = []  # of those (and of leaving names), deleted since Load
         self.on_message: list[Callable[[Message], None]] = []
         self.on_results: list[Callable[[ResultRow], None]] = []
+        self.bundles: dict[str, Bundle] = {}  # open skill bundles by skill id
+        #: the coverage view also counts every run folder under the outcome root, not only this panel's
+        self.coverage_all_runs = False
 
     # ---------------------------------------------------------------- messages
 
@@ -296,9 +396,57 @@ class BenchModel:
                 CaseRow(case.namespace, case.case_id, case.kind, case.case_class, ok, why, "built-in", case)
             )
         known = {(c.namespace, c.case_id) for c in cases}
+        bundle_rows = self._bundle_rows({r.label for r in rows})
+        if bundle_rows:
+            from imagebench.bundle.cases import CuratedRef
+
+            # a tree fixture a bundle case reads as its pixels is in use
+            known |= {
+                (r.case.fixture.skill, r.case.fixture.case_id)
+                for r in bundle_rows
+                if r.case is not None and isinstance(r.case.fixture, CuratedRef)
+            }
+        rows.extend(bundle_rows)
         rows.extend(self._tree_rows(known))
         self._rows = rows
         return rows
+
+    def _bundle_rows(self, taken: set[str]) -> list[CaseRow]:
+        """Each open bundle's cases (runnable or not), under the bundle's skill as namespace."""
+        from imagebench.runner import TENSOR_SKIP_REASON, presents_tensor
+
+        out: list[CaseRow] = []
+        for bundle in self.bundles.values():
+            skipped = dict(bundle.skipped)
+            built = {c.case_id: _rooted(c, self.fixtures_root) for c in bundle.cases}
+
+            def row(folder_id: str, kind: str, cls: str, ok: bool, why: str, case: Case | None) -> CaseRow:
+                return CaseRow(bundle.skill_id, folder_id, kind, cls, ok, why, "bundle", case, bundle.path)
+
+            for folder in bundle.folders:
+                label = f"{bundle.skill_id}/{folder.case_id}"
+                case = built.get(folder.case_id)
+                cls = folder.spec.case_class if folder.spec is not None else "-"
+                if case is None:
+                    why = skipped.get(folder.case_id) or folder.problem or "it could not be built"
+                    pixels = folder.spec.pixels if folder.spec is not None else None
+                    kind = "-" if pixels is None else "curated" if pixels.curated is not None else "synthetic"
+                    out.append(row(folder.case_id, kind, cls, False, why, None))
+                    continue
+                if label in taken:
+                    why = f"a built-in case is also labelled {label}; rename the bundle's case folder"
+                    out.append(row(folder.case_id, case.kind, cls, False, why, None))
+                    continue
+                try:
+                    ok, why = case.available()
+                except Exception as exc:  # a broken spec is a reason, not a crash of the tree
+                    ok, why = False, f"checking availability failed: {type(exc).__name__}: {exc}"
+                if ok and presents_tensor(case):
+                    reason = self._plane_reason()
+                    if reason:
+                        ok, why = False, f"{TENSOR_SKIP_REASON}: {reason}"
+                out.append(row(folder.case_id, case.kind, case.case_class, ok, why, case))
+        return out
 
     def _tree_rows(self, known: set[tuple[str, str]]) -> list[CaseRow]:
         if self.fixtures_root is None:
@@ -338,6 +486,91 @@ class BenchModel:
                 return r
         raise self._fail(f"no case labelled {label!r}")
 
+    # ---------------------------------------------------------------- skill bundles
+
+    def open_bundle(self, path: str | os.PathLike[str]) -> Bundle:
+        """Read the skill bundle at ``path`` and add its cases to the tree.
+
+        Its runnable cases join the tree under the skill's namespace; a case that cannot run is
+        listed with the reason. Every warning :func:`imagebench.bundle.load_bundle` raises becomes
+        a warning notice (never a failure). A folder that is not a bundle is refused with a notice
+        and PanelError, and the panel keeps what it had. Opening a bundle of a skill that already
+        has one open replaces it (re-opening the same folder re-reads it).
+        """
+        from imagebench.bundle.load import BundleError, load_bundle
+
+        folder = Path(path)
+        try:
+            bundle = load_bundle(folder)
+        except BundleError as exc:
+            raise self._fail(f"not a skill bundle: {exc}") from None
+        except Exception as exc:  # an unreadable folder: said, never a crash of the panel
+            raise self._fail(f"the bundle {folder} could not be read: {type(exc).__name__}: {exc}") from None
+        if not bundle.folders and bundle.claims.source == "none":
+            raise self._fail(
+                f"not a skill bundle: {folder} holds neither evals.json, evals/risk-map.md nor evals/fixtures/"
+            )
+        previous = self.bundles.get(bundle.skill_id)
+        if previous is not None and previous.path.resolve() != folder.resolve():
+            self.notify("warning", f"bundle {bundle.skill_id}: {folder} replaces the bundle at {previous.path}")
+        self.bundles[bundle.skill_id] = bundle
+        self._rows = None
+        for warning in bundle.warnings:
+            self.notify("warning", f"bundle {bundle.skill_id}: {warning}")
+        self.notify(
+            "info",
+            f"bundle {bundle.skill_id} from {folder}: {len(bundle.cases)} runnable case(s), "
+            f"{len(bundle.skipped)} cannot run, {len(bundle.warnings)} warning(s)",
+        )
+        return bundle
+
+    def coverage_runs(self) -> list[Path]:
+        """The run folders the coverage view reads: this panel's, then (when ``coverage_all_runs``)
+        every other ``run-*`` folder holding a run.json under the outcome root."""
+        runs = [f.path for f in self.run_folders.values()]
+        if self.coverage_all_runs:
+            root = self.outcome_root
+            if root.is_dir():
+                runs += [p for p in sorted(root.glob("run-*")) if (p / "run.json").is_file() and p not in runs]
+        return runs
+
+    def coverage(self, skill: str) -> CoverageView:
+        """The coverage table of ``skill`` (a namespace) against :meth:`coverage_runs`.
+
+        With a bundle open for the skill, the rows and warnings are exactly what
+        ``imagebench coverage BUNDLE --runs RUN...`` prints. Without one there are no claims:
+        the view says so and carries the presentation-coverage warning of the skill's cases.
+        Never raises: a bundle that can no longer be read is a note.
+        """
+        runs = tuple(self.coverage_runs())
+        bundle = self.bundles.get(skill)
+        if bundle is None:
+            note = f"no bundle is open for {skill}: its claims come from a skill bundle (open one with Bundle…)"
+            return CoverageView(skill, None, "none", (), tuple(self._presentation_warnings(skill)), runs, note)
+        from imagebench.bundle.coverage import coverage_report
+
+        try:
+            report = coverage_report(bundle.path, runs)
+        except Exception as exc:
+            note = f"the bundle {bundle.path} cannot be read now: {type(exc).__name__}: {exc}"
+            return CoverageView(skill, None, bundle.claims.source, (), (), runs, note)
+        return CoverageView(
+            skill, bundle.path, report.bundle.claims.source, tuple(report.rows), tuple(report.warnings), runs
+        )
+
+    def _presentation_warnings(self, skill: str) -> list[str]:
+        """The presentation-coverage warning of ``skill`` over the panel's cases of that namespace."""
+        from imagebench.case import presentation_warnings
+
+        try:
+            from imagebench import cases as builtin
+
+            skills = builtin.skills()
+        except Exception as exc:
+            return [f"the built-in skills could not be read ({type(exc).__name__}: {exc}); no presentation check"]
+        cases = [r.case for r in self.rows() if r.namespace == skill and r.case is not None]
+        return presentation_warnings(skills, cases)
+
     def detail(self, label: str) -> CaseDetail:
         r = self.row(label)
         if r.case is None:
@@ -358,6 +591,9 @@ class BenchModel:
             collect=tuple(case.collect),
             limits=dict(case.tolerances),
             timeout_s=case.timeout_s,
+            bundle=r.bundle,
+            files=_files_listing(_workspace_files(case)),
+            has_reference=case.reference is not None,
         )
 
     # ---------------------------------------------------------------- loading
@@ -409,7 +645,7 @@ class BenchModel:
             session = open_session(case, fixture, client=client, tensors=tensors)
         except Exception as exc:
             raise PanelError(f"{label}: opening the session failed: {type(exc).__name__}: {exc}") from exc
-        return Loaded(
+        loaded = Loaded(
             case=case,
             fixture=fixture,
             session=session,
@@ -418,9 +654,22 @@ class BenchModel:
             plane=plane,
             tensors=tensors,
         )
+        files = _workspace_files(case)
+        if files is not None:  # as the runner gives an in-process subject: a read-only copy
+            from imagebench.subjects import SubjectHarnessError, readonly_files, remove_readonly_files
+
+            try:
+                copy = readonly_files(files)
+            except SubjectHarnessError as exc:
+                raise PanelError(f"{label}: {exc}") from None
+            session.workspace = copy
+            loaded.release_files = weakref.finalize(loaded, remove_readonly_files, copy)
+        return loaded
 
     def adopt(self, loaded: Loaded) -> Loaded:
         """Make ``loaded`` (from :meth:`build`) the loaded case, forgetting the previous one."""
+        if self.loaded is not None and self.loaded is not loaded:
+            self.loaded.release()
         self.loaded = loaded
         loaded.opened = time.perf_counter()
         self._shown = set()
@@ -495,6 +744,17 @@ class BenchModel:
     def subject_name(self, spec: str) -> str:
         return INTERACTIVE_NAME if spec == INTERACTIVE else self.subject(spec).name
 
+    def subject_problem(self, spec: str, case: Case | None) -> str:
+        """Why ``spec`` cannot work ``case`` ('' when it can): a case without a reference solution
+        (every bundle case) has nothing for the ``reference`` subject to run."""
+        if case is not None and spec == "reference" and case.reference is None:
+            what = "a bundle case" if case.meta.get("bundle") is not None else "this case"
+            return (
+                f"{case.label} has no reference solution ({what}): work it yourself as {INTERACTIVE} "
+                "or run a python: solver"
+            )
+        return ""
+
     # ---------------------------------------------------------------- run folders
 
     def _run_folder(self, subject_name: str) -> RunFolder:
@@ -527,11 +787,22 @@ class BenchModel:
         """Get a Run of ``spec`` ready: a fresh session and the bound subject. ``work()`` does the run."""
         from imagebench.runner import sample_dir
         from imagebench.session import open_session
-        from imagebench.subjects import SubjectError, UnitContext, bind_subject, run_subject
+        from imagebench.subjects import (
+            SubjectError,
+            SubjectHarnessError,
+            UnitContext,
+            bind_subject,
+            readonly_files,
+            remove_readonly_files,
+            run_subject,
+        )
 
         loaded = self._need_loaded()
         if spec == INTERACTIVE:
             raise self._fail("you are the interactive subject: work on the viewer, then press Score", "warning")
+        problem = self.subject_problem(spec, loaded.case)
+        if problem:
+            raise self._fail(problem, "warning")
         subject = self.subject(spec)
         case = loaded.case
         try:
@@ -545,13 +816,30 @@ class BenchModel:
             sample_dir=sample_dir(folder.path, subject.name, case, n),
             timeout_s=float(case.timeout_s),
             tensor_url=getattr(plane, "url", None) if plane is not None else None,
+            files=_workspace_files(case),
+            env={str(k): str(v) for k, v in (case.meta.get("env") or {}).items()},
         )
         try:
             work = bind_subject(subject, case, context)
         except SubjectError as exc:
             raise self._fail(str(exc)) from None
+        shared: Path | None = None
+        if context.files is not None:  # as the runner does: a read-only copy, removed after the turn
+            try:
+                shared = readonly_files(context.files)
+            except SubjectHarnessError as exc:
+                raise self._fail(f"{case.label}: {exc}") from None
+            session.workspace = shared
         limit = float(case.timeout_s)
-        return RunJob(subject.name, session, lambda: run_subject(work, session, limit))
+
+        def run() -> SubjectRun:
+            try:
+                return run_subject(work, session, limit)
+            finally:
+                if shared is not None:
+                    remove_readonly_files(shared)
+
+        return RunJob(subject.name, session, run)
 
     def finish_run(self, job: RunJob, run: SubjectRun) -> dict[str, Any]:
         """Record how ``job`` ended; return what the subject bound of the case's leavings."""
@@ -670,6 +958,13 @@ class BenchModel:
         done = folder.samples.setdefault(case.label, [])
         done.append(summary)
         self._write_run(folder, case, name, done, loaded.build_s)
+        need = int(case.meta.get("min_samples", 1))
+        if len(done) < need:  # a bundle's rerun case: judged over several samples of one subject
+            self.notify(
+                "info",
+                f"{case.label} is judged over at least {need} samples of one subject; {len(done)} scored so far "
+                "(until then the case fails its consistency check): Run and Score it again",
+            )
         result = ResultRow.of(summary, folder.path, sample_dir(folder.path, name, case, n))
         self.results.append(result)
         for callback in list(self.on_results):
@@ -698,8 +993,13 @@ class BenchModel:
             for s in samples:
                 counts[s.status] = counts.get(s.status, 0) + 1
         verdicts = {label: case_verdict(samples) for label, samples in folder.samples.items()}
+        selection = dict(folder.record.selection)
+        bundle = case.meta.get("bundle")
+        if bundle is not None:  # as `run --bundle` records which bundle ran
+            selection["bundles"] = sorted({*selection.get("bundles", []), str(bundle)})
         folder.record = folder.record.model_copy(
             update={
+                "selection": selection,
                 "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "samples": max(len(s) for s in folder.samples.values()),
                 "cases": list(folder.samples),
@@ -713,7 +1013,9 @@ class BenchModel:
     # ---------------------------------------------------------------- teardown
 
     def close(self) -> None:
-        """Forget the loaded case (and its fixture)."""
+        """Forget the loaded case (and its fixture, and its copy of a bundle case's files)."""
+        if self.loaded is not None:
+            self.loaded.release()
         self.loaded = None
         self._shown = set()
         self._deleted = []

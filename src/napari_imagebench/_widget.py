@@ -1,9 +1,10 @@
 """The bench panel: a thin Qt shell over :class:`napari_imagebench._model.BenchModel`.
 
-From top to bottom: the fixture tree in use (a folder picker changes it), the tree of cases
-by namespace (kind, class, availability; an unavailable case is greyed with its reason as a
-tooltip and cannot run), the selected case's detail (prompt, persona, layers, leavings, limits;
-never truth), Load, the subject (you, ``reference``, or a ``python:`` solver you add), Run,
+From top to bottom: the fixture tree in use (a folder picker changes it) and the skill bundles
+(another picker opens one), the tree of cases by namespace (kind, class, availability, source; an
+unavailable case is greyed with its reason as a tooltip and cannot run), the selected case's
+detail (prompt, persona, layers, leavings, limits; never truth) and, on a second tab, the
+coverage table of its skill, Load, the subject (you, ``reference``, or a ``python:`` solver you add), Run,
 Score and a busy bar (loading and the subject's work happen in a worker thread, so the viewer
 never freezes), the results (one row per sample with a child row per metric, plus a line per
 notice), and the artifact buttons (side-by-side view with one shared contrast range, and the
@@ -15,7 +16,7 @@ notification and as a line in the results pane.
 
 from __future__ import annotations
 
-import threading
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from qtpy.QtCore import Qt, QUrl
 from qtpy.QtGui import QBrush, QColor, QDesktopServices
 from qtpy.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFileDialog,
     QHBoxLayout,
@@ -35,6 +37,7 @@ from qtpy.QtWidgets import (
     QPushButton,
     QSizePolicy,
     QSplitter,
+    QTabWidget,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -50,7 +53,15 @@ from napari_imagebench._layers import (
     result_layer_data,
     session_layer_data,
 )
-from napari_imagebench._model import INTERACTIVE, BenchModel, Loaded, Message, PanelError, ResultRow
+from napari_imagebench._model import (
+    INTERACTIVE,
+    BenchModel,
+    CoverageView,
+    Loaded,
+    Message,
+    PanelError,
+    ResultRow,
+)
 
 if TYPE_CHECKING:
     import napari
@@ -62,6 +73,18 @@ _LABEL_ROLE = Qt.UserRole
 _GREY = QBrush(QColor(128, 128, 128))
 _VERDICT_COLORS = {"pass": QColor(60, 170, 90), "fail": QColor(220, 70, 70), "unavailable": QColor(200, 150, 40)}
 _STATUS_COLORS = {"ok": _VERDICT_COLORS["pass"]}
+_COVERAGE_COLORS = {
+    "covered": _VERDICT_COLORS["pass"],
+    "partial": _VERDICT_COLORS["unavailable"],
+    "gap": _VERDICT_COLORS["fail"],
+}
+_VALIDATION_COLORS = {
+    "validated": _VERDICT_COLORS["pass"],
+    "partial": _VERDICT_COLORS["unavailable"],
+    "failed": _VERDICT_COLORS["fail"],
+}
+CASE_COLUMNS = ("case", "kind", "class", "available", "source")
+COVERAGE_COLUMNS = ("claim", "band", "coverage", "validation", "cases", "samples")
 
 
 def console_namespace(viewer: napari.Viewer) -> dict[str, Any] | None:
@@ -91,29 +114,26 @@ def console_namespace(viewer: napari.Viewer) -> dict[str, Any] | None:
     return None
 
 
-def in_python_thread(work: Callable[[], T]) -> T:
-    """``work()`` run in a thread Python created, its result returned (its exception raised) here.
+def closing_connections(work: Callable[[], T]) -> Callable[[], T]:
+    """``work`` wrapped to close, on its own thread, the data-plane connections it opened there.
 
-    Loading a tensor case opens data-plane (Arrow Flight) connections, which the client keeps
-    per thread. A thread that Python created releases them cleanly when it ends; a Qt pool
-    thread (where napari's workers run) tears its Python state down in a way that crashes the
-    process when such a connection is released there. So the worker hands that part of the
-    work to a short-lived Python thread.
+    Loading a tensor case opens data-plane (Arrow Flight) connections, which the client keeps per
+    thread. A Qt pool thread (where napari's workers run) tears its Python state down in a way
+    that crashes the process if such a connection is still open then, so every piece of worker
+    work closes its thread's connections before it returns
+    (:func:`imagebench.plane.client.close_thread_connections`). When the client was never
+    imported no connection can exist, and nothing is imported here.
     """
-    out: dict[str, Any] = {}
 
-    def target() -> None:
+    def run() -> T:
         try:
-            out["value"] = work()
-        except BaseException as exc:  # handed back to the caller's thread
-            out["error"] = exc
+            return work()
+        finally:
+            client = sys.modules.get("imagebench.plane.client")
+            if client is not None:
+                client.close_thread_connections()
 
-    thread = threading.Thread(target=target, name="imagebench-load", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
+    return run
 
 
 _CLOSING: list[Any] = []  # data planes whose close() runs when the application quits
@@ -172,23 +192,30 @@ class BenchPanel(QWidget):
         self.choose_button = QPushButton("Fixture tree…")
         self.choose_button.setToolTip("choose the folder holding manifest.json ($IMAGEBENCH_FIXTURES)")
         self.choose_button.clicked.connect(self._choose_tree)
+        self.bundle_button = QPushButton("Bundle…")
+        self.bundle_button.setToolTip("open a skill bundle (evals.json, evals/fixtures/): its cases join the tree")
+        self.bundle_button.clicked.connect(self._choose_bundle)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh)
         tree_row.addWidget(self.tree_label)
         tree_row.addWidget(self.choose_button)
+        tree_row.addWidget(self.bundle_button)
         tree_row.addWidget(self.refresh_button)
         layout.addLayout(tree_row)
 
         self.case_tree = QTreeWidget()
-        self.case_tree.setHeaderLabels(["case", "kind", "class", "available"])
+        self.case_tree.setHeaderLabels(list(CASE_COLUMNS))
         _fit_columns(self.case_tree, stretch=0)
         self.case_tree.itemSelectionChanged.connect(self._selection_changed)
         self.detail = QPlainTextEdit()
         self.detail.setReadOnly(True)
         self.detail.setPlaceholderText("select a case")
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.detail, "Detail")
+        self.tabs.addTab(self._coverage_tab(), "Coverage")
         top = QSplitter(Qt.Vertical)
         top.addWidget(self.case_tree)
-        top.addWidget(self.detail)
+        top.addWidget(self.tabs)
 
         controls = QWidget()
         cl = QVBoxLayout(controls)
@@ -249,6 +276,29 @@ class BenchPanel(QWidget):
 
         self.refresh()
 
+    def _coverage_tab(self) -> QWidget:
+        tab = QWidget()
+        col = QVBoxLayout(tab)
+        col.setContentsMargins(2, 2, 2, 2)
+        self.coverage_title = QLabel("select a case to see its skill's coverage")
+        self.coverage_title.setWordWrap(True)
+        col.addWidget(self.coverage_title)
+        self.coverage_table = QTreeWidget()
+        self.coverage_table.setHeaderLabels(list(COVERAGE_COLUMNS))
+        self.coverage_table.setRootIsDecorated(False)
+        _fit_columns(self.coverage_table, stretch=4)
+        col.addWidget(self.coverage_table, 1)
+        self.coverage_warnings = QLabel()
+        self.coverage_warnings.setWordWrap(True)
+        self.coverage_warnings.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        col.addWidget(self.coverage_warnings)
+        self.coverage_all_runs = QCheckBox("also count earlier runs under the outcome root")
+        self.coverage_all_runs.setChecked(self.model.coverage_all_runs)
+        self.coverage_all_runs.toggled.connect(self._coverage_runs_toggled)
+        col.addWidget(self.coverage_all_runs)
+        self.coverage_view: CoverageView | None = None
+        return tab
+
     # ---------------------------------------------------------------- case tree
 
     def refresh(self) -> None:
@@ -264,16 +314,23 @@ class BenchPanel(QWidget):
                 group.setFlags(group.flags() & ~Qt.ItemIsSelectable)
                 group.setExpanded(True)
             available = "yes" if r.available else "no"
-            item = QTreeWidgetItem(group, [r.case_id, r.kind, r.case_class, available])
+            item = QTreeWidgetItem(group, [r.case_id, r.kind, r.case_class, available, r.source])
             item.setData(0, _LABEL_ROLE, r.label)
             tip = r.label if r.available else f"{r.label}: cannot run here: {r.reason}"
-            for col in range(4):
+            if r.bundle is not None:
+                tip += f"\n(from the bundle {r.bundle})"
+            for col in range(len(CASE_COLUMNS)):
                 item.setToolTip(col, tip)
                 if not r.available:
                     item.setForeground(col, _GREY)
+            if r.source == "bundle":
+                font = item.font(0)
+                font.setItalic(True)
+                item.setFont(0, font)
             if r.label == selected:
                 item.setSelected(True)
         self._update_buttons()
+        self.refresh_coverage()
 
     def case_items(self) -> dict[str, QTreeWidgetItem]:
         out = {}
@@ -304,6 +361,7 @@ class BenchPanel(QWidget):
             except PanelError as exc:
                 self.detail.setPlainText(f"{label}\n\n{exc}")
         self._update_buttons()
+        self.refresh_coverage()
 
     def _choose_tree(self) -> None:
         start = str(self.model.fixtures_root or Path.home())
@@ -316,6 +374,71 @@ class BenchPanel(QWidget):
         if ok:
             self.refresh()
         return ok
+
+    # ---------------------------------------------------------------- skill bundles
+
+    def _choose_bundle(self) -> None:
+        start = str(next(iter(self.model.bundles.values())).path.parent if self.model.bundles else Path.cwd())
+        folder = QFileDialog.getExistingDirectory(self, "Skill bundle (the folder holding evals.json)", start)
+        if folder:
+            self.open_bundle(folder)
+
+    def open_bundle(self, folder: str | Path) -> bool:
+        """Open the skill bundle at ``folder``: its cases join the tree. False (with a notice) when
+        the folder is not a bundle; the panel then keeps what it had."""
+        try:
+            self.model.open_bundle(folder)
+        except PanelError:
+            return False
+        self.refresh()
+        return True
+
+    # ---------------------------------------------------------------- coverage
+
+    def coverage_skill(self) -> str | None:
+        """The skill the coverage tab shows: the selected case's namespace, else the loaded case's."""
+        label = self.selected_label()
+        if label is not None:
+            return label.split("/", 1)[0]
+        loaded = self.model.loaded
+        return loaded.case.namespace if loaded is not None else None
+
+    def refresh_coverage(self) -> CoverageView | None:
+        """Re-read the coverage table of :meth:`coverage_skill` (after a selection, a bundle, a score)."""
+        skill = self.coverage_skill()
+        self.coverage_table.clear()
+        if skill is None:
+            self.coverage_view = None
+            self.coverage_title.setText("select a case to see its skill's coverage")
+            self.coverage_warnings.clear()
+            return None
+        view = self.model.coverage(skill)
+        self.coverage_view = view
+        self.coverage_title.setText(view.title())
+        for row in view.rows:
+            cells = view.cells(row)
+            item = QTreeWidgetItem(self.coverage_table, list(cells))
+            item.setToolTip(0, row.description)
+            item.setForeground(2, QBrush(_COVERAGE_COLORS[row.coverage]))
+            if row.validation in _VALIDATION_COLORS:
+                item.setForeground(3, QBrush(_VALIDATION_COLORS[row.validation]))
+            samples = [f"passed: {s}" for s in row.passed_samples] + [f"failed: {s}" for s in row.failed_samples]
+            item.setToolTip(5, "\n".join(samples) or "no graded sample in these runs")
+            item.setToolTip(4, cells[4])
+        self.coverage_warnings.setText("\n".join(f"warning: {w}" for w in view.warnings))
+        return view
+
+    def coverage_cells(self) -> list[list[str]]:
+        """The coverage table as shown: one list of cell texts per row."""
+        out = []
+        for i in range(self.coverage_table.topLevelItemCount()):
+            item = self.coverage_table.topLevelItem(i)
+            out.append([item.text(c) for c in range(len(COVERAGE_COLUMNS))])
+        return out
+
+    def _coverage_runs_toggled(self, checked: bool) -> None:
+        self.model.coverage_all_runs = bool(checked)
+        self.refresh_coverage()
 
     # ---------------------------------------------------------------- load
 
@@ -345,7 +468,7 @@ class BenchPanel(QWidget):
             except PresentationError as exc:
                 raise PanelError(f"{label}: {exc}") from None
 
-        self._start(lambda: in_python_thread(build), f"loading {label}…", self._loaded, label)
+        self._start(build, f"loading {label}…", self._loaded, label)
         return True
 
     def _loaded(self, built: tuple[Loaded, list[Any]]) -> None:
@@ -368,6 +491,14 @@ class BenchPanel(QWidget):
             {**loaded.session.namespace, "session": loaded.session, "imagebench_results": self._console_results}
         )
         self.model.notify("info", f"loaded {loaded.case.label}: {', '.join(loaded.session.layers)}")
+        if loaded.session.workspace is not None:
+            where = loaded.session.workspace / "files"
+            self.model.notify("info", f"{loaded.case.label}: its files are under session.workspace ({where}), read-only")
+        problem = self.model.subject_problem(self.subject_combo.currentText(), loaded.case)
+        if problem:
+            self.subject_combo.setCurrentText(INTERACTIVE)
+            self.model.notify("info", f"{problem}; the subject is now {INTERACTIVE}")
+        self._update_buttons()
 
     # ---------------------------------------------------------------- subjects
 
@@ -410,7 +541,7 @@ class BenchPanel(QWidget):
             text = str(exc) if isinstance(exc, PanelError) else f"{what}: {type(exc).__name__}: {exc}"
             self.model.notify("error", text)
 
-        worker = create_worker(work, _start_thread=False)
+        worker = create_worker(closing_connections(work), _start_thread=False)
         worker.returned.connect(done)
         worker.errored.connect(failed)
         worker.finished.connect(self._work_finished)
@@ -496,6 +627,7 @@ class BenchPanel(QWidget):
         item.setExpanded(True)
         self.results.setCurrentItem(item)
         self._update_buttons()
+        self.refresh_coverage()  # validation is read from the run folders, which now hold this sample
 
     def selected_result(self) -> ResultRow | None:
         """The result row selected in the pane (a metric row counts as its sample), else the latest."""
@@ -550,17 +682,44 @@ class BenchPanel(QWidget):
     def _update_buttons(self) -> None:
         label = self.selected_label()
         runnable = False
+        row = None
         if label is not None:
             row = next((r for r in self.model.rows() if r.label == label), None)
             runnable = row is not None and row.available
         loaded = self.model.loaded is not None
         interactive = self.subject_combo.currentText() == INTERACTIVE
+        # a subject that cannot work the case (reference on a case without one) is greyed in the list
+        target = self.model.loaded.case if self.model.loaded is not None else (row.case if row is not None else None)
+        problem = self._mark_subjects(target)
         self.load_button.setEnabled(runnable and not self.running)
-        self.run_button.setEnabled(loaded and not interactive and not self.running)
+        self.run_button.setEnabled(loaded and not interactive and not problem and not self.running)
+        self.run_button.setToolTip(problem or "run the subject on a fresh session of the loaded case")
         self.score_button.setEnabled(loaded and not self.running)
         has_result = bool(self.model.results)
         self.artifacts_button.setEnabled(has_result)
         self.folder_button.setEnabled(has_result)
+
+    def _mark_subjects(self, case: Any) -> str:
+        """Grey each subject that cannot work ``case`` (its reason as tooltip); return the current one's reason."""
+        items = self.subject_combo.model()
+        current = ""
+        for i in range(self.subject_combo.count()):
+            spec = self.subject_combo.itemText(i)
+            problem = self.model.subject_problem(spec, case)
+            item = items.item(i) if hasattr(items, "item") else None
+            if item is not None:
+                item.setEnabled(not problem)
+                item.setToolTip(problem)
+            if i == self.subject_combo.currentIndex():
+                current = problem
+        return current
+
+    def subject_enabled(self, spec: str) -> bool:
+        """Whether ``spec`` is selectable in the subject list now."""
+        i = self.subject_combo.findText(spec)
+        items = self.subject_combo.model()
+        item = items.item(i) if i >= 0 and hasattr(items, "item") else None
+        return bool(item is not None and item.isEnabled())
 
     def closeEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
         self._disconnect()

@@ -4,6 +4,12 @@
 first time it is computed; ``Client(url).levels(id)`` is the whole pyramid, ready for
 ``viewer.add_image(levels, multiscale=True)``. A client is cheap and picklable (it is its URL):
 Flight connections are opened per thread on first use.
+
+A thread's connections are released when Python tears the thread down. A thread Python did not
+create (a Qt pool thread, where napari's workers run) tears its Python state down in a way that
+crashes the process if a Flight connection is released then, so work on such a thread closes its
+connections itself before it returns: :meth:`Client.close_thread_connection`,
+:func:`close_thread_connections`, or the :func:`closing_thread_connections` wrapper.
 """
 
 from __future__ import annotations
@@ -14,8 +20,8 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -40,18 +46,64 @@ DEFAULT_SPATIAL_CHUNK = 256
 _URL_SCHEMES = ("grpc://", "grpc+tcp://")
 
 _local = threading.local()
+T = TypeVar("T")
 
 
-def _connection(url: str) -> fl.FlightClient:
-    """This thread's Flight connection to ``url`` (one per thread and process, opened on first use)."""
+def _thread_conns() -> dict[str, fl.FlightClient]:
+    """This thread's connections by URL (a fresh, empty table in a forked child)."""
     conns = getattr(_local, "conns", None)
     if conns is None or getattr(_local, "pid", None) != os.getpid():
         conns = _local.conns = {}
         _local.pid = os.getpid()
+    return conns
+
+
+def _connection(url: str) -> fl.FlightClient:
+    """This thread's Flight connection to ``url`` (one per thread and process, opened on first use)."""
+    conns = _thread_conns()
     conn = conns.get(url)
     if conn is None:
         conn = conns[url] = fl.connect(url)
     return conn
+
+
+def thread_connections() -> list[str]:
+    """The URLs this thread holds an open Flight connection to."""
+    return sorted(_thread_conns())
+
+
+def close_thread_connections(url: str | None = None) -> int:
+    """Close this thread's Flight connections (only the one to ``url`` when given); return how many.
+
+    Closing is idempotent and never raises: a connection that fails to close is dropped anyway. A
+    later call on this thread opens a fresh connection.
+    """
+    conns = _thread_conns()
+    urls = [url] if url is not None else list(conns)
+    closed = 0
+    for u in urls:
+        conn = conns.pop(u, None)
+        if conn is None:
+            continue
+        with contextlib.suppress(Exception):
+            conn.close()
+        closed += 1
+    return closed
+
+
+def closing_thread_connections(work: Callable[[], T]) -> Callable[[], T]:
+    """``work`` wrapped so that the Flight connections it opened on its thread are closed when it
+    returns or raises, on that same thread (for a worker thread that Python did not create)."""
+
+    def run() -> T:
+        try:
+            return work()
+        finally:
+            close_thread_connections()
+
+    run.__name__ = getattr(work, "__name__", "run")
+    run.__doc__ = getattr(work, "__doc__", None)
+    return run
 
 
 def clean_message(exc: BaseException) -> str:
@@ -147,6 +199,14 @@ class Client:
 
     def __hash__(self) -> int:
         return hash(("imagebench.plane.Client", self.url))
+
+    def close_thread_connection(self) -> bool:
+        """Close the calling thread's connection to this plane; False when it held none.
+
+        Call it at the end of work on a thread Python did not create (see the module's notes);
+        the next call on this thread reconnects. Other threads' connections are untouched.
+        """
+        return close_thread_connections(self.url) > 0
 
     # ----------------------------------------------------------------- metadata
 
