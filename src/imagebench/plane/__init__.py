@@ -18,8 +18,9 @@ Importing this package loads neither pyarrow nor dask; the names below load on f
 from __future__ import annotations
 
 import argparse
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from imagebench._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "Client": "imagebench.plane.client",
@@ -39,17 +40,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["add_cli", *sorted(_EXPORTS)]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'imagebench.plane' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 def _serve(args: argparse.Namespace) -> int:

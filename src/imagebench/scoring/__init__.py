@@ -14,8 +14,9 @@ Names load on first use, so ``imagebench --help`` does not import pydantic or nu
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from imagebench._lazy import lazy_exports
 
 from imagebench.scoring.cli import add_cli
 
@@ -58,17 +59,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["add_cli", *sorted(_EXPORTS)]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'imagebench.scoring' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"imagebench.scoring.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover

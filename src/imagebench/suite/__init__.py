@@ -16,8 +16,9 @@ Names load on first use so that ``imagebench --help`` stays fast.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from imagebench._lazy import lazy_exports
 
 from imagebench.suite.cli import add_cli
 
@@ -60,17 +61,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["add_cli", *sorted(_EXPORTS)]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'imagebench.suite' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"imagebench.suite.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover
