@@ -46,6 +46,14 @@ _EXPORTS: dict[str, str] = {
     "parse_subject": "imagebench.subjects",
     "run_cases": "imagebench.runner",
     "run_unit": "imagebench.runner",
+    # structured answers, scoring and receipts
+    "TaskContract": "imagebench.scoring",
+    "score_answer": "imagebench.scoring",
+    "structured_verifier": "imagebench.scoring",
+    "parse_answer": "imagebench.scoring",
+    "pass_at_k": "imagebench.scoring",
+    "build_receipt": "imagebench.receipt",
+    "write_receipt": "imagebench.receipt",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
@@ -79,7 +87,9 @@ if TYPE_CHECKING:  # pragma: no cover
         read_array,
         read_scalar,
     )
+    from imagebench.receipt import build_receipt, write_receipt
     from imagebench.refs import ArrayRef, FileRef, NpzRef, ref_missing
     from imagebench.runner import run_cases, run_unit
+    from imagebench.scoring import TaskContract, parse_answer, pass_at_k, score_answer, structured_verifier
     from imagebench.session import Session, collect_attempt, open_session
     from imagebench.subjects import parse_subject

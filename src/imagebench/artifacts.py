@@ -53,6 +53,9 @@ MARKER = "outcomes.marker"
 RANGE_PERCENTILES = (0.5, 99.5)
 #: Above this many values an image contributes an evenly strided sample to the percentiles.
 _RANGE_SAMPLE = 1 << 22
+#: zlib level of the PNGs (Pillow's default is 6): 1 writes noisy 8-bit images about a third
+#: faster for files about a tenth larger; the pixels are the same at every level.
+PNG_COMPRESS_LEVEL = 1
 
 # Fields write_report derives itself; ``extra`` may set any other SampleSummary field.
 _OWNED = {
@@ -200,7 +203,7 @@ def save_png(
         import imageio.v3 as iio
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        iio.imwrite(tmp, pixels, extension=".png")
+        iio.imwrite(tmp, pixels, extension=".png", compress_level=PNG_COMPRESS_LEVEL)
         os.replace(tmp, path)
     except Exception as exc:
         try:

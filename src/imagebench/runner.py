@@ -892,7 +892,26 @@ def score_attempt(
     if _seed(case) is not None:
         extra["seed"] = _seed(case)
     try:
+        _record_artifact_range(outcome)
         path = write_report(outcome, root, subject=name, sample=sample, status=status, reason=reason, extra=extra)
         return read_record(path, SampleSummary)
     except Exception as exc:
         return plain("harness-error", f"writing the report failed: {type(exc).__name__}: {exc}", fx, flags=flags)
+
+
+def _record_artifact_range(outcome: Outcome) -> None:
+    """Record in ``outcome.detail["artifact_range"]`` the one contrast range ``write_report`` gives
+    all of the outcome's PNGs (for the HTML report). Each artifact is read here once and kept as
+    an array, so ``write_report`` does not read a lazy one again."""
+    if not outcome.artifacts or "artifact_range" in outcome.detail:
+        return
+    from imagebench.artifacts import _numeric, shared_range
+
+    arrays = {}
+    for key, image in outcome.artifacts.items():
+        arr = _numeric(image)
+        arrays[key] = image if arr is None else arr
+    outcome.artifacts.update(arrays)
+    if any(_numeric(a) is not None for a in arrays.values()):
+        lo, hi = shared_range(*arrays.values())
+        outcome.detail["artifact_range"] = [lo, hi]

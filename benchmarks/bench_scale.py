@@ -1,0 +1,286 @@
+"""Scale-out and harness overhead of the executor (imagebench.executor), medians against anchors.
+
+1. scale: the built-in suite, ``reference`` subject, 4 samples per case. Anchor: the serial run.
+   Measured: ``workers=2`` (a LocalCluster started and closed by the run, as ``--workers 2``
+   does) and the same on a cluster already running (``scheduler=``). Results must be identical
+   to the serial run, field by field, times aside. Target: ``--workers 2`` at least 1.6x faster.
+2. per-unit overhead on the executor: for every unit of a distributed run, its wall time on the
+   worker minus the time inside subject and verifier; what the driver spends taking a finished
+   unit in (writing its files, journal line); and the scheduler round trip of a trivial task.
+   Target: median under 50 ms.
+3. fixture shipping: each case's fixture built once on a worker and moved by dask (``worker``),
+   against built here and scattered (``driver``), on the running cluster.
+4. serial harness overhead: the share of wall time outside reference solutions and verifiers.
+   Anchor: the plain loop the runner had before the executor (the data plane started in the
+   foreground, each fixture built in its turn, PNGs at zlib level 6, no contrast range recorded),
+   against ``run_cases`` now (plane started in the background, fixtures built ahead in a helper
+   process, tensor uploads ahead, PNG level 1, plus the journal and the receipt).
+
+Usage: python benchmarks/bench_scale.py [--repeats N] [--samples N] [--workers N] [--skip-scale] [--serial-samples N]
+The machine's load is printed: on a shared machine the ratios are what to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SPEEDUP_TARGET = 1.6
+UNIT_OVERHEAD_TARGET_S = 0.050
+SERIAL_OVERHEAD_TARGET = 0.20
+
+
+def _suite() -> list[Any]:
+    from imagebench import cases
+
+    return cases.all_cases()
+
+
+def _comparable(summary: Any) -> dict[str, Any]:
+    return summary.model_dump(exclude={"times"})
+
+
+def _differences(a: Any, b: Any) -> list[str]:
+    out = []
+    for label in a.samples:
+        for x, y in zip(a.samples[label], b.samples.get(label, [])):
+            if _comparable(x) != _comparable(y):
+                out.append(f"{label} sample {x.sample}")
+        if len(a.samples[label]) != len(b.samples.get(label, [])):
+            out.append(f"{label}: sample counts differ")
+    for label in a.summaries:
+        x = a.summaries[label].model_dump()
+        y = b.summaries[label].model_dump() if label in b.summaries else {"extra": {}}
+        x["extra"].pop("build_s", None)
+        y["extra"].pop("build_s", None)
+        if x != y:
+            out.append(f"{label} case summary")
+    return out
+
+
+def _timed(fn: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children (the prefetch helper, the plane)."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _med(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
+    from distributed import Client
+
+    from imagebench import executor as ex
+    from imagebench.runner import run_cases
+    from imagebench.subjects import ReferenceSubject
+
+    suite = _suite()
+    subject = ReferenceSubject()
+
+    def serial() -> Any:
+        return run_cases(suite, subject, samples=samples, out=out, progress=False)
+
+    def plain() -> Any:  # serial without building ahead: one core's worth of work
+        return ex.run_new(suite, subject, samples=samples, out=out, progress=False, parallel=ex.Parallel(prefetch=False))
+
+    def local() -> Any:
+        return run_cases(suite, subject, samples=samples, out=out, progress=False, workers=workers)
+
+    serial()  # warm-up: one-off imports land here
+    t_serial, t_plain, t_local, t_warm = [], [], [], []
+    cpu_serial: list[float] = []
+    first_serial = first_local = None
+    for _ in range(repeats):
+        before = _cpu()
+        t, r = _timed(serial)
+        cpu_serial.append(_cpu() - before)
+        t_serial.append(t)
+        first_serial = first_serial or r
+        t_plain.append(_timed(plain)[0])
+        t, r = _timed(local)
+        t_local.append(t)
+        first_local = first_local or r
+    cluster = ex.local_cluster(workers)
+    client = Client(cluster, set_as_default=False)
+    try:
+        address = cluster.scheduler_address
+
+        def warm() -> Any:
+            return run_cases(suite, subject, samples=samples, out=out, progress=False, scheduler=address)
+
+        warm()  # the workers' imports
+        warm_result = None
+        unit_over: list[float] = []
+        driver: list[float] = []
+        for _ in range(repeats):
+            t, warm_result = _timed(warm)
+            t_warm.append(t)
+            stats = ex.LAST_STATS
+            unit_over += [w - i for w, i in zip(stats.worker_s, stats.inside_s)]
+            driver += stats.driver_s
+        pings = []
+        for _ in range(50):
+            start = time.perf_counter()
+            client.submit(ex._ping, pure=False).result()
+            pings.append(time.perf_counter() - start)
+
+        modes: dict[str, list[float]] = {"worker": [], "driver": []}
+        for _ in range(repeats):
+            for mode in modes:
+                t, _ = _timed(
+                    lambda mode=mode: ex.run_new(
+                        suite,
+                        subject,
+                        samples=samples,
+                        out=out,
+                        progress=False,
+                        parallel=ex.Parallel(scheduler=address, fixture_mode=mode),  # type: ignore[arg-type]
+                    )
+                )
+                modes[mode].append(t)
+    finally:
+        client.close()
+        cluster.close()
+
+    diffs = _differences(first_serial, first_local) + _differences(first_serial, warm_result)
+    s, lo, wa, pl = _med(t_serial), _med(t_local), _med(t_warm), _med(t_plain)
+    units = sum(len(v) for v in first_serial.samples.values())
+    cpu = _med(cpu_serial)
+    print(f"scale: {len(suite)} case(s) x {samples} sample(s) = {units} units, reference subject, median of {repeats}")
+    print(f"  serial (anchor)                       {s:7.2f} s  1.00x  (used {cpu:.2f} CPU-s: {cpu / s:.2f} cores busy)")
+    print(f"  serial, nothing built ahead           {pl:7.2f} s  {s / pl:4.2f}x")
+    print(f"  --workers {workers} (cluster started per run) {lo:7.2f} s  {s / lo:4.2f}x  target >= {SPEEDUP_TARGET}x")
+    print(f"  {workers} workers already running           {wa:7.2f} s  {s / wa:4.2f}x")
+    print(f"  results identical to serial: {'yes' if not diffs else 'NO: ' + ', '.join(diffs[:5])}")
+    over, drv, ping = _med(unit_over), _med(driver), _med(pings)
+    print(f"per-unit overhead on the executor (median over {len(unit_over)} units)")
+    print(f"  on the worker, outside subject and verifier  {over * 1000:7.1f} ms  target < {UNIT_OVERHEAD_TARGET_S * 1000:.0f} ms")
+    print(f"  on the driver, taking a finished unit in     {drv * 1000:7.1f} ms")
+    print(f"  scheduler round trip of a trivial task       {ping * 1000:7.1f} ms (median of 50)")
+    mw, md = _med(modes["worker"]), _med(modes["driver"])
+    print("fixture shipping on the running cluster (whole suite)")
+    print(f"  built on a worker, moved by dask (anchor)    {mw:7.2f} s  1.00x")
+    print(f"  built on the driver, scattered               {md:7.2f} s  {mw / md:4.2f}x")
+    return not diffs and s / lo >= SPEEDUP_TARGET and over < UNIT_OVERHEAD_TARGET_S
+
+
+def _plain_loop(suite: list[Any], subject: Any, out: Path, samples: int) -> Any:
+    """The serial loop before the executor: the plane started in the foreground, each fixture
+    built in its turn, then the case's units (``prepare_fixture``, ``run_unit``, ``summarize_case``)."""
+    from imagebench import runner as R
+    from imagebench.records import RunRecord, write_record
+
+    stamp, started = R._utc_stamp()
+    run_dir = R._new_run_dir(out, stamp)
+    record = RunRecord(
+        run_id=run_dir.name, started=started, subject=subject.name, samples=samples, cases=[c.label for c in suite]
+    )
+    write_record(run_dir / "run.json", record)
+    result = R.RunResult(run_dir=run_dir, record=record)
+    plane, why = None, ""
+    if any(R.presents_tensor(c) for c in suite):
+        from imagebench.plane import RunPlane
+
+        plane, why = RunPlane.try_start()
+    try:
+        for case in suite:
+            if plane is None and why and R.presents_tensor(case):
+                prepared = R.PreparedFixture(None, "skipped", f"{R.TENSOR_SKIP_REASON}: {why}")
+            else:
+                prepared = R.prepare_fixture(case, plane=plane)
+            done = [R.run_unit(case, subject, n, run_dir, fixture=prepared, plane=plane) for n in range(samples)]
+            result.samples[case.label] = done
+            cs = R.summarize_case(case, subject.name, done, prepared.build_s)
+            result.summaries[case.label] = cs
+            write_record(R.case_dir(run_dir, subject.name, case) / "summary.json", cs)
+        write_record(run_dir / "run.json", record.model_copy(update={"finished": R._now_iso(), "complete": True}))
+    finally:
+        if plane is not None:
+            plane.close()
+    return result
+
+
+def bench_serial_overhead(repeats: int, out: Path, samples: int) -> bool:
+    from imagebench import artifacts, runner
+    from imagebench.runner import run_cases
+    from imagebench.subjects import ReferenceSubject
+
+    suite = _suite()
+    subject = ReferenceSubject()
+
+    def before() -> tuple[float, Any]:
+        # as it was: PNGs at zlib level 6, no contrast range recorded for the report
+        level, record_range = artifacts.PNG_COMPRESS_LEVEL, runner._record_artifact_range
+        artifacts.PNG_COMPRESS_LEVEL, runner._record_artifact_range = 6, lambda outcome: None
+        try:
+            return _timed(lambda: _plain_loop(suite, subject, out, samples))
+        finally:
+            artifacts.PNG_COMPRESS_LEVEL, runner._record_artifact_range = level, record_range
+
+    def after() -> tuple[float, Any]:
+        return _timed(lambda: run_cases(suite, subject, samples=samples, out=out, progress=False))
+
+    def inside(result: Any) -> float:
+        return sum(s.times.get("subject_s", 0.0) + s.times.get("verify_s", 0.0) for ss in result.samples.values() for s in ss)
+
+    before()
+    after()  # warm-ups
+    rows: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
+    for _ in range(repeats):
+        for name, fn in (("before", before), ("after", after)):
+            wall, result = fn()
+            rows[name].append((wall, inside(result)))
+    print(f"serial harness overhead: {len(suite)} case(s) x {samples} sample(s), reference subject, median of {repeats}")
+    shares = {}
+    anchor = _med([w for w, _ in rows["before"]])
+    for name, label in (("before", "plain loop, PNG level 6 (anchor)"), ("after", "run_cases (executor, serial)")):
+        wall = _med([w for w, _ in rows[name]])
+        ins = _med([i for _, i in rows[name]])
+        shares[name] = (wall - ins) / wall
+        print(
+            f"  {label:34s} wall {wall:6.2f} s  subjects+verifiers {ins:5.2f} s  outside {shares[name]:6.1%}"
+            f"  {anchor / wall:4.2f}x"
+        )
+    print(f"  target: outside < {SERIAL_OVERHEAD_TARGET:.0%} of wall")
+    return shares["after"] < SERIAL_OVERHEAD_TARGET
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--skip-scale", action="store_true", help="only the serial overhead")
+    parser.add_argument("--serial-samples", type=int, default=1, help="samples per case for the serial overhead (default 1)")
+    args = parser.parse_args(argv)
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    print(f"machine: {os.cpu_count()} cpu(s), load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    out = Path(tempfile.mkdtemp(prefix="imagebench-bench-scale-"))
+    try:
+        ok_scale = True if args.skip_scale else bench_scale(max(1, args.repeats), args.samples, args.workers, out)
+        ok_serial = bench_serial_overhead(max(1, args.repeats), out, max(1, args.serial_samples))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    scale = "skipped" if args.skip_scale else ("met" if ok_scale else "MISSED")
+    print(f"scale targets {scale}; serial overhead target {'met' if ok_serial else 'MISSED'}")
+    return 0 if ok_scale and ok_serial else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

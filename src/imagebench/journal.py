@@ -1,0 +1,372 @@
+"""The run journal and the run lock: what makes a run folder resumable.
+
+``journal.jsonl`` in a run folder is an append-only log, one JSON object per line, each line
+flushed and fsync'd before the run goes on:
+
+- ``start`` when a run begins, ``resume`` each time ``imagebench run --resume`` takes it up again,
+  ``end`` when a pass over the run finished (``complete`` says whether every unit is done);
+- ``unit`` for every finished ``(case, sample)``: its label, sample, status, the summary's path
+  relative to the run folder and the sha256 of the summary's bytes.
+
+The order of writes is what makes a resume safe: a unit's ``summary.json`` is written atomically
+(and is the last file of its sample folder) *before* its journal line. So a run killed at any
+moment leaves, for each unit, either a complete summary or none; at worst a complete summary
+whose journal line never made it (the resume keeps it and writes the line), or a torn last
+journal line (dropped on the next open). A journal line whose digest no longer matches its
+summary means the summary was changed afterwards: the unit is run again.
+
+:class:`RunLock` is an exclusive ``flock`` on ``<run>/.lock``, held by whoever writes the run,
+so two processes never resume the same folder at once. A killed process releases it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+if TYPE_CHECKING:
+    from imagebench.case import Case
+    from imagebench.records import RunRecord, SampleSummary
+
+JOURNAL_NAME = "journal.jsonl"
+LOCK_NAME = ".lock"
+JOURNAL_SCHEMA_VERSION = 1
+
+Event = Literal["start", "resume", "unit", "end"]
+
+
+class JournalError(ValueError):
+    """The journal cannot be read (names the file, the line and what was expected)."""
+
+
+class RunLocked(RuntimeError):
+    """Another process holds the run folder's lock."""
+
+
+class JournalEntry(BaseModel):
+    """One line of ``journal.jsonl``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = JOURNAL_SCHEMA_VERSION
+    event: Event
+    time: str
+    pid: int | None = None
+    label: str | None = None
+    sample: int | None = None
+    status: str | None = None
+    summary: str | None = None  # path of the unit's summary.json, relative to the run folder
+    sha256: str | None = None  # of the summary's bytes
+    detail: dict[str, Any] | None = None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class Journal:
+    """An open ``journal.jsonl``: :meth:`append` writes one line and fsyncs it. Thread-safe."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, run_dir: str | os.PathLike[str]) -> Journal:
+        """Open (or create) the run's journal for appending; a torn last line is cut off first."""
+        path = Path(run_dir) / JOURNAL_NAME
+        created = not path.exists()
+        if not created:
+            _cut_torn_tail(path)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if created:
+            _fsync_dir(path.parent)
+        return cls(path, fd)
+
+    def append(self, event: Event, **fields: Any) -> JournalEntry:
+        entry = JournalEntry(event=event, time=_now(), pid=os.getpid(), **fields)
+        line = (entry.model_dump_json(exclude_none=True) + "\n").encode("utf-8")
+        with self._lock:
+            if self._fd is None:
+                raise JournalError(f"{self.path}: the journal is closed")
+            view = memoryview(line)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            os.fsync(self._fd)
+        return entry
+
+    def unit(self, run_dir: Path, summary_path: Path, summary: SampleSummary, data: bytes) -> JournalEntry:
+        """The line for a finished unit, once its summary (``data`` are its bytes) is on disk."""
+        return self.append(
+            "unit",
+            label=summary.label,
+            sample=summary.sample,
+            status=summary.status,
+            summary=summary_path.relative_to(run_dir).as_posix(),
+            sha256=digest(data),
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Truncate a last line that has no newline (a write cut short by a kill)."""
+    with open(path, "rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        # find the last newline
+        pos = size - 1
+        block = 4096
+        keep = 0
+        while pos > 0:
+            start = max(0, pos - block)
+            fh.seek(start)
+            chunk = fh.read(pos - start)
+            idx = chunk.rfind(b"\n")
+            if idx >= 0:
+                keep = start + idx + 1
+                break
+            pos = start
+        fh.truncate(keep)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
+    """Every complete line of a journal; a torn last line is ignored, any other bad line raises."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot be read ({exc})") from None
+    lines = raw.split(b"\n")
+    lines.pop()  # after the last newline: b"" for a clean file, else a line cut short by a kill
+    entries: list[JournalEntry] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            entries.append(JournalEntry.model_validate_json(line))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(line)"
+            raise JournalError(
+                f"{path}: line {number}: field {where!r}: {first['msg']} (expected one JournalEntry JSON object per line)"
+            ) from None
+    return entries
+
+
+# --------------------------------------------------------------------------- the lock
+
+
+class RunLock:
+    """An exclusive, non-blocking ``flock`` on ``<run>/.lock`` that records the holder's pid."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.path = Path(run_dir) / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock, documented
+            return self
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
+            finally:
+                os.close(fd)
+            raise RunLocked(
+                f"{self.path.parent} is being written by another imagebench process (pid {holder}); "
+                "wait for it to finish or stop it first"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            import fcntl
+
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+# --------------------------------------------------------------------------- what a resume keeps
+
+
+@dataclass
+class Scan:
+    """What a run folder holds: the units with a complete, valid summary and the ones to run again."""
+
+    done: dict[tuple[str, int], SampleSummary] = field(default_factory=dict)
+    data: dict[tuple[str, int], bytes] = field(default_factory=dict)
+    # (label, sample) -> why it runs (again): "missing", or what was wrong with what was there
+    todo: dict[tuple[str, int], str] = field(default_factory=dict)
+    unjournaled: list[tuple[str, int]] = field(default_factory=list)
+
+    @property
+    def discarded(self) -> dict[tuple[str, int], str]:
+        """Units that had something on disk that could not be kept, and why."""
+        return {k: v for k, v in self.todo.items() if v != "missing"}
+
+
+def scan_run(
+    run_dir: str | os.PathLike[str],
+    record: RunRecord,
+    cases: Sequence[Case],
+    units: Mapping[str, int],
+) -> Scan:
+    """Check every unit of ``cases`` (``units[label]`` samples each) against what is on disk.
+
+    A unit is done when ``sample-<n>/summary.json`` reads as a valid :class:`SampleSummary` of
+    this label, subject and sample and, when the journal has a line for it, matches that line's
+    digest. Everything else is to be run (again), with the reason.
+    """
+    from imagebench.records import RecordError
+    from imagebench.runner import sample_dir
+
+    run_dir = Path(run_dir)
+    journaled: dict[tuple[str, int], JournalEntry] = {}
+    for entry in read_journal(run_dir / JOURNAL_NAME):
+        if entry.event == "unit" and entry.label is not None and entry.sample is not None:
+            journaled[(entry.label, entry.sample)] = entry  # the last line for a unit wins
+    scan = Scan()
+    for case in cases:
+        for n in range(units[case.label]):
+            key = (case.label, n)
+            path = sample_dir(run_dir, record.subject, case, n) / "summary.json"
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                scan.todo[key] = "missing"
+                continue
+            except OSError as exc:
+                scan.todo[key] = f"summary.json could not be read ({exc})"
+                continue
+            try:
+                summary = _parse_summary(path, data)
+            except RecordError as exc:
+                scan.todo[key] = f"summary.json is not a valid record ({exc})"
+                continue
+            wrong = [
+                f"{name} is {got!r}, expected {want!r}"
+                for name, got, want in (
+                    ("label", summary.label, case.label),
+                    ("subject", summary.subject, record.subject),
+                    ("sample", summary.sample, n),
+                )
+                if got != want
+            ]
+            if wrong:
+                scan.todo[key] = f"summary.json belongs elsewhere: {'; '.join(wrong)}"
+                continue
+            line = journaled.get(key)
+            if line is not None and line.sha256 != digest(data):
+                scan.todo[key] = "summary.json changed after it was journaled (digest mismatch)"
+                continue
+            if line is None:
+                scan.unjournaled.append(key)
+            scan.done[key] = summary
+            scan.data[key] = data
+    return scan
+
+
+def _parse_summary(path: Path, data: bytes) -> SampleSummary:
+    from imagebench.records import RECORDS, SCHEMA_VERSION, RecordError
+
+    model = RECORDS["summary"]
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RecordError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise RecordError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    if raw.get("schema_version") != SCHEMA_VERSION:
+        raise RecordError(f"{path}: field 'schema_version' is {raw.get('schema_version')!r}, expected {SCHEMA_VERSION}")
+    try:
+        return model.model_validate(raw)  # type: ignore[return-value]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(root)"
+        raise RecordError(f"{path}: field {where!r}: {first['msg']}") from None
+
+
+def remove_stale_temporaries(run_dir: str | os.PathLike[str]) -> list[Path]:
+    """Delete the temporary files an interrupted atomic write leaves (``.<name>.<random>.tmp``,
+    ``.<name>.tmp.png``); return what was removed."""
+    removed: list[Path] = []
+    for path in Path(run_dir).rglob(".*"):
+        name = path.name
+        if path.is_file() and name.endswith((".tmp", ".tmp.png")) and name != LOCK_NAME:
+            try:
+                path.unlink()
+                removed.append(path)
+            except OSError:
+                pass
+    return removed
