@@ -337,7 +337,6 @@ def test_cli_run_on_a_scheduler_and_usage_errors(
         (["run", "--workers", "0"], "at least 1"),
         (["run", "--workers", "2", "--scheduler", address], "not both"),
         (["run", "--scheduler", "nowhere"], "tcp://HOST:PORT"),
-        (["run", "--subject", "python:os.path:join", "--workers", "1", "--suite", "x"], "not available with --suite"),
     ):
         assert cli.main([*argv, "--out", out]) == 2, argv
         assert needle in capsys.readouterr().err
@@ -423,3 +422,22 @@ def test_serial_run_uploads_the_next_tensor_fixture_once_while_this_case_runs(tm
     }
     assert len(uploads) == 1  # uploaded ahead once; run_unit found it there
     assert not any(s.flags for s in result.samples["toy/lazy"])
+
+
+def test_a_pinned_suite_runs_on_the_cluster(
+    tmp_path: Path, address: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from imagebench import cases as builtin
+    from imagebench.records import RunRecord, read_record
+
+    monkeypatch.setattr(builtin, "all_cases", lambda: [make_toy_case("rectangle")])
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["suite", "pin", "core", "--revision", "2026.11.0", "--quiet"]) == 0
+    capsys.readouterr()
+    argv = ["run", "--suite", "core", "--scheduler", address, "--samples", "2", "--out", str(tmp_path), "--quiet"]
+    assert cli.main(argv) == 0
+    run_dir = Path(capsys.readouterr().out.split("run folder: ")[1].split()[0])
+    record = read_record(run_dir / "run.json", RunRecord)
+    assert record.complete and record.cases == ["toy/rectangle"]
+    assert record.extra["suite"]["assignment"]["labels"] == ["toy/rectangle"]
+    assert len(list(run_dir.glob("reference/toy/rectangle/sample-*/summary.json"))) == 2

@@ -689,8 +689,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         return cmd_resume(args)
     if getattr(args, "suite", None):
-        if getattr(args, "workers", None) is not None or getattr(args, "scheduler", None):
-            raise UsageError("--workers/--scheduler are not available with --suite yet; run the suite serially")
         from imagebench.suite.cli import run_suite
 
         return run_suite(args)
