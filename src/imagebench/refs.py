@@ -29,6 +29,8 @@ tifffile, nibabel and dask are imported only when a ref of that kind is actually
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import importlib
 import json
 import os
@@ -323,19 +325,19 @@ def _import_problem(module: str) -> str | None:
 # --------------------------------------------------------------------------- refs
 
 
-class _Ref:
+class _Ref(ABC):
     """Shared behaviour: lazy header, numpy protocol, dask view, errors naming the file."""
 
     path: Path
 
-    def _read_header(self) -> _Header:
-        raise NotImplementedError
+    @abstractmethod
+    def _read_header(self) -> _Header: ...
 
-    def _load(self, header: _Header) -> np.ndarray:
-        raise NotImplementedError
+    @abstractmethod
+    def _load(self, header: _Header) -> np.ndarray: ...
 
-    def missing(self) -> str | None:
-        raise NotImplementedError
+    @abstractmethod
+    def missing(self) -> str | None: ...
 
     def _where(self) -> str:
         return str(self.path)
