@@ -1299,6 +1299,17 @@ def execute(
 # --------------------------------------------------------------------------- a new run, a resumed run
 
 
+@contextlib.contextmanager
+def cluster_for(parallel: Parallel, cases: Sequence[Case], subject: Subject, *, progress: bool) -> Iterator[Any]:
+    """The cluster a run's units go to (None when they run here), closed when the run ends."""
+    cluster = open_cluster(parallel, cases, subject, progress=progress)
+    try:
+        yield cluster
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
 def run_new(
     cases: Iterable[Case],
     subject: Subject,
@@ -1325,8 +1336,7 @@ def run_new(
     cases = list(cases)
     if samples < 1:
         raise ValueError(f"samples must be at least 1, got {samples}")
-    cluster = open_cluster(parallel, cases, subject, progress=progress)
-    try:
+    with cluster_for(parallel, cases, subject, progress=progress) as cluster:
         if out is None:
             from imagebench.artifacts import artifact_root
 
@@ -1363,9 +1373,6 @@ def run_new(
             parallel=parallel,
             cluster=cluster,
         )
-    finally:
-        if cluster is not None:
-            cluster.close()
 
 
 def read_run(run_dir: str | Path) -> RunRecord:
@@ -1449,8 +1456,7 @@ def resume_run(
     timeout = record.selection.get("timeout")
     if timeout is not None and not isinstance(timeout, (int, float)):
         raise ResumeError(f"{where}: field 'selection.timeout' is {timeout!r}, expected a number of seconds or null")
-    cluster = open_cluster(parallel, cases, subject, progress=progress)
-    try:
+    with cluster_for(parallel, cases, subject, progress=progress) as cluster:
         return execute(
             run_dir,
             record,
@@ -1464,9 +1470,6 @@ def resume_run(
             cluster=cluster,
             resume=True,
         )
-    finally:
-        if cluster is not None:
-            cluster.close()
 
 
 # --------------------------------------------------------------------------- the CLI side (imagebench run)
