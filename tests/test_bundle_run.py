@@ -335,3 +335,16 @@ def test_a_symbolic_link_in_files_is_refused(bundle_copy: Path) -> None:
     (case / "files" / "key.md").symlink_to(case / "expected" / "answer-key.md")
     reason = dict(load_bundle(bundle_copy).skipped)["hard-case-planted-notes"]
     assert "symbolic link(s) ['key.md']" in reason
+
+
+def test_list_and_show_read_a_bundle(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["list", "--bundle", str(EXAMPLE)]) == 0
+    listed = capsys.readouterr().out
+    assert "6 bundle cases" in listed and "segment-nuclei/refusal-no-pixel-size" in listed
+    assert cli.main(["show", "--bundle", str(EXAMPLE), "segment-nuclei/golden-count"]) == 0
+    shown = capsys.readouterr().out
+    assert "Count the nuclei" in shown and "answer (json)" in shown
+    key = (EXAMPLE / "evals" / "fixtures" / "golden-count" / "expected" / "answer-key.md").read_text()
+    assert key.strip() not in shown  # show prints what a subject sees, never the answer key
+    assert cli.main(["show", "--bundle", str(EXAMPLE), "segment-nuclei/nope"]) == 2
+    assert "did you mean" in capsys.readouterr().err

@@ -524,10 +524,12 @@ def select_cases(
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list the built-in cases, their availability here and coverage warnings")
+    p.add_argument("--bundle", metavar="DIR", help="list a skill bundle's cases instead of the built-in ones")
     p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser("show", help="show what a subject of one case sees (never its truth)")
     p.add_argument("label", help="case label, <namespace>/<case_id>")
+    p.add_argument("--bundle", metavar="DIR", help="look the label up in a skill bundle instead of the built-in cases")
     p.set_defaults(func=_cmd_show)
 
     p = sub.add_parser("run", help="run cases with a subject and write a run folder")
@@ -588,12 +590,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from imagebench import cases as builtin
     from imagebench.case import presentation_warnings
 
-    all_cases = builtin.all_cases()
+    all_cases, where = _listed_cases(args)
     console = _console()
     if not all_cases:
-        console.print("no built-in cases are registered")
+        console.print(f"no {where} cases are registered")
         return 0
-    table = Table(title=f"{len(all_cases)} built-in cases")
+    table = Table(title=f"{len(all_cases)} {where} cases")
     for col in ("label", "kind", "class", "available"):
         table.add_column(col, overflow="fold")
     for case in all_cases:
@@ -608,13 +610,24 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _find_case(label: str) -> Case:
+def _listed_cases(args: argparse.Namespace) -> tuple[list[Case], str]:
+    """The cases ``list``/``show`` look at: a bundle's (``--bundle DIR``) or the built-in ones."""
+    from imagebench import cases as builtin
+    from imagebench.bundle import cases_from_args
+
+    bundle_cases = cases_from_args(args)  # None unless --bundle; warnings go to stderr
+    if bundle_cases is not None:
+        return bundle_cases, "bundle"
+    return builtin.all_cases(), "built-in"
+
+
+def _find_case(args: argparse.Namespace) -> Case:
     import difflib
 
-    from imagebench import cases as builtin
     from imagebench.cli import UsageError
 
-    all_cases = builtin.all_cases()
+    label = args.label
+    all_cases, _ = _listed_cases(args)
     labels = [c.label for c in all_cases]
     for case in all_cases:
         if case.label == label:
@@ -627,7 +640,7 @@ def _find_case(label: str) -> Case:
 def _cmd_show(args: argparse.Namespace) -> int:
     from imagebench.session import case_prompt
 
-    case = _find_case(args.label)
+    case = _find_case(args)
     ok, why = case.available()
     lines = [
         f"label:     {case.label}",
