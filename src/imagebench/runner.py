@@ -692,10 +692,25 @@ def _spec_about(case: Case) -> str:
     return ""
 
 
+def checked_run_args(args: argparse.Namespace) -> Subject:
+    """The checks every ``imagebench run`` makes of ``--samples``, ``--timeout`` and ``--subject``;
+    returns the parsed subject. Bad values are a UsageError (exit 2)."""
+    from imagebench.cli import UsageError
+    from imagebench.subjects import SubjectError, parse_subject
+
+    if args.samples < 1:
+        raise UsageError(f"--samples must be at least 1, got {args.samples}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    try:
+        return parse_subject(args.subject)
+    except SubjectError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from imagebench import cases as builtin
     from imagebench.cli import UsageError
-    from imagebench.subjects import SubjectError, parse_subject
 
     if getattr(args, "resume", None):
         from imagebench.executor import cmd_resume
@@ -708,14 +723,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if getattr(args, "sample", "all") != "all" or getattr(args, "seed", 0) != 0:
         raise UsageError("--sample and --seed choose cases from a pinned suite; give --suite too")
 
-    if args.samples < 1:
-        raise UsageError(f"--samples must be at least 1, got {args.samples}")
-    if args.timeout is not None and not args.timeout > 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
-    try:
-        subject = parse_subject(args.subject)
-    except SubjectError as exc:
-        raise UsageError(str(exc)) from None
+    subject = checked_run_args(args)
     from imagebench.bundle import cases_from_args
 
     bundle_cases = cases_from_args(args)  # None unless --bundle

@@ -279,8 +279,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def run_suite(args: argparse.Namespace) -> int:
     """``imagebench run --suite SUITE [--sample POLICY] [--seed S]``: verify, assign, run exactly that."""
-    from imagebench.runner import results_table, run_cases, tally_line
-    from imagebench.subjects import SubjectError, parse_subject
+    from imagebench.runner import checked_run_args, results_table, run_cases, tally_line
     from imagebench.suite.model import SuiteError
     from imagebench.suite.record import RUN_INFO_KEY, SuiteRunInfo, conditions_now
     from imagebench.suite.resolve import case_source, resolve_members
@@ -290,18 +289,11 @@ def run_suite(args: argparse.Namespace) -> int:
         raise _usage("-k cannot be combined with --suite: the suite and --sample decide which cases run")
     if getattr(args, "fixtures", "all") != "all":
         raise _usage("--fixtures cannot be combined with --suite: the suite decides which cases run")
-    if args.samples < 1:
-        raise _usage(f"--samples must be at least 1, got {args.samples}")
-    if args.timeout is not None and not args.timeout > 0:
-        raise _usage(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    subject = checked_run_args(args)
     try:
         policy = parse_policy(args.sample)
     except ValueError as exc:
         raise _usage(f"--sample: {exc}") from None
-    try:
-        subject = parse_subject(args.subject)
-    except SubjectError as exc:
-        raise _usage(str(exc)) from None
     err = _console(stderr=True)
     try:
         manifest, name, revision, alias = open_suite(args.suite, getattr(args, "suites_dir", None))
