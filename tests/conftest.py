@@ -11,7 +11,7 @@ the rectangle) and ``area`` (a scalar, its pixel count). Its truth holds the mas
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -153,3 +153,21 @@ def truth_leaks(truth: dict[str, Any], blob: bytes | None = None, array: Any = N
             if a.shape == t.shape and np.array_equal(a, t):
                 leaks.append(f"{key} (array)")
     return sorted(set(leaks))
+
+
+def build_case(case: Case, seed: int | None = None, **params: Any) -> Fixture:
+    """Build ``case``'s procedural fixture, at another ``seed`` or with other builder ``params``."""
+    spec = case.fixture
+    assert isinstance(spec, Procedural)
+    if seed is not None or params:
+        spec = replace(spec, seed=spec.seed if seed is None else seed, params={**spec.params, **params})
+    return spec.build(case.namespace, case.case_id)
+
+
+def solve_case(case: Case, fixture: Fixture, solver: Callable[[Any], None]) -> Outcome:
+    """Open a session on ``fixture``, let ``solver`` work it, and verify what it left."""
+    from imagebench.session import collect_attempt, open_session
+
+    session = open_session(case, fixture)
+    solver(session)
+    return case.verify(fixture, collect_attempt(case, "test", session.lookup))

@@ -5,32 +5,25 @@ of the session."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import truth_leaks
+from conftest import build_case, solve_case, truth_leaks
 
 import imagebench.cases.flatfield as ff
 from imagebench.cases import all_cases, builders, skills
-from imagebench.fixture import Attempt, Fixture, Outcome, Procedural
-from imagebench.session import Session, collect_attempt, open_session
+from imagebench.fixture import Attempt, Fixture, Outcome
+from imagebench.session import Session, open_session
 
 CASE = ff.CASES[0]
 
 
 def build(seed: int | None = None) -> Fixture:
-    spec = CASE.fixture
-    assert isinstance(spec, Procedural)
-    if seed is not None:
-        spec = replace(spec, seed=seed)
-    return spec.build(CASE.namespace, CASE.case_id)
+    return build_case(CASE, seed)
 
 
 def solve(fixture: Fixture, solver: Callable[[Session], None]) -> Outcome:
-    session = open_session(CASE, fixture)
-    solver(session)
-    return CASE.verify(fixture, collect_attempt(CASE, "test", session.lookup))
+    return solve_case(CASE, fixture, solver)
 
 
 def verdicts(outcome: Outcome) -> dict[str, str]:

@@ -5,34 +5,27 @@ and truth stays out of the session."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import truth_leaks
+from conftest import build_case, solve_case, truth_leaks
 
 import imagebench.cases.landmarks as lm
 from imagebench.case import NO_SKILL, Case
 from imagebench.cases import all_cases, builders
-from imagebench.fixture import Attempt, Fixture, FixtureError, Outcome, Procedural
-from imagebench.session import Session, collect_attempt, open_session
+from imagebench.fixture import Attempt, Fixture, FixtureError, Outcome
+from imagebench.session import Session, open_session
 
 CASE = lm.CASES[0]
 
 
 def build(seed: int | None = None, **params: Any) -> Fixture:
-    spec = CASE.fixture
-    assert isinstance(spec, Procedural)
-    if seed is not None or params:
-        spec = replace(spec, seed=spec.seed if seed is None else seed, params={**spec.params, **params})
-    return spec.build(CASE.namespace, CASE.case_id)
+    return build_case(CASE, seed, **params)
 
 
 def solve(fixture: Fixture, solver: Callable[[Session], None], case: Case = CASE) -> Outcome:
-    session = open_session(case, fixture)
-    solver(session)
-    return case.verify(fixture, collect_attempt(case, "test", session.lookup))
+    return solve_case(case, fixture, solver)
 
 
 def verdicts(outcome: Outcome) -> dict[str, str]:
