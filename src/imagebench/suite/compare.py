@@ -359,6 +359,19 @@ def _mean(values: Sequence[float]) -> float:
     return float(sum(values) / len(values))
 
 
+def _metric_diff(name: str, unit: str, xs: Sequence[float], ys: Sequence[float], seed: int, resamples: int) -> MetricDiff:
+    """Paired means of one metric in A and B, their difference and its seeded bootstrap interval."""
+    return MetricDiff(
+        metric=name,
+        unit=unit,
+        pairs=len(xs),
+        mean_a=_mean(xs),
+        mean_b=_mean(ys),
+        diff=_mean(ys) - _mean(xs),
+        ci=paired_bootstrap(xs, ys, seed=seed, resamples=resamples),
+    )
+
+
 def _pair_case(label: str, a: LoadedRun, b: LoadedRun, samples: int, seed: int, resamples: int) -> tuple[CaseComparison | None, str, list[tuple[bool, bool]], dict[str, tuple[str, list[float], list[float]]]]:
     sa, sb = a.samples.get(label, {}), b.samples.get(label, {})
     pairs: list[tuple[bool, bool]] = []
@@ -392,18 +405,7 @@ def _pair_case(label: str, a: LoadedRun, b: LoadedRun, samples: int, seed: int, 
     n = len(pairs)
     pa = sum(1 for x, _ in pairs if x)
     pb = sum(1 for _, y in pairs if y)
-    metrics = [
-        MetricDiff(
-            metric=name,
-            unit=unit,
-            pairs=len(xs),
-            mean_a=_mean(xs),
-            mean_b=_mean(ys),
-            diff=_mean(ys) - _mean(xs),
-            ci=paired_bootstrap(xs, ys, seed=seed, resamples=resamples),
-        )
-        for name, (unit, xs, ys) in sorted(values.items())
-    ]
+    metrics = [_metric_diff(name, unit, xs, ys, seed, resamples) for name, (unit, xs, ys) in sorted(values.items())]
     case = CaseComparison(
         label=label,
         pairs=n,
@@ -447,16 +449,7 @@ def compare_loaded(a: LoadedRun, b: LoadedRun, conditions: list[Condition], *, s
         only_a = sum(1 for x, y in all_pairs if x and not y)
         only_b = sum(1 for x, y in all_pairs if y and not x)
         metrics = [
-            MetricDiff(
-                metric=name,
-                unit=unit,
-                pairs=len(xs),
-                mean_a=_mean(xs),
-                mean_b=_mean(ys),
-                diff=_mean(ys) - _mean(xs),
-                ci=paired_bootstrap(xs, ys, seed=seed, resamples=resamples),
-            )
-            for (name, unit), (xs, ys) in sorted(per_metric.items())
+            _metric_diff(name, unit, xs, ys, seed, resamples) for (name, unit), (xs, ys) in sorted(per_metric.items())
         ]
         result.overall = Overall(
             cases=len(result.cases),
