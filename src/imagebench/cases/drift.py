@@ -14,6 +14,7 @@ content of frame ``t`` relative to frame 0; a feature at ``(y, x)`` in frame 0 s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -171,6 +172,25 @@ def residual_ratio(corrected: np.ndarray, raw: np.ndarray, undrifted_mean: np.nd
     return float(num / den)
 
 
+def trajectory_metrics(
+    shifts: np.ndarray, truth: np.ndarray, tol: Mapping[str, float], detail: dict[str, Any]
+) -> list[Metric]:
+    """RMS and worst per-frame error (px) of a trajectory; per-frame errors and a sign hint go to ``detail``."""
+    err = np.linalg.norm(shifts - truth, axis=1)
+    rms = float(np.sqrt(np.mean(err**2)))
+    detail["frame_errors_px"] = [round(float(e), 4) for e in err]
+    flipped = float(np.sqrt(np.mean(np.linalg.norm(-shifts - truth, axis=1) ** 2)))
+    if flipped < 0.5 * rms:
+        detail["hint"] = (
+            "the negated shifts fit the truth much better: they look like the correction applied to each "
+            "frame, not the displacement of its content"
+        )
+    return [
+        Metric("trajectory_rms_error", rms, tol["trajectory_rms_error"], "px"),
+        Metric("trajectory_max_error", float(err.max()), tol["trajectory_max_error"], "px"),
+    ]
+
+
 def verify_drift(fixture: Fixture, attempt: Attempt) -> Outcome:
     movie = np.asarray(fixture.data["movie"], dtype=np.float64)
     truth = np.asarray(fixture.truth["trajectory"], dtype=np.float64)
@@ -188,17 +208,7 @@ def verify_drift(fixture: Fixture, attempt: Attempt) -> Outcome:
             metrics.append(Metric.missing(name, tol[name], why or "unreadable", "px"))
     else:
         shifts = shifts.astype(np.float64)
-        err = np.linalg.norm(shifts - truth, axis=1)
-        rms = float(np.sqrt(np.mean(err**2)))
-        metrics.append(Metric("trajectory_rms_error", rms, tol["trajectory_rms_error"], "px"))
-        metrics.append(Metric("trajectory_max_error", float(err.max()), tol["trajectory_max_error"], "px"))
-        detail["frame_errors_px"] = [round(float(e), 4) for e in err]
-        flipped = float(np.sqrt(np.mean(np.linalg.norm(-shifts - truth, axis=1) ** 2)))
-        if flipped < 0.5 * rms:
-            detail["hint"] = (
-                "the negated shifts fit the truth much better: they look like the correction applied to each "
-                "frame, not the displacement of its content"
-            )
+        metrics += trajectory_metrics(shifts, truth, tol, detail)
 
     corrected, why = read_array(attempt, "corrected", shape=movie.shape, dtype="iuf")
     if corrected is None:

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.fft
 
 from imagebench.case import Case, Collect, Layer, Skill
+from imagebench.cases.drift import trajectory_metrics
 from imagebench.fixture import Attempt, Fixture, FixtureError, Metric, Outcome, Procedural, read_array
 
 if TYPE_CHECKING:
@@ -133,17 +134,7 @@ def verify_large_field(fixture: Fixture, attempt: Attempt) -> Outcome:
     artifacts["corrected_mean"] = np.mean(
         [ndimage.shift(c, -s, order=1, mode="nearest") for c, s in zip(crops, shifts, strict=True)], axis=0
     )
-    err = np.linalg.norm(shifts - truth, axis=1)
-    rms = float(np.sqrt(np.mean(err**2)))
-    metrics.append(Metric("trajectory_rms_error", rms, tol["trajectory_rms_error"], "px"))
-    metrics.append(Metric("trajectory_max_error", float(err.max()), tol["trajectory_max_error"], "px"))
-    detail["frame_errors_px"] = [round(float(e), 4) for e in err]
-    flipped = float(np.sqrt(np.mean(np.linalg.norm(-shifts - truth, axis=1) ** 2)))
-    if flipped < 0.5 * rms:
-        detail["hint"] = (
-            "the negated shifts fit the truth much better: they look like the correction applied to each frame, "
-            "not the displacement of its content"
-        )
+    metrics += trajectory_metrics(shifts, truth, tol, detail)
     return Outcome(fixture=fixture, attempt=attempt, metrics=metrics, detail=detail, artifacts=artifacts)
 
 
