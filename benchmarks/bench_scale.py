@@ -87,7 +87,7 @@ def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
     from distributed import Client
 
     from imagebench import executor as ex
-    from imagebench.runner import run_cases
+    from imagebench.executor import run_cases
     from imagebench.subjects import ReferenceSubject
 
     suite = _suite()
@@ -97,7 +97,7 @@ def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
         return run_cases(suite, subject, samples=samples, out=out, progress=False)
 
     def plain() -> Any:  # serial without building ahead: one core's worth of work
-        return ex.run_new(suite, subject, samples=samples, out=out, progress=False, parallel=ex.Parallel(prefetch=False))
+        return ex.run_cases(suite, subject, samples=samples, out=out, progress=False, parallel=ex.Parallel(prefetch=False))
 
     def local() -> Any:
         return run_cases(suite, subject, samples=samples, out=out, progress=False, workers=workers)
@@ -137,14 +137,14 @@ def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
         pings = []
         for _ in range(50):
             start = time.perf_counter()
-            client.submit(ex._ping, pure=False).result()
+            client.submit(ex.ping, pure=False).result()
             pings.append(time.perf_counter() - start)
 
         modes: dict[str, list[float]] = {"worker": [], "driver": []}
         for _ in range(repeats):
             for mode in modes:
                 t, _ = _timed(
-                    lambda mode=mode: ex.run_new(
+                    lambda mode=mode: ex.run_cases(
                         suite,
                         subject,
                         samples=samples,
@@ -218,7 +218,7 @@ def _plain_loop(suite: list[Any], subject: Any, out: Path, samples: int) -> Any:
 
 def bench_serial_overhead(repeats: int, out: Path, samples: int) -> bool:
     from imagebench import artifacts, runner
-    from imagebench.runner import run_cases
+    from imagebench.executor import run_cases
     from imagebench.subjects import ReferenceSubject
 
     suite = _suite()

@@ -17,7 +17,7 @@ from imagebench import cli
 from imagebench.bundle import coverage_table, load_bundle
 from imagebench.bundle.coverage import coverage_report
 from imagebench.records import CaseSummary, read_record
-from imagebench.runner import run_cases
+from imagebench.executor import run_cases
 from imagebench.subjects import CommandSubject, NopSubject, PythonSubject, parse_subject
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ from conftest import make_toy_case
 
 from imagebench import cli
 from imagebench.case import Case
-from imagebench.runner import run_cases
+from imagebench.executor import run_cases
 from imagebench.subjects import NopSubject, ReferenceSubject, UnitContext
 from imagebench.suite.compare import compare_runs, mcnemar_exact, paired_bootstrap
 from imagebench.suite.model import SuiteManifest, write_suite

@@ -16,10 +16,13 @@ from conftest import TOY_TOLERANCE, make_toy_case, toy_fixture
 
 from imagebench import cli
 from imagebench import executor as ex
+from imagebench.executor import cluster as ex_cluster
 from imagebench.case import Layer
 from imagebench.fixture import Fixture, Outcome
 from imagebench.records import CaseSummary, RunRecord, SampleSummary, read_record
-from imagebench.runner import RunResult, presents_tensor, run_cases
+from imagebench.executor import run_cases
+from imagebench.runfolder import RunResult
+from imagebench.runner import presents_tensor
 from imagebench.subjects import ReferenceSubject
 
 FAST_BUILTIN = ("segment-nuclei/empty-field", "segment-nuclei/count-nuclei")
@@ -158,7 +161,7 @@ def test_distributed_run_matches_serial(tmp_path: Path, address: str) -> None:
 def test_each_fixture_is_built_once_per_case(tmp_path: Path, address: str, mode: str) -> None:
     log = tmp_path / f"builds-{mode}.txt"
     case = make_toy_case("counted", spec=FileCountingSpec(str(log)))
-    result = ex.run_new(
+    result = ex.run_cases(
         [case],
         ReferenceSubject(),
         samples=4,
@@ -227,7 +230,7 @@ def test_tensor_case_on_workers_shares_the_driver_plane(tmp_path: Path, address:
 def test_remote_workers_cannot_reach_a_loopback_plane(
     tmp_path: Path, address: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ex, "_this_host", lambda: "some-other-machine")
+    monkeypatch.setattr(ex_cluster, "this_host", lambda: "some-other-machine")
     case = make_toy_case("lazy", layers=(Layer("image", "image", "image", presentation="tensor"),))
     with pytest.raises(ex.ExecutorError, match="present a layer as tensor.*no worker of"):
         run_cases([case], ReferenceSubject(), out=tmp_path, progress=False, scheduler=address)
@@ -325,7 +328,7 @@ def test_cli_run_on_a_scheduler_and_usage_errors(
     from imagebench import cases as builtin
 
     monkeypatch.setattr(builtin, "all_cases", lambda: [make_toy_case("rectangle")])
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ("imagebench.runner",))
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ("imagebench.cli.run",))
     out = str(tmp_path)
     assert cli.main(["run", "--scheduler", address, "--samples", "2", "--out", out, "--quiet"]) == 0
     text = capsys.readouterr().out
@@ -374,13 +377,13 @@ def test_serial_prefetch_builds_ahead_in_a_helper_process_with_the_same_results(
         make_toy_case("locked", spec=LockedSpec()),  # not picklable: built here instead
         make_toy_case("third", spec=FileCountingSpec(str(log))),
     ]
-    ahead = ex.run_new(cases, ReferenceSubject(), samples=2, out=tmp_path / "a", progress=False)
+    ahead = ex.run_cases(cases, ReferenceSubject(), samples=2, out=tmp_path / "a", progress=False)
     built = dict(line.split() for line in log.read_text().splitlines())
     assert sorted(built) == ["first", "second", "third"]  # once each
     assert built["first"] == str(os.getpid())  # the first case is built here, at once
     assert built["second"] == built["third"] != str(os.getpid())  # the rest ahead, in the helper
     log.unlink()
-    inline = ex.run_new(
+    inline = ex.run_cases(
         cases, ReferenceSubject(), samples=2, out=tmp_path / "b", progress=False, parallel=ex.Parallel(prefetch=False)
     )
     assert set(dict(line.split() for line in log.read_text().splitlines()).values()) == {str(os.getpid())}

@@ -21,7 +21,9 @@ from imagebench.fixture import Attempt, Fixture  # noqa: E402
 from imagebench.plane import RunPlane  # noqa: E402
 from imagebench.plane import process as plane_process  # noqa: E402
 from imagebench.records import SampleSummary, read_record  # noqa: E402
-from imagebench.runner import results_table, run_cases, sample_dir  # noqa: E402
+from imagebench.cli.tables import results_table  # noqa: E402
+from imagebench.executor import run_cases  # noqa: E402
+from imagebench.runfolder import sample_dir  # noqa: E402
 from imagebench.subjects import NopSubject, ReferenceSubject, parse_subject  # noqa: E402
 
 TENSOR_LAYER = Layer("image", "image", "image", presentation="tensor", chunks=(8, 8), dim_labels=("y", "x"))
@@ -304,7 +306,7 @@ def test_coverage_warning_until_a_case_presents_tensor(monkeypatch: pytest.Monke
     assert presentation_warnings(skills, _toy_skill_cases("array") + [replace(tensor_case(), namespace="toy-skill")]) == []
 
     from imagebench import cases as builtin
-    from imagebench.runner import _cmd_list
+    from imagebench.cli.run import _cmd_list
 
     monkeypatch.setattr(builtin, "all_cases", lambda: _toy_skill_cases("array"))
     monkeypatch.setattr(builtin, "skills", lambda: skills)

@@ -25,7 +25,8 @@ from imagebench.journal import (
     read_journal,
 )
 from imagebench.records import CaseSummary, RunRecord, SampleSummary, read_record
-from imagebench.runner import RunResult, run_cases
+from imagebench.executor import run_cases
+from imagebench.runfolder import RunResult
 from imagebench.subjects import ReferenceSubject, parse_subject
 
 # Fast built-in cases whose verifiers write PNGs: a resumed run must match them byte for byte.

@@ -16,7 +16,9 @@ from imagebench import cli
 from imagebench.case import Layer
 from imagebench.fixture import Outcome
 from imagebench.records import CaseSummary, RunRecord, SampleSummary, read_record
-from imagebench.runner import TENSOR_SKIP_REASON, prepare_fixture, run_cases, run_unit, select_cases
+from imagebench.case import select_cases
+from imagebench.executor import run_cases
+from imagebench.runner import TENSOR_SKIP_REASON, prepare_fixture, run_unit
 from imagebench.subjects import CommandSubject, NopSubject, ReferenceSubject, parse_subject
 
 PY = shlex.quote(sys.executable)
@@ -295,7 +297,7 @@ def builtin_toys(monkeypatch: pytest.MonkeyPatch) -> CountingSpec:
     monkeypatch.setattr(builtin, "all_cases", lambda: list(toys))
     monkeypatch.setattr(builtin, "skills", lambda: {"toy": Skill("toy", ("dask",))})
     # Only this module's commands: other feature modules are not under test here.
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ("imagebench.runner",))
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ("imagebench.cli.run",))
     return spec
 
 

@@ -10,7 +10,7 @@ import pytest
 from imagebench.case import Case, Collect, Layer
 from imagebench.fixture import Fixture, Procedural
 from imagebench.records import SampleSummary, read_record
-from imagebench.runner import run_cases
+from imagebench.executor import run_cases
 from imagebench.scoring import FieldRule, ScorerSpec, TaskContract, structured_verifier
 from imagebench.subjects import parse_subject
 

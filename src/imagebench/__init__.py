@@ -44,7 +44,7 @@ _EXPORTS: dict[str, str] = {
     "collect_attempt": "imagebench.session",
     # subjects and running
     "parse_subject": "imagebench.subjects",
-    "run_cases": "imagebench.runner",
+    "run_cases": "imagebench.executor",
     "run_unit": "imagebench.runner",
     # structured answers, scoring and receipts
     "TaskContract": "imagebench.scoring",
@@ -89,7 +89,8 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from imagebench.receipt import build_receipt, write_receipt
     from imagebench.refs import ArrayRef, FileRef, NpzRef, ref_missing
-    from imagebench.runner import run_cases, run_unit
+    from imagebench.executor import run_cases
+    from imagebench.runner import run_unit
     from imagebench.scoring import TaskContract, parse_answer, pass_at_k, score_answer, structured_verifier
     from imagebench.session import Session, collect_attempt, open_session
     from imagebench.subjects import parse_subject

@@ -306,3 +306,19 @@ def write_report(
         }
     )
     return write_record(folder / "summary.json", summary)
+
+
+def record_artifact_range(outcome: Outcome) -> None:
+    """Record in ``outcome.detail["artifact_range"]`` the one contrast range :func:`write_report`
+    gives all of the outcome's PNGs (for the HTML report). Each artifact is read here once and
+    kept as an array, so ``write_report`` does not read a lazy one again."""
+    if not outcome.artifacts or "artifact_range" in outcome.detail:
+        return
+    arrays = {}
+    for key, image in outcome.artifacts.items():
+        arr = _numeric(image)
+        arrays[key] = image if arr is None else arr
+    outcome.artifacts.update(arrays)
+    if any(_numeric(a) is not None for a in arrays.values()):
+        lo, hi = shared_range(*arrays.values())
+        outcome.detail["artifact_range"] = [lo, hi]

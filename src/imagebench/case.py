@@ -6,8 +6,9 @@ A case is keyed by its label ``"<namespace>/<case_id>"``; the namespace is the s
 
 from __future__ import annotations
 
+import fnmatch
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,6 +25,7 @@ LAYER_KINDS: tuple[str, ...] = ("image", "labels", "points", "shapes")
 PRESENTATIONS: tuple[str, ...] = ("array", "tensor")
 CASE_CLASSES: tuple[str, ...] = ("golden", "refusal", "empty", "rerun", "hard-case", "trigger")
 NO_SKILL = "tasks"
+FIXTURE_CHOICES: tuple[str, ...] = ("all", "synthetic", "curated")
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
@@ -156,3 +158,31 @@ def presentation_warnings(skills: Mapping[str, Skill], cases: Iterable[Case]) ->
                 "result has been benchmarked for this skill"
             )
     return warnings
+
+
+def select_cases(
+    cases: Sequence[Case], patterns: Sequence[str] | None = None, fixtures: str = "all"
+) -> tuple[list[Case], list[str]]:
+    """Cases whose label matches any pattern, and whose fixture kind is ``fixtures`` (unless ``all``).
+
+    A pattern without ``*?[`` is a substring of the label; with them it is an fnmatch glob that
+    must match the whole label (``segmentation/*``) or the whole case id (``rect*``).
+
+    Returns the selection and the patterns that matched no case at all.
+    """
+    if fixtures not in FIXTURE_CHOICES:
+        raise ValueError(f"fixtures must be one of {FIXTURE_CHOICES}, got {fixtures!r}")
+    patterns = [p for p in (patterns or []) if p]
+
+    def matches(pattern: str, case: Case) -> bool:
+        if any(ch in pattern for ch in "*?["):
+            return fnmatch.fnmatchcase(case.label, pattern) or fnmatch.fnmatchcase(case.case_id, pattern)
+        return pattern in case.label
+
+    unmatched = [p for p in patterns if not any(matches(p, c) for c in cases)]
+    chosen = [
+        c
+        for c in cases
+        if (not patterns or any(matches(p, c) for p in patterns)) and (fixtures == "all" or c.kind == fixtures)
+    ]
+    return chosen, unmatched

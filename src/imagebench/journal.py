@@ -22,11 +22,8 @@ so two processes never resume the same folder at once. A killed process releases
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -34,8 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
-    from imagebench.records import RunRecord, SampleSummary
+    from imagebench.records import SampleSummary
 
 JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = ".lock"
@@ -255,118 +251,3 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-
-# --------------------------------------------------------------------------- what a resume keeps
-
-
-@dataclass
-class Scan:
-    """What a run folder holds: the units with a complete, valid summary and the ones to run again."""
-
-    done: dict[tuple[str, int], SampleSummary] = field(default_factory=dict)
-    data: dict[tuple[str, int], bytes] = field(default_factory=dict)
-    # (label, sample) -> why it runs (again): "missing", or what was wrong with what was there
-    todo: dict[tuple[str, int], str] = field(default_factory=dict)
-    unjournaled: list[tuple[str, int]] = field(default_factory=list)
-
-    @property
-    def discarded(self) -> dict[tuple[str, int], str]:
-        """Units that had something on disk that could not be kept, and why."""
-        return {k: v for k, v in self.todo.items() if v != "missing"}
-
-
-def scan_run(
-    run_dir: str | os.PathLike[str],
-    record: RunRecord,
-    cases: Sequence[Case],
-    units: Mapping[str, int],
-) -> Scan:
-    """Check every unit of ``cases`` (``units[label]`` samples each) against what is on disk.
-
-    A unit is done when ``sample-<n>/summary.json`` reads as a valid :class:`SampleSummary` of
-    this label, subject and sample and, when the journal has a line for it, matches that line's
-    digest. Everything else is to be run (again), with the reason.
-    """
-    from imagebench.records import RecordError
-    from imagebench.runner import sample_dir
-
-    run_dir = Path(run_dir)
-    journaled: dict[tuple[str, int], JournalEntry] = {}
-    for entry in read_journal(run_dir / JOURNAL_NAME):
-        if entry.event == "unit" and entry.label is not None and entry.sample is not None:
-            journaled[(entry.label, entry.sample)] = entry  # the last line for a unit wins
-    scan = Scan()
-    for case in cases:
-        for n in range(units[case.label]):
-            key = (case.label, n)
-            path = sample_dir(run_dir, record.subject, case, n) / "summary.json"
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                scan.todo[key] = "missing"
-                continue
-            except OSError as exc:
-                scan.todo[key] = f"summary.json could not be read ({exc})"
-                continue
-            try:
-                summary = _parse_summary(path, data)
-            except RecordError as exc:
-                scan.todo[key] = f"summary.json is not a valid record ({exc})"
-                continue
-            wrong = [
-                f"{name} is {got!r}, expected {want!r}"
-                for name, got, want in (
-                    ("label", summary.label, case.label),
-                    ("subject", summary.subject, record.subject),
-                    ("sample", summary.sample, n),
-                )
-                if got != want
-            ]
-            if wrong:
-                scan.todo[key] = f"summary.json belongs elsewhere: {'; '.join(wrong)}"
-                continue
-            line = journaled.get(key)
-            if line is not None and line.sha256 != digest(data):
-                scan.todo[key] = "summary.json changed after it was journaled (digest mismatch)"
-                continue
-            if line is None:
-                scan.unjournaled.append(key)
-            scan.done[key] = summary
-            scan.data[key] = data
-    return scan
-
-
-def _parse_summary(path: Path, data: bytes) -> SampleSummary:
-    from imagebench.records import RECORDS, SCHEMA_VERSION, RecordError
-
-    model = RECORDS["summary"]
-    try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RecordError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(raw, dict):
-        raise RecordError(f"{path}: expected a JSON object, got {type(raw).__name__}")
-    if raw.get("schema_version") != SCHEMA_VERSION:
-        raise RecordError(f"{path}: field 'schema_version' is {raw.get('schema_version')!r}, expected {SCHEMA_VERSION}")
-    try:
-        return model.model_validate(raw)  # type: ignore[return-value]
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(root)"
-        raise RecordError(f"{path}: field {where!r}: {first['msg']}") from None
-
-
-def remove_stale_temporaries(run_dir: str | os.PathLike[str]) -> list[Path]:
-    """Delete the temporary files an interrupted atomic write leaves (``.<name>.<random>.tmp``,
-    ``.<name>.tmp.png``); return what was removed."""
-    removed: list[Path] = []
-    for path in Path(run_dir).rglob(".*"):
-        name = path.name
-        if path.is_file() and name.endswith((".tmp", ".tmp.png")) and name != LOCK_NAME:
-            try:
-                path.unlink()
-                removed.append(path)
-            except OSError:
-                pass
-    return removed

@@ -68,7 +68,7 @@ class CaseView:
 
     @property
     def verdict(self) -> str:
-        from imagebench.runner import case_verdict
+        from imagebench.runfolder import case_verdict
 
         if not self.samples and self.summary is None:
             return "missing"
@@ -127,7 +127,7 @@ def read_run(run_dir: str | Path, *, progress: bool = False) -> RunView:
         record: RunRecord = read_record(run_dir / "run.json", RunRecord)
     except RecordError as exc:
         raise ReportError(str(exc)) from None
-    from imagebench.runner import samples_for
+    from imagebench.runfolder import samples_for
 
     known = _known_cases()
     views: list[CaseView] = []

@@ -24,19 +24,21 @@ from __future__ import annotations
 
 import os
 import time
-import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from psygnal import Signal, SignalGroup
+
 from imagebench.case import Case, Collect, Layer
 from imagebench.fixture import FIXTURES_ENV, Fixture, FixtureError, OnDisk
+from napari_imagebench._runs import ResultRow, RunFolder
 
 if TYPE_CHECKING:
     from imagebench.bundle.coverage import Row
     from imagebench.bundle.load import Bundle
-    from imagebench.records import MetricRecord, RunRecord, SampleSummary
+    from imagebench.runner import Unit
     from imagebench.session import Session
     from imagebench.subjects import Subject, SubjectRun
 
@@ -214,78 +216,43 @@ def builtin_cases() -> list[Case]:
     return all_cases()
 
 
-# --------------------------------------------------------------------------- results
-
-
-@dataclass(frozen=True)
-class ResultRow:
-    """One scored sample as the results pane shows it."""
-
-    label: str
-    subject: str
-    sample: int | None
-    status: str
-    reason: str
-    metrics: tuple[MetricRecord, ...]
-    sample_dir: Path
-    run_dir: Path
-    artifacts: tuple[str, ...]
-
-    @classmethod
-    def of(cls, summary: SampleSummary, run_dir: Path, sample_dir: Path) -> ResultRow:
-        return cls(
-            label=summary.label,
-            subject=summary.subject,
-            sample=summary.sample,
-            status=summary.status,
-            reason=summary.reason,
-            metrics=tuple(summary.metrics),
-            sample_dir=sample_dir,
-            run_dir=run_dir,
-            artifacts=tuple(summary.artifacts),
-        )
-
-    def metric_cells(self) -> list[tuple[str, str, str, str, str]]:
-        """``(name, value, limit + unit, verdict, why)`` per metric."""
-        cells = []
-        for m in self.metrics:
-            value = "n/a" if m.value is None else f"{m.value:.4g}"
-            limit = f"{m.limit:g}" + (f" {m.unit}" if m.unit else "")
-            cells.append((m.name, value, limit, m.verdict, m.unavailable or ""))
-        return cells
-
-
-@dataclass
-class RunFolder:
-    """The run folder one subject's panel samples go into."""
-
-    path: Path
-    record: RunRecord
-    samples: dict[str, list[SampleSummary]] = field(default_factory=dict)
-
-
 @dataclass
 class Loaded:
-    """The case on the viewer: its fixture (private: only the verifier reads it) and sessions."""
+    """The case on the viewer: the person's unit, opened at Load (its fixture is private: only the
+    verifier reads it), and the units other subjects ran on the same fixture until they are scored."""
 
     case: Case
-    fixture: Fixture
-    session: Session  # the interactive session, opened at Load
-    build_s: float
-    opened: float  # perf_counter when the interactive session was opened
-    plane: Any = None
-    tensors: Mapping[str, str] | None = None
-    # the last session and SubjectRun of each non-interactive subject, until it is scored
-    runs: dict[str, tuple[Session, SubjectRun]] = field(default_factory=dict)
+    unit: Unit  # the interactive unit: its session is what the viewer shows
+    # the last unit and SubjectRun of each non-interactive subject, until it is scored
+    runs: dict[str, tuple[Unit, SubjectRun | None]] = field(default_factory=dict)
     # what this load has shown a person beyond the data: flags on their later samples
     seen: set[str] = field(default_factory=set)
-    # removes the interactive session's read-only copy of a bundle case's files (when it has one)
-    release_files: Callable[[], None] | None = field(default=None, repr=False)
+
+    @property
+    def fixture(self) -> Fixture:
+        assert self.unit.fixture is not None
+        return self.unit.fixture
+
+    @property
+    def session(self) -> Session:
+        assert self.unit.session is not None
+        return self.unit.session
+
+    @property
+    def build_s(self) -> float:
+        return self.unit.prepared.build_s
+
+    @property
+    def plane(self) -> Any:
+        return self.unit.plane
+
+    @property
+    def tensors(self) -> Mapping[str, str] | None:
+        return self.unit.tensors
 
     def release(self) -> None:
         """Remove what this load holds on disk (the read-only files copy); idempotent."""
-        if self.release_files is not None:
-            self.release_files()
+        self.unit.release()
 
 
 @dataclass
@@ -293,11 +260,24 @@ class RunJob:
     """A prepared Run: ``work()`` runs the subject (in a worker thread) and returns its SubjectRun."""
 
     subject_name: str
-    session: Session
-    work: Callable[[], SubjectRun]
+    unit: Unit
+    work: Callable[[], SubjectRun | None]
+
+    @property
+    def session(self) -> Session:
+        assert self.unit.session is not None
+        return self.unit.session
 
 
 # --------------------------------------------------------------------------- the model
+
+
+class PanelEvents(SignalGroup):
+    """What the panel's views listen to: a notice for the person, a scored sample for the results pane."""
+
+    message = Signal(Message)
+    result = Signal(ResultRow)
+
 
 
 class BenchModel:
@@ -326,8 +306,7 @@ class BenchModel:
         self._rows: list[CaseRow] | None = None
         self._shown: set[str] = set()  # layer names this panel put on the viewer for the loaded case
         self._deleted: list[str] = []  # of those (and of leaving names), deleted since Load
-        self.on_message: list[Callable[[Message], None]] = []
-        self.on_results: list[Callable[[ResultRow], None]] = []
+        self.events = PanelEvents()
         self.bundles: dict[str, Bundle] = {}  # open skill bundles by skill id
         #: the coverage view also counts every run folder under the outcome root, not only this panel's
         self.coverage_all_runs = False
@@ -337,8 +316,7 @@ class BenchModel:
     def notify(self, level: Level, text: str) -> Message:
         msg = Message(level, text)
         self.messages.append(msg)
-        for callback in list(self.on_message):
-            callback(msg)
+        self.events.message.emit(msg)
         return msg
 
     def _fail(self, text: str, level: Level = "error") -> PanelError:
@@ -616,62 +594,28 @@ class BenchModel:
         return r.case
 
     def build(self, case: Case) -> Loaded:
-        """Build ``case``'s fixture and open the interactive session on its data.
+        """Build ``case``'s fixture and open the person's unit on its data (:func:`imagebench.runner.open_unit`).
 
         The slow half of loading (a builder, a curated read, the data plane's start and upload),
         safe to call from a worker thread: it changes no state and raises no notice; a failure is
         a PanelError whose message says why. :meth:`adopt` makes the result the loaded case.
         """
-        from imagebench.runner import prepare_fixture, presents_tensor
-        from imagebench.session import open_session
+        from imagebench.runner import open_unit, presents_tensor
 
-        label = case.label
         plane = self._plane() if presents_tensor(case) else None
-        prepared = prepare_fixture(case, plane=plane)
-        if prepared.fixture is None:
-            raise PanelError(f"{label}: {prepared.status}: {prepared.reason}")
-        fixture = prepared.fixture
-        tensors: Mapping[str, str] | None = None
-        client: Any = None
-        if plane is not None:
-            try:
-                tensors = dict(plane.present(case, fixture))
-                client = plane.client
-            except Exception as exc:
-                raise PanelError(
-                    f"{label}: the data plane could not present the fixture: {type(exc).__name__}: {exc}"
-                ) from exc
-        try:
-            session = open_session(case, fixture, client=client, tensors=tensors)
-        except Exception as exc:
-            raise PanelError(f"{label}: opening the session failed: {type(exc).__name__}: {exc}") from exc
-        loaded = Loaded(
-            case=case,
-            fixture=fixture,
-            session=session,
-            build_s=prepared.build_s,
-            opened=time.perf_counter(),
-            plane=plane,
-            tensors=tensors,
-        )
-        files = _workspace_files(case)
-        if files is not None:  # as the runner gives an in-process subject: a read-only copy
-            from imagebench.subjects import SubjectHarnessError, readonly_files, remove_readonly_files
-
-            try:
-                copy = readonly_files(files)
-            except SubjectHarnessError as exc:
-                raise PanelError(f"{label}: {exc}") from None
-            session.workspace = copy
-            loaded.release_files = weakref.finalize(loaded, remove_readonly_files, copy)
-        return loaded
+        unit = open_unit(case, INTERACTIVE_NAME, plane=plane)
+        if unit.failure is not None:
+            unit.release()
+            status, reason = unit.failure
+            raise PanelError(f"{case.label}: {status}: {reason}" if unit.fixture is None else f"{case.label}: {reason}")
+        return Loaded(case=case, unit=unit)
 
     def adopt(self, loaded: Loaded) -> Loaded:
         """Make ``loaded`` (from :meth:`build`) the loaded case, forgetting the previous one."""
         if self.loaded is not None and self.loaded is not loaded:
             self.loaded.release()
         self.loaded = loaded
-        loaded.opened = time.perf_counter()
+        loaded.unit.started = time.perf_counter()  # the person's turn starts when the layers are shown
         self._shown = set()
         self._deleted = []
         return loaded
@@ -759,43 +703,16 @@ class BenchModel:
 
     def _run_folder(self, subject_name: str) -> RunFolder:
         folder = self.run_folders.get(subject_name)
-        if folder is not None:
-            return folder
-        from imagebench.records import RunRecord, write_record
-        from imagebench.runner import new_run_dir
-
-        path, started = new_run_dir(self.outcome_root)
-        record = RunRecord(
-            run_id=path.name,
-            started=started,
-            subject=subject_name,
-            samples=0,
-            selection={"source": "napari-imagebench panel"},
-            complete=False,
-        )
-        write_record(path / "run.json", record)
-        folder = self.run_folders[subject_name] = RunFolder(path, record)
+        if folder is None:
+            folder = self.run_folders[subject_name] = RunFolder.create(self.outcome_root, subject_name)
         return folder
-
-    def _next_sample(self, subject_name: str, label: str) -> int:
-        folder = self.run_folders.get(subject_name)
-        return 0 if folder is None else len(folder.samples.get(label, []))
 
     # ---------------------------------------------------------------- run
 
     def prepare_run(self, spec: str) -> RunJob:
-        """Get a Run of ``spec`` ready: a fresh session and the bound subject. ``work()`` does the run."""
-        from imagebench.runner import sample_dir
-        from imagebench.session import open_session
-        from imagebench.subjects import (
-            SubjectError,
-            SubjectHarnessError,
-            UnitContext,
-            bind_subject,
-            readonly_files,
-            remove_readonly_files,
-            run_subject,
-        )
+        """Open a unit of ``spec`` on the loaded fixture (:func:`imagebench.runner.open_unit`);
+        ``work()`` is its turn (:func:`imagebench.runner.work_unit`)."""
+        from imagebench.runner import open_unit, work_unit
 
         loaded = self._need_loaded()
         if spec == INTERACTIVE:
@@ -805,46 +722,22 @@ class BenchModel:
             raise self._fail(problem, "warning")
         subject = self.subject(spec)
         case = loaded.case
-        try:
-            session = open_session(case, loaded.fixture, client=loaded.session.client, tensors=loaded.tensors)
-        except Exception as exc:
-            raise self._fail(f"{case.label}: opening the session failed: {type(exc).__name__}: {exc}") from exc
         folder = self._run_folder(subject.name)
-        n = self._next_sample(subject.name, case.label)
-        plane = loaded.plane
-        context = UnitContext(
-            sample_dir=sample_dir(folder.path, subject.name, case, n),
-            timeout_s=float(case.timeout_s),
-            tensor_url=getattr(plane, "url", None) if plane is not None else None,
-            files=_workspace_files(case),
-            env={str(k): str(v) for k, v in (case.meta.get("env") or {}).items()},
+        unit = open_unit(
+            case, subject, folder.next_sample(case.label), folder.path, fixture=loaded.unit.prepared, plane=loaded.plane
         )
-        try:
-            work = bind_subject(subject, case, context)
-        except SubjectError as exc:
-            raise self._fail(str(exc)) from None
-        shared: Path | None = None
-        if context.files is not None:  # as the runner does: a read-only copy, removed after the turn
-            try:
-                shared = readonly_files(context.files)
-            except SubjectHarnessError as exc:
-                raise self._fail(f"{case.label}: {exc}") from None
-            session.workspace = shared
-        limit = float(case.timeout_s)
+        if unit.failure is not None:
+            unit.release()
+            raise self._fail(f"{case.label}: {unit.failure[1]}")
+        return RunJob(subject.name, unit, lambda: work_unit(unit, subject))
 
-        def run() -> SubjectRun:
-            try:
-                return run_subject(work, session, limit)
-            finally:
-                if shared is not None:
-                    remove_readonly_files(shared)
-
-        return RunJob(subject.name, session, run)
-
-    def finish_run(self, job: RunJob, run: SubjectRun) -> dict[str, Any]:
+    def finish_run(self, job: RunJob, run: SubjectRun | None) -> dict[str, Any]:
         """Record how ``job`` ended; return what the subject bound of the case's leavings."""
         loaded = self._need_loaded()
-        loaded.runs[job.subject_name] = (job.session, run)
+        loaded.runs[job.subject_name] = (job.unit, run)
+        if run is None:
+            self.notify("error", f"{job.subject_name}: the unit could not be opened")
+            return {}
         if run.harness_error:
             self.notify("error", f"{job.subject_name}: the harness failed: {run.harness_error}")
         elif run.timed_out:
@@ -898,26 +791,23 @@ class BenchModel:
         layers: Mapping[str, Any] | None = None,
         console: Mapping[str, Any] | None = None,
     ) -> ResultRow:
-        """Collect the leavings of ``spec``, verify them and write the sample, as the runner does.
+        """Finish the unit of ``spec`` (:func:`imagebench.runner.finish_unit`): collect its leavings,
+        verify them and write the sample, as a headless run does.
 
         For the interactive subject, ``layers`` (``{name: data}`` of the viewer's layers) and
         ``console`` (the console's namespace, None when it is not open) are searched first.
         """
-        from imagebench.runner import _subject_notes as subject_notes
-        from imagebench.runner import sample_dir, score_attempt
-        from imagebench.session import collect_attempt
+        from imagebench.runner import finish_unit
 
         loaded = self._need_loaded()
         case = loaded.case
-        times: dict[str, float] = {"build_s": loaded.build_s}
-        run: SubjectRun | None
         flags: list[str] = []
+        lookup: Callable[[str], Any] | None = None
+        run: SubjectRun | None = None
         if spec == INTERACTIVE:
             name = INTERACTIVE_NAME
-            session = loaded.session
+            unit = loaded.unit
             lookup = self.interactive_lookup(layers or {}, console)
-            run = None
-            times["subject_s"] = time.perf_counter() - loaded.opened
             # A person who has seen another subject's answer or the artifacts (which can show the
             # truth) is no longer working blind: the sample says so.
             flags = sorted(loaded.seen)
@@ -928,9 +818,7 @@ class BenchModel:
             pending = loaded.runs.pop(name, None)
             if pending is None:
                 raise self._fail(f"run {spec} on {case.label} first: each Run is one sample to score", "warning")
-            session, run = pending
-            lookup = session.lookup
-            times["subject_s"] = run.seconds
+            unit, run = pending
         leavings = {c.name for c in case.collect}
         for deleted in self._deleted:
             if spec != INTERACTIVE:
@@ -940,24 +828,11 @@ class BenchModel:
             else:
                 effect = ""
             self.notify("warning", f"layer {deleted!r} was deleted before scoring{effect}")
-        attempt = collect_attempt(case, name, lookup)
-        attempt.notes.update(subject_notes(session))
-        if loaded.plane is not None and loaded.tensors is not None:
-            try:
-                flags += list(loaded.plane.after_sample(case, loaded.fixture))
-            except Exception as exc:  # as in a headless run: the sample ends as a harness error
-                from imagebench.subjects import SubjectRun
-
-                why = f"the data plane check failed: {type(exc).__name__}: {exc}"
-                run = SubjectRun(seconds=times["subject_s"], harness_error=why)
         folder = self._run_folder(name)
-        n = self._next_sample(name, case.label)
-        summary = score_attempt(
-            case, loaded.fixture, attempt, folder.path, sample=n, run=run, times=times, flags=flags
-        )
-        done = folder.samples.setdefault(case.label, [])
-        done.append(summary)
-        self._write_run(folder, case, name, done, loaded.build_s)
+        if spec == INTERACTIVE:  # each Score of the person's work is a new sample
+            unit.run_dir, unit.sample = folder.path, folder.next_sample(case.label)
+        summary = finish_unit(unit, run, lookup=lookup, flags=flags)
+        done = folder.add(case, summary)
         need = int(case.meta.get("min_samples", 1))
         if len(done) < need:  # a bundle's rerun case: judged over several samples of one subject
             self.notify(
@@ -965,50 +840,11 @@ class BenchModel:
                 f"{case.label} is judged over at least {need} samples of one subject; {len(done)} scored so far "
                 "(until then the case fails its consistency check): Run and Score it again",
             )
-        result = ResultRow.of(summary, folder.path, sample_dir(folder.path, name, case, n))
+        result = ResultRow.of(summary, folder.path, unit.sample_dir)
         self.results.append(result)
-        for callback in list(self.on_results):
-            callback(result)
+        self.events.result.emit(result)
         self._deleted = []  # each deletion is reported with the sample it affected, once
         return result
-
-    def _write_run(
-        self,
-        folder: RunFolder,
-        case: Case,
-        subject_name: str,
-        done: Sequence[SampleSummary],
-        build_s: float,
-    ) -> None:
-        """Rewrite the case's summary and the run record after a sample, as a run does at its end."""
-        from datetime import datetime, timezone
-
-        from imagebench.records import write_record
-        from imagebench.runner import case_dir, case_verdict, summarize_case
-
-        summary = summarize_case(case, subject_name, done, build_s)
-        write_record(case_dir(folder.path, subject_name, case) / "summary.json", summary)
-        counts: dict[str, int] = {}
-        for samples in folder.samples.values():
-            for s in samples:
-                counts[s.status] = counts.get(s.status, 0) + 1
-        verdicts = {label: case_verdict(samples) for label, samples in folder.samples.items()}
-        selection = dict(folder.record.selection)
-        bundle = case.meta.get("bundle")
-        if bundle is not None:  # as `run --bundle` records which bundle ran
-            selection["bundles"] = sorted({*selection.get("bundles", []), str(bundle)})
-        folder.record = folder.record.model_copy(
-            update={
-                "selection": selection,
-                "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "samples": max(len(s) for s in folder.samples.values()),
-                "cases": list(folder.samples),
-                "counts": counts,
-                "complete": True,
-                "extra": {"verdicts": verdicts, "passed": all(v in ("pass", "skipped") for v in verdicts.values())},
-            }
-        )
-        write_record(folder.path / "run.json", folder.record)
 
     # ---------------------------------------------------------------- teardown
 

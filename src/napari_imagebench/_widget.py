@@ -60,8 +60,8 @@ from napari_imagebench._model import (
     Loaded,
     Message,
     PanelError,
-    ResultRow,
 )
+from napari_imagebench._runs import ResultRow
 
 if TYPE_CHECKING:
     import napari
@@ -177,8 +177,8 @@ class BenchPanel(QWidget):
         self._result_layers: dict[str, Any] = {}  # "<subject>:<leaving>" -> layer
         self._console_results: dict[str, dict[str, Any]] = {}  # the console's imagebench_results
 
-        self.model.on_message.append(self._show_message)
-        self.model.on_results.append(self._add_result)
+        self.model.events.message.connect(self._show_message)
+        self.model.events.result.connect(self._add_result)
         self.viewer.layers.events.removed.connect(self._on_layer_removed)
         self.viewer.layers.events.inserted.connect(self._on_layer_inserted)
 

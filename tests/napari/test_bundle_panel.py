@@ -260,7 +260,7 @@ def test_scoring_a_bundle_case_with_the_example_solver_updates_validation(
     assert rerun.case_verdicts["rerun-count"] == "fail"  # inconsistent until three samples agree
 
     # an earlier headless run under the outcome root counts only when asked for
-    from imagebench.runner import run_cases
+    from imagebench.executor import run_cases
     from imagebench.subjects import parse_subject
 
     earlier = run_cases(

@@ -28,7 +28,7 @@ def test_the_model_imports_no_qt_and_no_napari() -> None:
 def test_model_runs_scores_and_accumulates_samples_without_a_viewer(tmp_path: Path) -> None:
     model = BenchModel(cases=lambda: [make_toy_case()], outcome_root=tmp_path)
     seen: list[str] = []
-    model.on_results.append(lambda row: seen.append(row.status))
+    model.events.result.connect(lambda row: seen.append(row.status))
     with pytest.raises(PanelError, match="load a case first"):
         model.prepare_run("reference")
     loaded = model.load("toy/rectangle")

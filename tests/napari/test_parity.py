@@ -1,6 +1,6 @@
 """Headless parity: the panel (Run reference + Score) and ``imagebench run`` leave the same records.
 
-Both go through :func:`imagebench.runner.score_attempt`; this checks it end to end, field by
+Both go through :func:`imagebench.runner.finish_unit`; this checks it end to end, field by
 field, with only the wall-clock times set aside.
 """
 
@@ -19,7 +19,7 @@ if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
     pytest.skip("needs a display: run under xvfb-run (make test-napari)", allow_module_level=True)
 
 from imagebench import cases as builtin  # noqa: E402
-from imagebench.runner import run_cases  # noqa: E402
+from imagebench.executor import run_cases  # noqa: E402
 from imagebench.subjects import ReferenceSubject  # noqa: E402
 from napari_imagebench._model import BenchModel  # noqa: E402
 from napari_imagebench._widget import BenchPanel  # noqa: E402

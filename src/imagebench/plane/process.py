@@ -301,7 +301,8 @@ def start_plane(data_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -
 # --------------------------------------------------------------------------- a run's plane
 
 
-def _fingerprint(block: Any) -> str:
+def block_fingerprint(block: Any) -> str:
+    """A digest of one stored block (dtype, shape, bytes): what an overwrite check compares."""
     import numpy as np
 
     b = np.ascontiguousarray(block)
@@ -407,7 +408,7 @@ class RunPlane:
                 downsample="nearest" if layer.kind == "labels" else "mean",
             )
             ndim = len(client.describe(sid)["shape"])
-            uploaded[layer.name] = (sid, _fingerprint(client.read_chunk(sid, (0,) * ndim)))
+            uploaded[layer.name] = (sid, block_fingerprint(client.read_chunk(sid, (0,) * ndim)))
         with self._lock:
             self._uploads[case.label] = (fixture, uploaded)
         return {name: sid for name, (sid, _) in uploaded.items()}
@@ -440,7 +441,7 @@ class RunPlane:
         for name, (sid, fingerprint) in known[1].items():
             try:
                 ndim = len(client.describe(sid)["shape"])
-                now = _fingerprint(client.read_chunk(sid, (0,) * ndim))
+                now = block_fingerprint(client.read_chunk(sid, (0,) * ndim))
             except FlightServerError:  # the plane answers that it is gone or unreadable: changed all the same
                 now = ""
             if now != fingerprint:

@@ -88,7 +88,14 @@ def open_suite(arg: str, suites_dir: str | None) -> tuple[SuiteManifest, str | N
     may be an alias of ``aliases.json``). Raises SuiteError for a file that cannot be read and
     UsageError for an unpinned revision.
     """
-    from imagebench.suite.model import SuiteError, find_suite_file, load_aliases, load_suite, parse_suite_arg, resolve_revision
+    from imagebench.suite.model import (
+        SuiteError,
+        find_suite_file,
+        load_aliases,
+        load_suite,
+        parse_suite_arg,
+        resolve_revision,
+    )
     from imagebench.suite.model import suites_dir as default_dir
 
     directory = default_dir(suites_dir)
@@ -146,10 +153,15 @@ def verify_with_progress(
 
 
 def _cmd_pin(args: argparse.Namespace) -> int:
-    from imagebench.runner import select_cases
-    from imagebench.suite.model import SuiteError, load_aliases, load_suite, resolve_revision
+    from imagebench.case import select_cases
+    from imagebench.suite.model import (
+        SuiteError,
+        load_aliases,
+        load_suite,
+        resolve_revision,
+        write_suite,
+    )
     from imagebench.suite.model import suites_dir as default_dir
-    from imagebench.suite.model import write_suite
     from imagebench.suite.resolve import case_source, pin_suite
 
     if not re.match(r"^[a-z0-9][a-z0-9._-]*$", args.name):
@@ -279,7 +291,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def run_suite(args: argparse.Namespace) -> int:
     """``imagebench run --suite SUITE [--sample POLICY] [--seed S]``: verify, assign, run exactly that."""
-    from imagebench.runner import checked_run_args, results_table, run_cases, tally_line
+    from imagebench.cli.run import checked_run_args
+    from imagebench.cli.tables import results_table, tally_line
+    from imagebench.executor import run_cases
     from imagebench.suite.model import SuiteError
     from imagebench.suite.record import RUN_INFO_KEY, SuiteRunInfo, conditions_now
     from imagebench.suite.resolve import case_source, resolve_members
@@ -328,7 +342,8 @@ def run_suite(args: argparse.Namespace) -> int:
     bundles = _bundles(args)
     if len(bundles) == 1:
         selection["bundle"] = bundles[0]  # what `run --resume` reads to find the bundle's cases again
-    from imagebench.executor import ExecutorError, parallel_from_args
+    from imagebench.cli.run import parallel_from_args
+    from imagebench.executor import ExecutorError
 
     parallel = parallel_from_args(args)
     try:

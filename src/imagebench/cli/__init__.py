@@ -16,9 +16,9 @@ from collections.abc import Sequence
 # command -> (module that registers it through add_cli, one-line help). Only the module of the
 # command being run is imported, so `imagebench --help` costs no feature module's imports.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "list": ("imagebench.runner", "list the cases, their availability here and coverage warnings"),
-    "show": ("imagebench.runner", "show what a subject of one case sees (never its truth)"),
-    "run": ("imagebench.runner", "run cases with a subject and write a run folder"),
+    "list": ("imagebench.cli.run", "list the cases, their availability here and coverage warnings"),
+    "show": ("imagebench.cli.run", "show what a subject of one case sees (never its truth)"),
+    "run": ("imagebench.cli.run", "run cases with a subject and write a run folder"),
     "fixtures": ("imagebench.tree", "check the curated fixture tree by hash (fixtures verify)"),
     "score": ("imagebench.scoring", "score one structured answer against a task contract"),
     "scorer": ("imagebench.scoring", "scorer self-test and manifest"),

@@ -1,0 +1,344 @@
+"""``imagebench list``, ``show`` and ``run`` (with ``--resume``): arguments in, domain calls, tables out."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from imagebench.case import FIXTURE_CHOICES, select_cases
+from imagebench.cli import UsageError
+from imagebench.cli.tables import console as _console
+from imagebench.cli.tables import results_table, tally_line
+
+if TYPE_CHECKING:
+    from imagebench.case import Case
+    from imagebench.executor import Parallel
+    from imagebench.runfolder import RunResult
+    from imagebench.subjects import Subject
+
+
+def add_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("list", help="list the built-in cases, their availability here and coverage warnings")
+    p.add_argument("--bundle", metavar="DIR", help="list a skill bundle's cases instead of the built-in ones")
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("show", help="show what a subject of one case sees (never its truth)")
+    p.add_argument("label", help="case label, <namespace>/<case_id>")
+    p.add_argument("--bundle", metavar="DIR", help="look the label up in a skill bundle instead of the built-in cases")
+    p.set_defaults(func=_cmd_show)
+
+    p = sub.add_parser("run", help="run cases with a subject and write a run folder")
+    p.add_argument(
+        "-k",
+        dest="patterns",
+        action="append",
+        metavar="PATTERN",
+        help="select cases whose label contains PATTERN (or matches it as a glob); repeatable",
+    )
+    p.add_argument(
+        "--subject",
+        default="reference",
+        help="reference | nop | python:package.module:function | command:<shell command> (default: reference)",
+    )
+    p.add_argument("--samples", type=int, default=1, metavar="N", help="samples per case (default 1)")
+    p.add_argument("--fixtures", choices=FIXTURE_CHOICES, default="all", help="run only synthetic or curated cases")
+    p.add_argument("--out", metavar="DIR", help="outcome root (default: $IMAGEBENCH_OUTCOME_DIR or ./outcomes)")
+    p.add_argument("--timeout", type=float, metavar="S", help="subject time limit in seconds (default: each case's)")
+    p.add_argument(
+        "--quiet", action="store_true", help="no progress bar and no table; the tally and the run folder only"
+    )
+    p.add_argument(
+        "--bundle", metavar="DIR", help="run a skill bundle's cases (imagebench.bundle) instead of the built-in ones"
+    )
+    p.add_argument(
+        "--suite",
+        metavar="SUITE",
+        help="run a pinned suite (a suite file, or NAME / NAME@REVISION in ./suites); verified first (imagebench.suite)",
+    )
+    p.add_argument(
+        "--sample", default="all", metavar="POLICY", help="with --suite: all | first:N | seeded:N (default all)"
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="with --suite: the replicate seed of the assignment (default 0)",
+    )
+    p.add_argument(
+        "--suites-dir",
+        metavar="DIR",
+        help="with --suite: suite files and aliases.json (default: $IMAGEBENCH_SUITES or ./suites)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="run the units on a local dask cluster of N processes (imagebench.executor)",
+    )
+    p.add_argument(
+        "--scheduler", metavar="ADDR", help="run the units on the workers of an existing dask cluster, tcp://HOST:PORT"
+    )
+    p.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="take up an interrupted run: run only its units without a complete summary (subject, cases and samples from run.json)",
+    )
+    p.add_argument("--no-report", action="store_true", help="do not write report.html into the run folder at the end")
+    p.set_defaults(func=_cmd_run)
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from imagebench import cases as builtin
+    from imagebench.case import presentation_warnings
+    from imagebench.runner import presents_tensor
+
+    all_cases, where = _listed_cases(args)
+    console = _console()
+    if not all_cases:
+        console.print(f"no {where} cases are registered")
+        return 0
+    table = Table(title=f"{len(all_cases)} {where} cases")
+    for col in ("label", "kind", "class", "available"):
+        table.add_column(col, overflow="fold")
+    for case in all_cases:
+        ok, why = case.available()
+        if presents_tensor(case):
+            why = f"{why}; needs a data plane" if why else "needs a data plane (tensor presentation)"
+        table.add_row(
+            case.label, case.kind, case.case_class, ("yes" + (f"; {why}" if why else "")) if ok else f"no: {why}"
+        )
+    console.print(table)
+    warnings = presentation_warnings(builtin.skills(), all_cases)
+    for w in warnings:
+        console.print(f"[yellow]coverage warning:[/yellow] {w}")
+    return 0
+
+
+def _listed_cases(args: argparse.Namespace) -> tuple[list[Case], str]:
+    """The cases ``list``/``show`` look at: a bundle's (``--bundle DIR``) or the built-in ones."""
+    from imagebench import cases as builtin
+    from imagebench.bundle import cases_from_args
+
+    bundle_cases = cases_from_args(args)  # None unless --bundle; warnings go to stderr
+    if bundle_cases is not None:
+        return bundle_cases, "bundle"
+    return builtin.all_cases(), "built-in"
+
+
+def _find_case(args: argparse.Namespace) -> Case:
+    import difflib
+
+    label = args.label
+    all_cases, _ = _listed_cases(args)
+    labels = [c.label for c in all_cases]
+    for case in all_cases:
+        if case.label == label:
+            return case
+    close = difflib.get_close_matches(label, labels, n=5, cutoff=0.4)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; known labels: {', '.join(labels) or '(none)'}"
+    raise UsageError(f"no case labelled {label!r}{hint}")
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from imagebench.session import case_prompt
+
+    case = _find_case(args)
+    ok, why = case.available()
+    lines = [
+        f"label:     {case.label}",
+        f"class:     {case.case_class}",
+        f"kind:      {case.kind}" + (f" ({_spec_about(case)})" if _spec_about(case) else ""),
+        f"available: {'yes' if ok else 'no: ' + why}",
+        f"timeout:   {case.timeout_s:g} s",
+        f"revision:  {case.revision}",
+        "",
+        "persona:",
+        *(f"  {line}" for line in (case.persona or "(none)").splitlines()),
+        "",
+        "prompt:",
+        *(f"  {line}" for line in case_prompt(case).rstrip().splitlines()),
+        "",
+        "layers:",
+    ]
+    for layer in case.layers:
+        extra = []
+        if layer.chunks:
+            extra.append(f"chunks={tuple(layer.chunks)}")
+        if layer.dim_labels:
+            extra.append(f"dims={tuple(layer.dim_labels)}")
+        lines.append(
+            f"  {layer.name}: {layer.kind}, presented as {layer.presentation}, data key {layer.key!r}"
+            + (f", {', '.join(extra)}" if extra else "")
+        )
+    lines.append("")
+    lines.append("collect:")
+    for c in case.collect:
+        lines.append(f"  {c.name} ({c.what})" + (f": {c.description}" if c.description else ""))
+    lines.append("")
+    lines.append("metrics (pass when value <= limit):")
+    limits = dict(case.tolerances)
+    if limits:
+        for metric, limit in limits.items():
+            lines.append(f"  {metric} <= {limit:g}")
+    else:
+        lines.append("  (no limits declared on the fixture spec)")
+    print("\n".join(lines))
+    return 0
+
+
+def _spec_about(case: Case) -> str:
+    spec = case.fixture
+    name = getattr(spec, "builder_name", None)
+    if name:
+        return f"builder {name}, seed {getattr(spec, 'seed', '?')}"
+    return ""
+
+
+def checked_run_args(args: argparse.Namespace) -> Subject:
+    """The checks every ``imagebench run`` makes of ``--samples``, ``--timeout`` and ``--subject``;
+    returns the parsed subject. Bad values are a UsageError (exit 2)."""
+    from imagebench.subjects import SubjectError, parse_subject
+
+    if args.samples < 1:
+        raise UsageError(f"--samples must be at least 1, got {args.samples}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    try:
+        return parse_subject(args.subject)
+    except SubjectError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from imagebench import cases as builtin
+
+    if getattr(args, "resume", None):
+        return cmd_resume(args)
+    if getattr(args, "suite", None):
+        from imagebench.suite.cli import run_suite
+
+        return run_suite(args)
+    if getattr(args, "sample", "all") != "all" or getattr(args, "seed", 0) != 0:
+        raise UsageError("--sample and --seed choose cases from a pinned suite; give --suite too")
+
+    subject = checked_run_args(args)
+    from imagebench.bundle import cases_from_args
+
+    bundle_cases = cases_from_args(args)  # None unless --bundle
+    all_cases = bundle_cases if bundle_cases is not None else builtin.all_cases()
+    chosen, unmatched = select_cases(all_cases, args.patterns, args.fixtures)
+    if unmatched:
+        labels = "\n".join(f"  {c.label}" for c in all_cases) or "  (none registered)"
+        raise UsageError(f"-k {', '.join(map(repr, unmatched))} matched no case; valid labels:\n{labels}")
+    if not chosen:
+        raise UsageError(f"no case selected (-k {args.patterns or '-'}, --fixtures {args.fixtures})")
+    selection = {"k": list(args.patterns or []), "fixtures": args.fixtures, "timeout": args.timeout}
+    if args.bundle:
+        selection["bundle"] = str(args.bundle)
+    from imagebench.executor import ExecutorError, run_cases
+
+    parallel = parallel_from_args(args)
+    try:
+        result = run_cases(
+            chosen,
+            subject,
+            samples=args.samples,
+            out=args.out,
+            progress=not args.quiet,
+            timeout=args.timeout,
+            selection=selection,
+            parallel=parallel,
+        )
+    except ExecutorError as exc:
+        if exc.usage:
+            raise UsageError(str(exc)) from None
+        print(f"imagebench run: {exc}", file=sys.stderr)
+        return 1
+    console = _console()
+    if not args.quiet:
+        console.print(results_table(result))
+    console.print(tally_line(result))
+    finish_cli(args, result, console)
+    return result.exit_code
+
+
+def parallel_from_args(args: argparse.Namespace) -> Parallel:
+    """``--workers`` / ``--scheduler`` as a :class:`Parallel`; a bad combination is a UsageError."""
+    from imagebench.executor import ExecutorError, Parallel
+
+    workers = getattr(args, "workers", None)
+    scheduler = getattr(args, "scheduler", None)
+    try:
+        return Parallel(workers=workers, scheduler=scheduler)
+    except ExecutorError as exc:
+        raise UsageError(f"--workers/--scheduler: {exc}") from None
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """``imagebench run --resume RUN_DIR``."""
+    from imagebench.executor import ExecutorError, ResumeError, resume_run
+    from imagebench.journal import JournalError, RunLocked
+
+    given = [
+        flag
+        for flag, value, default in (
+            ("-k", getattr(args, "patterns", None), None),
+            ("--subject", getattr(args, "subject", "reference"), "reference"),
+            ("--samples", getattr(args, "samples", 1), 1),
+            ("--fixtures", getattr(args, "fixtures", "all"), "all"),
+            ("--timeout", getattr(args, "timeout", None), None),
+            ("--out", getattr(args, "out", None), None),
+            ("--suite", getattr(args, "suite", None), None),
+        )
+        if value not in (default, [], ())
+    ]
+    if given:
+        raise UsageError(
+            f"--resume takes the subject, cases, samples and time limit from run.json; drop {', '.join(given)}"
+        )
+    parallel = parallel_from_args(args)
+    try:
+        result = resume_run(
+            args.resume, bundle=getattr(args, "bundle", None), progress=not args.quiet, parallel=parallel
+        )
+    except (ResumeError, JournalError) as exc:
+        raise UsageError(str(exc)) from None
+    except ExecutorError as exc:
+        if exc.usage:
+            raise UsageError(str(exc)) from None
+        print(f"imagebench run: {exc}", file=sys.stderr)
+        return 1
+    except RunLocked as exc:
+        print(f"imagebench run: {exc}", file=sys.stderr)
+        return 1
+    console = _console()
+    note = (result.record.extra.get("resumes") or [{}])[-1]
+    discarded = note.get("discarded") or {}
+    console.print(
+        f"resumed {result.run_dir.name}: kept {note.get('kept', 0)} finished unit(s), ran {note.get('run', 0)}"
+        + (f" ({len(discarded)} had an unusable summary)" if discarded else "")
+    )
+    for unit, why in list(discarded.items())[:10]:
+        console.print(f"  re-ran {unit}: {why}", soft_wrap=True)
+    if not args.quiet:
+        console.print(results_table(result))
+    console.print(tally_line(result))
+    finish_cli(args, result, console)
+    return result.exit_code
+
+
+def finish_cli(args: argparse.Namespace, result: RunResult, console: Any) -> None:
+    """After ``run``: the report (unless ``--no-report``), then the run folder."""
+    if not getattr(args, "no_report", False):
+        try:
+            from imagebench.report import write_html_report
+
+            path = write_html_report(result.run_dir, progress=False)
+            console.print(f"report: {path}", soft_wrap=True)
+        except Exception as exc:  # the run stands; only its page is missing
+            console.print(f"[yellow]report not written:[/yellow] {type(exc).__name__}: {exc}", soft_wrap=True)
+    console.print(f"run folder: {result.run_dir}", soft_wrap=True)

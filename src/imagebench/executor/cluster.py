@@ -1,0 +1,346 @@
+"""Where a run's units go: serially here, a local dask cluster, or an existing one.
+
+:class:`Parallel` says which; :class:`Cluster` is the dask client of one run (never the
+process's default client) and the local cluster it owns when it started one. While units run,
+BLAS/OpenMP pools have one thread here as on every worker (:func:`unit_pools`), so a unit gives
+the same numbers wherever it runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from imagebench.case import Case
+    from imagebench.subjects import Subject
+FixtureMode = Literal["worker", "driver"]
+FIXTURE_MODES: tuple[str, ...] = ("worker", "driver")
+THREAD_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+CONNECT_TIMEOUT_S = 15.0
+
+
+class ExecutorError(RuntimeError):
+    """The units cannot be run as asked (a subject that cannot travel, an unreachable scheduler,
+    tensor cases with no worker on this host). ``usage`` marks a problem with the request itself."""
+
+    def __init__(self, message: str, *, usage: bool = True) -> None:
+        super().__init__(message)
+        self.usage = usage
+        self.run_dir: Path | None = None  # set when a run had started: resume it
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.run_dir is not None:
+            text += f"; take it up again with: imagebench run --resume {self.run_dir}"
+        return text
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """Where units run: serially here (the default), on ``workers`` local processes, or on the
+    cluster behind ``scheduler``. ``fixture_mode`` says where a case's fixture is built with
+    workers: ``worker`` (a task; dask moves it to the workers that need it) or ``driver`` (built
+    here and scattered). Tensor cases are always built and uploaded here."""
+
+    workers: int | None = None
+    scheduler: str | None = None
+    fixture_mode: FixtureMode = "worker"
+    prefetch: bool = True  # serial runs: build the next case's fixture in a helper process
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.scheduler is not None:
+            raise ExecutorError("give either workers (a local cluster) or a scheduler address, not both")
+        if self.workers is not None and (isinstance(self.workers, bool) or int(self.workers) < 1):
+            raise ExecutorError(f"workers must be at least 1, got {self.workers!r}")
+        if self.scheduler is not None and "://" not in self.scheduler:
+            raise ExecutorError(
+                f"scheduler {self.scheduler!r} is not an address; expected tcp://HOST:PORT (what `dask scheduler` prints)"
+            )
+        if self.fixture_mode not in FIXTURE_MODES:
+            raise ExecutorError(f"fixture_mode must be one of {FIXTURE_MODES}, got {self.fixture_mode!r}")
+
+    @property
+    def distributed(self) -> bool:
+        return self.workers is not None or self.scheduler is not None
+
+    def describe(self) -> str:
+        if self.workers is not None:
+            return f"local cluster of {self.workers} worker(s)"
+        if self.scheduler is not None:
+            return f"dask scheduler {self.scheduler}"
+        return "serial"
+
+
+def subject_spec(subject: Subject) -> str:
+    """The spec string that :func:`imagebench.subjects.parse_subject` turns back into ``subject``.
+
+    Raises :class:`ExecutorError` for a subject that no spec describes (a custom object, or a
+    command that keeps its workspace): such a subject cannot be sent to a worker.
+    """
+    from imagebench.subjects import (
+        CommandSubject,
+        NopSubject,
+        PythonSubject,
+        ReferenceSubject,
+    )
+
+    if isinstance(subject, ReferenceSubject):
+        return "reference"
+    if isinstance(subject, NopSubject):
+        return "nop"
+    if isinstance(subject, PythonSubject):
+        return f"python:{subject.target}"
+    if isinstance(subject, CommandSubject):
+        if subject.keep_workspace:
+            raise ExecutorError(
+                "a command subject that keeps its workspace cannot run on workers (the workspace would stay on the worker)"
+            )
+        return f"command:{subject.command}"
+    raise ExecutorError(
+        f"subject {getattr(subject, 'name', type(subject).__name__)!r} ({type(subject).__name__}) has no spec string, so "
+        "it cannot be sent to a worker; use reference, nop, python:package.module:function or command:<shell command>"
+    )
+
+
+# --------------------------------------------------------------------------- the cluster
+
+
+def local_cluster(n_workers: int) -> Any:
+    """A ``LocalCluster`` for a run: ``n_workers`` processes of one thread each, BLAS/OpenMP pools
+    of one thread, bound to loopback, no dashboards, dask's own logs silenced (CRITICAL only:
+    the run reports failures itself)."""
+    import dask
+
+    # dask sets MALLOC_TRIM_THRESHOLD_ in its workers to hand memory back to the OS; setting it
+    # turns off glibc's adaptive mmap threshold, so large temporary arrays are mmap'd and faulted
+    # in afresh each time (subjects took about 10 % longer on the built-in suite). A run's workers
+    # live only as long as the run: leave it unset.
+    environ = {
+        k: v
+        for k, v in (dask.config.get("distributed.nanny.pre-spawn-environ") or {}).items()
+        if k != "MALLOC_TRIM_THRESHOLD_"
+    }
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+        return start_local_cluster(n_workers)
+
+
+def start_local_cluster(n_workers: int) -> Any:
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=int(n_workers),
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        worker_dashboard_address=None,
+        # No dashboard; the scheduler's health endpoint on a free loopback port (never :8787).
+        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+        silence_logs=logging.CRITICAL,
+        env=dict(THREAD_ENV),
+    )
+
+
+@contextlib.contextmanager
+def quiet_distributed() -> Iterator[None]:
+    # The run reports what goes wrong itself (a lost scheduler ends it with the --resume line).
+    logger = logging.getLogger("distributed")
+    before = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
+@contextlib.contextmanager
+def unit_pools() -> Iterator[None]:
+    """BLAS and OpenMP pools of one thread while units run, here as on every worker.
+
+    A multi-threaded reduction (a dot product in ``numpy.linalg.norm``, say) sums in an order
+    that depends on its thread count, and so does the last bit of its result: a unit must give
+    the same numbers wherever it runs. Libraries already loaded are limited with threadpoolctl,
+    ones loaded later by the environment variables (restored afterwards).
+    """
+    saved = {k: os.environ.get(k) for k in THREAD_ENV}
+    os.environ.update(THREAD_ENV)
+    limits: Any = None
+    try:
+        try:
+            from threadpoolctl import threadpool_limits
+
+            limits = threadpool_limits(limits=1)
+        except ImportError:  # pragma: no cover - a dependency; without it only later loads are limited
+            limits = None
+        yield
+    finally:
+        if limits is not None:
+            limits.restore_original_limits()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class Cluster:
+    """A dask client for one run (never the process's default client), and the local cluster it
+    owns when it started one."""
+
+    def __init__(self, client: Any, cluster: Any = None, *, address: str) -> None:
+        self.client = client
+        self.cluster = cluster
+        self.address = address
+        self._quiet: contextlib.AbstractContextManager[None] | None = None
+
+    @classmethod
+    def open(cls, parallel: Parallel) -> Cluster:
+        quiet = quiet_distributed()
+        quiet.__enter__()
+        try:
+            from distributed import Client
+
+            if parallel.workers is not None:
+                cluster = local_cluster(parallel.workers)
+                try:
+                    client = Client(cluster, set_as_default=False)
+                except BaseException:
+                    cluster.close()
+                    raise
+                out = cls(client, cluster, address=cluster.scheduler_address)
+            else:
+                assert parallel.scheduler is not None
+                try:
+                    client = Client(parallel.scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+                except (OSError, TimeoutError) as exc:
+                    raise ExecutorError(
+                        f"could not connect to the dask scheduler at {parallel.scheduler}: {type(exc).__name__}: {exc}"
+                    ) from None
+                out = cls(client, None, address=parallel.scheduler)
+                if not client.scheduler_info().get("workers"):
+                    try:
+                        client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
+                    except (OSError, TimeoutError):
+                        out.close()
+                        raise ExecutorError(
+                            f"the dask scheduler at {parallel.scheduler} has no workers (waited {CONNECT_TIMEOUT_S:g} s); "
+                            "start some with `dask worker " + parallel.scheduler + " --nthreads 1`"
+                        ) from None
+        except BaseException:
+            quiet.__exit__(None, None, None)
+            raise
+        out._quiet = quiet
+        return out
+
+    @property
+    def n_workers(self) -> int:
+        return max(1, len(self.client.scheduler_info().get("workers", {})))
+
+    def workers_on_this_host(self) -> list[str]:
+        """Addresses of the workers running on this machine (the only ones that reach a loopback plane)."""
+        if self.cluster is not None:
+            return list(self.client.scheduler_info().get("workers", {}))
+        here = this_host()
+        return sorted(addr for addr, host in self.worker_hosts().items() if host == here)
+
+    def worker_hosts(self) -> dict[str, str]:
+        """``{worker address: its host name}``."""
+        return dict(self.client.run(hostname))
+
+    def cancel_subjects(self) -> None:
+        """Kill the command subjects the workers are running (an interrupted run)."""
+        with contextlib.suppress(Exception):
+            self.client.run(kill_subject_groups, wait=True)
+
+    def close(self) -> None:
+        try:
+            with contextlib.suppress(Exception):
+                self.client.close()
+            if self.cluster is not None:
+                with contextlib.suppress(Exception):
+                    self.cluster.close()
+        finally:
+            if self._quiet is not None:
+                self._quiet.__exit__(None, None, None)
+                self._quiet = None
+
+
+def open_cluster(
+    parallel: Parallel, cases: Sequence[Case], subject: Subject, *, progress: bool = False
+) -> Cluster | None:
+    """Check that the units can travel and connect; None for a serial run. Raises ExecutorError.
+    With ``progress`` a spinner on stderr says what is starting."""
+    from imagebench.runner import presents_tensor
+
+    if not parallel.distributed:
+        return None
+    subject_spec(subject)  # refuse a subject that cannot travel before anything starts
+    from imagebench.progress import spinner
+
+    what = "starting" if parallel.workers is not None else "connecting to"
+    with spinner(f"{what} the {parallel.describe()}", enabled=progress):
+        cluster = Cluster.open(parallel)
+    try:
+        tensor = [c.label for c in cases if presents_tensor(c)]
+        if tensor and parallel.scheduler is not None and not cluster.workers_on_this_host():
+            hosts = sorted(set(cluster.worker_hosts().values()))
+            raise ExecutorError(
+                f"{len(tensor)} selected case(s) present a layer as tensor ({', '.join(tensor)}); the data plane "
+                f"listens on this host's loopback only ({this_host()}) and no worker of {parallel.scheduler} "
+                f"runs here (workers on: {', '.join(hosts) or 'none'}). Start a worker on this host, or deselect "
+                "those cases with -k"
+            )
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster
+
+
+# --------------------------------------------------------------------------- hosts and subjects on workers
+
+
+def hostname() -> str:
+    return socket.gethostname()
+
+
+def this_host() -> str:
+    """The driver's host name (what a worker's must equal to reach the loopback plane)."""
+    return socket.gethostname()
+
+
+def kill_subject_groups() -> int:
+    """On a worker: kill every child process that leads its own process group (a command subject)."""
+    import signal
+
+    import psutil
+
+    killed = 0
+    for child in psutil.Process().children(recursive=False):
+        try:
+            if os.getpgid(child.pid) == child.pid:
+                os.killpg(child.pid, signal.SIGKILL)
+                killed += 1
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            pass
+    return killed
+
+
+@contextlib.contextmanager
+def cluster_for(parallel: Parallel, cases: Sequence[Case], subject: Subject, *, progress: bool) -> Iterator[Any]:
+    """The cluster a run's units go to (None when they run here), closed when the run ends."""
+    cluster = open_cluster(parallel, cases, subject, progress=progress)
+    try:
+        yield cluster
+    finally:
+        if cluster is not None:
+            cluster.close()

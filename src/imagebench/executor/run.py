@@ -1,0 +1,378 @@
+"""A run: a new run folder and one pass over its units, or a pass that takes an interrupted run up again.
+
+:func:`run_cases` and :func:`resume_run` are the entry points. :func:`execute` is one pass: it
+holds ``<run>/.lock``, writes ``journal.jsonl`` (:mod:`imagebench.journal`) and the receipt
+first, hands the units to the serial loop or the dask workers, and closes ``run.json`` however
+the pass ends. A resume keeps every unit whose summary the run folder's reader
+(:func:`imagebench.runfolder.read_run`) accepts and runs the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from imagebench.executor.cluster import (
+    Cluster,
+    ExecutorError,
+    Parallel,
+    cluster_for,
+    subject_spec,
+    unit_pools,
+)
+from imagebench.executor.planes import PlaneStarter
+from imagebench.executor.prefetch import Prefetcher, start_prefetch
+from imagebench.executor.serial import run_serial
+from imagebench.executor.sink import Sink
+from imagebench.executor.workers import run_dask
+from imagebench.runfolder import RunFolderError, RunResult
+
+if TYPE_CHECKING:
+    from imagebench.case import Case
+    from imagebench.journal import Journal
+    from imagebench.records import RunRecord, SampleSummary
+    from imagebench.runfolder import RunContents
+    from imagebench.runner import Plane
+    from imagebench.subjects import Subject
+
+# record.extra keys a run rewrites at its end (a resume drops the stale ones first)
+_END_KEYS = ("verdicts", "passed", "interrupted")
+
+
+class ResumeError(ValueError):
+    """A run folder cannot be resumed (names the file, the field and what was expected)."""
+
+
+def _write_receipt(run_dir: Path, record: RunRecord, subject: Subject, cases: Sequence[Case]) -> str:
+    """Write ``receipt.json``; return why not (empty when written)."""
+    try:
+        from imagebench.receipt import build_receipt, write_receipt
+
+        seeds = {c.label: getattr(c.fixture, "seed", None) for c in cases}
+        receipt = build_receipt(
+            subject=subject,
+            samples=record.samples,
+            seeds={k: v for k, v in seeds.items() if isinstance(v, int)},
+            selection=record.selection,
+            cases=cases,
+        )
+        write_receipt(run_dir, receipt)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def _begin(
+    run_dir: Path,
+    record: RunRecord,
+    cases: Sequence[Case],
+    units: Mapping[str, int],
+    journal: Journal,
+    parallel: Parallel,
+    resume: bool,
+) -> tuple[RunRecord, RunContents | None, dict[str, Any]]:
+    """The journal's first line of a pass; for a resume, what the folder holds and the clearing of
+    what it cannot keep."""
+    from imagebench.runfolder import now_iso, read_run, remove_stale_temporaries
+
+    scan: RunContents | None = None
+    base_extra = {k: v for k, v in record.extra.items() if k not in _END_KEYS}
+    if resume:
+        try:
+            scan = read_run(run_dir, expected=units, require_journal=False)
+        except RunFolderError as exc:
+            raise ResumeError(str(exc)) from None
+        remove_stale_temporaries(run_dir)
+        redo = [e for e in scan.units.values() if not e.usable]
+        for entry in redo:
+            if entry.path.parent.exists():
+                shutil.rmtree(entry.path.parent)  # what an interrupted attempt left
+        note = {
+            "time": now_iso(),
+            "kept": sum(1 for e in scan.units.values() if e.usable),
+            "run": len(redo),
+            "discarded": {f"{e.label}#{e.sample}": e.problem for e in redo if e.problem != "missing"},
+            "mode": parallel.describe(),
+        }
+        base_extra["resumes"] = [*base_extra.get("resumes", []), note]
+        journal.append("resume", detail={k: v for k, v in note.items() if k != "time"})
+    else:
+        journal.append("start", detail={"run_id": record.run_id, "mode": parallel.describe()})
+    return record.model_copy(update={"extra": base_extra}), scan, base_extra
+
+
+def execute(
+    run_dir: Path,
+    record: RunRecord,
+    cases: Sequence[Case],
+    subject: Subject,
+    *,
+    timeout: float | None = None,
+    plane: Plane | None = None,
+    progress: bool = True,
+    on_sample: Callable[[SampleSummary], None] | None = None,
+    parallel: Parallel = Parallel(),
+    cluster: Cluster | None = None,
+    resume: bool = False,
+) -> RunResult:
+    """One pass over the units of ``record`` in ``run_dir``: run those not done, write each case's
+    summary, ``run.json`` and (when missing) ``receipt.json``. With ``resume`` the folder is first
+    scanned: units with a complete, valid summary are kept, the others' folders are cleared."""
+    from imagebench.journal import Journal, RunLock
+    from imagebench.progress import Bar
+    from imagebench.records import write_record
+    from imagebench.runfolder import RECEIPT, RUN_RECORD, closing_record, samples_for
+    from imagebench.runner import presents_tensor
+
+    cases = list(cases)
+    units = {c.label: samples_for(c, record.samples) for c in cases}
+    result = RunResult(run_dir=run_dir, record=record)
+    lock = RunLock(run_dir).acquire()
+    try:
+        journal = Journal.open(run_dir)
+    except BaseException:
+        lock.release()
+        raise
+    try:
+        record, scan, base_extra = _begin(run_dir, record, cases, units, journal, parallel, resume)
+    except BaseException:
+        journal.close()
+        lock.release()
+        raise
+    done = {key for key, e in scan.units.items() if e.usable} if scan is not None else set()
+    todo = {c.label: [n for n in range(units[c.label]) if (c.label, n) not in done] for c in cases}
+    order = [c for c in cases if todo[c.label]]
+    result.record = record
+
+    total = sum(units.values())
+    helper: Prefetcher | None = None
+    starter: PlaneStarter | None = None
+    bar: Bar | None = None
+    sink = Sink(run_dir, subject.name, cases, units, journal, on_sample)
+    receipt_problem = ""
+    finished = False
+    try:
+        # Serial: the helper that builds fixtures ahead starts first, so its start-up overlaps the receipt.
+        helper = start_prefetch(order, parallel.prefetch) if cluster is None else None
+        # The receipt is written before any unit (a killed run has one too), on this thread: its
+        # imports must not race a subject's (see Prefetcher).
+        if not (run_dir / RECEIPT).exists():
+            receipt_problem = _write_receipt(run_dir, record, subject, cases)
+        starter = PlaneStarter(plane, any(presents_tensor(c) for c in order))
+        bar = sink.bar = Bar(total, done=len(done), enabled=progress)
+        if scan is not None:
+            for entry in scan.units.values():
+                if not entry.usable or entry.summary is None or entry.data is None:
+                    continue
+                sink.keep(entry.label, entry.sample, entry.summary)
+                if not entry.journaled:  # a complete summary whose line a kill cut off
+                    journal.unit(run_dir, entry.path, entry.summary, entry.data)
+            for case in cases:
+                sink.maybe_finish(case)
+        with unit_pools():
+            if cluster is not None:
+                try:
+                    run_dask(cluster, order, todo, subject, run_dir, timeout, starter, sink, parallel.fixture_mode)
+                except ExecutorError as exc:
+                    exc.run_dir = run_dir
+                    raise
+            else:
+                run_serial(order, todo, subject, run_dir, timeout, starter, sink, helper)
+        finished = True
+    finally:
+        if bar is not None:
+            bar.stop()
+        try:
+            for case in cases:
+                if sink.complete(case.label) and case.label in sink.summaries:
+                    result.samples[case.label] = sink.samples_of(case.label)
+                    result.summaries[case.label] = sink.summaries[case.label]
+            extra = dict(base_extra)
+            if receipt_problem:
+                extra["receipt_error"] = receipt_problem
+            if not finished:
+                extra["interrupted"] = True
+            result.record = closing_record(record, result.samples, result.summaries, complete=finished, extra=extra)
+            write_record(run_dir / RUN_RECORD, result.record)
+            journal.append("end", detail={"complete": finished, "counts": result.record.counts})
+            if not finished and progress and sys.exc_info()[0] is not ExecutorError:  # its message says it
+                print(
+                    f"the run stopped early; take it up again with: imagebench run --resume {run_dir}", file=sys.stderr
+                )
+        finally:
+            try:
+                if helper is not None:
+                    helper.close()
+                if starter is not None:
+                    starter.close()  # the plane, its process and its temporary data go with the run
+            finally:
+                journal.close()
+                lock.release()
+    return result
+
+
+def run_cases(
+    cases: Iterable[Case],
+    subject: Subject,
+    *,
+    samples: int = 1,
+    out: str | Path | None = None,
+    progress: bool = True,
+    timeout: float | None = None,
+    plane: Plane | None = None,
+    selection: Mapping[str, Any] | None = None,
+    on_sample: Callable[[SampleSummary], None] | None = None,
+    record_extra: Mapping[str, Any] | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    parallel: Parallel | None = None,
+) -> RunResult:
+    """Run every ``(case, sample)`` unit in a new run folder and return what it left.
+
+    ``record_extra`` is kept in ``run.json``'s ``extra`` from the first write to the last (a suite
+    run records its cohort, assignment and conditions there: ``imagebench.suite``).
+
+    The folder is ``<out or artifact_root()>/run-<UTC timestamp>/``. ``run.json`` is written
+    first with ``complete: false`` and again at the end. Each case's fixture is built once and
+    shared by its samples (each sample still gets a private copy of the data). ``progress``
+    shows a progress bar on stderr. ``workers``/``scheduler`` (or ``parallel``) say where the
+    units run (:class:`Parallel`); the results are the same.
+
+    With ``parallel`` set the cluster is reached (and a subject that cannot travel refused)
+    before the run folder is created. ``run.json``'s ``extra`` records ``subject_spec`` whenever
+    the subject has one, so that ``--resume`` can rebuild it.
+    """
+    from imagebench.records import RunRecord, write_record
+    from imagebench.runfolder import RUN_RECORD, new_run_dir
+
+    cases = list(cases)
+    if parallel is None:
+        parallel = Parallel(workers=workers, scheduler=scheduler)
+    if samples < 1:
+        raise ValueError(f"samples must be at least 1, got {samples}")
+    with cluster_for(parallel, cases, subject, progress=progress) as cluster:
+        run_dir, started = new_run_dir(out)
+        extra = dict(record_extra or {})
+        with contextlib.suppress(ExecutorError):
+            extra.setdefault("subject_spec", subject_spec(subject))
+        if parallel.distributed:
+            extra["executor"] = parallel.describe()
+        record = RunRecord(
+            run_id=run_dir.name,
+            started=started,
+            subject=subject.name,
+            samples=samples,
+            selection=dict(selection or {}),
+            cases=[c.label for c in cases],
+            complete=False,
+            extra=extra,
+        )
+        write_record(run_dir / RUN_RECORD, record)
+        return execute(
+            run_dir,
+            record,
+            cases,
+            subject,
+            timeout=timeout,
+            plane=plane,
+            progress=progress,
+            on_sample=on_sample,
+            parallel=parallel,
+            cluster=cluster,
+        )
+
+
+def resolve_cases(run_dir: Path, record: RunRecord, bundle: str | Path | None = None) -> list[Case]:
+    """The cases ``run.json`` names, from the built-in suite or the bundle it ran (or ``bundle``)."""
+    from imagebench import cases as builtin
+
+    pool: dict[str, Case] = {c.label: c for c in builtin.all_cases()}
+    source = bundle or record.selection.get("bundle")
+    if source:
+        from imagebench.bundle.load import BundleError, load_bundle
+
+        try:
+            loaded = load_bundle(source)
+        except BundleError as exc:
+            raise ResumeError(f"{run_dir / 'run.json'}: its bundle cannot be loaded: {exc}") from None
+        pool.update({c.label: c for c in loaded.cases})
+    missing = [label for label in record.cases if label not in pool]
+    if missing:
+        where = (
+            f"built-in cases or cases of bundle {source}"
+            if source
+            else "built-in cases (give --bundle DIR for a bundle's)"
+        )
+        raise ResumeError(f"{run_dir / 'run.json'}: field 'cases' names {missing}, which are not {where}")
+    return [pool[label] for label in record.cases]
+
+
+def resume_run(
+    run_dir: str | Path,
+    *,
+    cases: Sequence[Case] | None = None,
+    subject: Subject | None = None,
+    bundle: str | Path | None = None,
+    progress: bool = True,
+    parallel: Parallel = Parallel(),
+    plane: Plane | None = None,
+    on_sample: Callable[[SampleSummary], None] | None = None,
+) -> RunResult:
+    """Take up a run again: run every unit of ``run.json`` that has no complete, valid summary.
+
+    The subject comes from ``run.json`` (``extra.subject_spec``) unless given; the cases are
+    resolved by label (built-in, or the run's bundle) unless given; samples and the time limit
+    are the run's. Raises :class:`ResumeError` for a folder that cannot be resumed and
+    :class:`imagebench.journal.RunLocked` while another process writes it.
+    """
+    from imagebench.runfolder import read_record_of_run
+    from imagebench.subjects import SubjectError, parse_subject
+
+    run_dir = Path(run_dir)
+    try:
+        record = read_record_of_run(run_dir)
+    except RunFolderError as exc:
+        raise ResumeError(str(exc)) from None
+    where = run_dir / "run.json"
+    if subject is None:
+        spec = record.extra.get("subject_spec")
+        if not isinstance(spec, str) or not spec:
+            raise ResumeError(
+                f"{where}: field 'extra.subject_spec' is missing (the run's subject {record.subject!r} has no spec "
+                "string); resume it from Python with resume_run(..., subject=...)"
+            )
+        try:
+            subject = parse_subject(spec)
+        except SubjectError as exc:
+            raise ResumeError(f"{where}: field 'extra.subject_spec' cannot be used: {exc}") from None
+    if subject.name != record.subject:
+        raise ResumeError(f"{where}: field 'subject' is {record.subject!r}, but the subject given is {subject.name!r}")
+    if cases is None:
+        cases = resolve_cases(run_dir, record, bundle)
+    else:
+        by_label = {c.label: c for c in cases}
+        missing = [label for label in record.cases if label not in by_label]
+        if missing:
+            raise ResumeError(f"{where}: field 'cases' names {missing}, which the cases given do not hold")
+        cases = [by_label[label] for label in record.cases]
+    timeout = record.selection.get("timeout")
+    if timeout is not None and not isinstance(timeout, (int, float)):
+        raise ResumeError(f"{where}: field 'selection.timeout' is {timeout!r}, expected a number of seconds or null")
+    with cluster_for(parallel, cases, subject, progress=progress) as cluster:
+        return execute(
+            run_dir,
+            record,
+            cases,
+            subject,
+            timeout=timeout,
+            plane=plane,
+            progress=progress,
+            on_sample=on_sample,
+            parallel=parallel,
+            cluster=cluster,
+            resume=True,
+        )

@@ -1,0 +1,294 @@
+"""Units on dask.distributed workers.
+
+Each case's fixture is built once on a worker (a ``prepare`` task; dask moves it to the workers
+that run the case's samples) and each unit runs :func:`imagebench.runner.run_unit` on a worker in
+a private temporary folder. The worker sends the unit's files back and the driver writes them
+into the run folder, ``summary.json`` last and atomically, so workers need no shared file system
+and the driver alone writes the run folder. The subject travels as its spec string.
+
+Tensor cases: the driver uploads each tensor fixture once to the run's plane; workers reach it by
+URL. The plane listens on loopback only, so tensor units are pinned to workers on the driver's host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import socket
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from imagebench.executor.cluster import (
+    Cluster,
+    ExecutorError,
+    FixtureMode,
+    subject_spec,
+    unit_pools,
+)
+from imagebench.executor.planes import PresentedPlane, present_on_driver
+
+if TYPE_CHECKING:
+    from imagebench.case import Case
+    from imagebench.executor.planes import PlaneStarter
+    from imagebench.executor.sink import Sink
+    from imagebench.runner import PreparedFixture
+    from imagebench.subjects import Subject
+
+
+@functools.lru_cache(maxsize=32)
+def worker_subject(spec: str) -> Subject:
+    from imagebench.subjects import parse_subject
+
+    return parse_subject(spec)
+
+
+@dataclass
+class UnitReturn:
+    """What a worker sends back for one unit: its files (``summary.json`` among them) and timings."""
+
+    files: dict[str, bytes]
+    worker_s: float
+    host: str
+    pid: int
+
+
+def _prepare_task(case: Case) -> PreparedFixture:
+    from imagebench.runner import prepare_fixture
+
+    with unit_pools():
+        return prepare_fixture(case, plane=None)
+
+
+def _unit_task(
+    case: Case,
+    spec: str,
+    sample: int,
+    prepared: PreparedFixture,
+    plane: PresentedPlane | None,
+    timeout: float | None,
+) -> UnitReturn:
+    """Run one unit on a worker in a private folder and return the files it wrote."""
+    import dask
+
+    from imagebench.runfolder import SUMMARY, sample_dir
+    from imagebench.runner import run_unit
+
+    start = time.perf_counter()
+    subject = worker_subject(spec)
+    tmp = Path(tempfile.mkdtemp(prefix="imagebench-unit-"))
+    try:
+        # A subject's own dask computations stay in its process (never the cluster it runs on).
+        with dask.config.set(scheduler="threads"), unit_pools():
+            run_unit(case, subject, sample, tmp, fixture=prepared, plane=plane, timeout=timeout)
+        folder = sample_dir(tmp, subject.name, case, sample)
+        files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if SUMMARY not in files:
+        raise RuntimeError(f"unit {case.label} sample {sample} left no summary.json")
+    return UnitReturn(files=files, worker_s=time.perf_counter() - start, host=socket.gethostname(), pid=os.getpid())
+
+
+def ping() -> float:
+    """A task that does nothing: what a round trip to a worker costs (benchmarks)."""
+    return time.perf_counter()
+
+
+def _write_unit_files(folder: Path, files: Mapping[str, bytes]) -> bytes:
+    """Write a unit's files into its sample folder, ``summary.json`` last and atomically."""
+    from imagebench.records import atomic_write_text
+
+    if folder.exists():
+        shutil.rmtree(folder)  # what an interrupted attempt left
+    folder.mkdir(parents=True)
+    for rel, data in files.items():
+        if rel == "summary.json":
+            continue
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    data = files["summary.json"]
+    atomic_write_text(folder / "summary.json", data.decode("utf-8"))
+    return data
+
+
+@dataclass
+class DaskStats:
+    """Per-unit timings of the last distributed run (for benchmarks): seconds each unit spent on its
+    worker in total and inside its subject and verifier, and what the driver spent taking it in."""
+
+    worker_s: list[float] = field(default_factory=list)
+    inside_s: list[float] = field(default_factory=list)
+    driver_s: list[float] = field(default_factory=list)  # writing a unit's files and journal line here
+    hosts: set[str] = field(default_factory=set)
+
+    def clear(self) -> None:
+        for values in (self.worker_s, self.inside_s, self.driver_s, self.hosts):
+            values.clear()
+
+
+LAST_STATS = DaskStats()
+
+
+def run_dask(
+    cluster: Cluster,
+    order: Sequence[Case],
+    todo: Mapping[str, list[int]],
+    subject: Subject,
+    run_dir: Path,
+    timeout: float | None,
+    starter: PlaneStarter,
+    sink: Sink,
+    fixture_mode: FixtureMode,
+) -> None:
+    from distributed import as_completed
+
+    from imagebench.records import SampleSummary
+    from imagebench.runfolder import sample_dir
+    from imagebench.runner import (
+        TENSOR_SKIP_REASON,
+        PreparedFixture,
+        Unit,
+        prepare_fixture,
+        presents_tensor,
+        run_unit,
+        write_ended,
+    )
+
+    stats = LAST_STATS
+    stats.clear()
+    client = cluster.client
+    spec = subject_spec(subject)
+    tensor_workers: list[str] | None = None
+    if any(presents_tensor(c) for c in order) and cluster.cluster is None:
+        tensor_workers = cluster.workers_on_this_host()
+    window = max(2, 2 * cluster.n_workers)  # cases with work in flight at once
+    # Results come with their futures: no round trip to the client's event loop per unit.
+    pending = as_completed(loop=client.loop, with_results=True, raise_errors=False)
+    meta: dict[str, tuple[Case, int]] = {}
+    futures: dict[str, Any] = {}
+    remaining: dict[str, int] = {}
+    prep_futures: dict[str, Any] = {}
+    token = uuid.uuid4().hex[:8]
+    queue = list(order)
+    tensor_left = sum(1 for c in order if presents_tensor(c))
+
+    def here(case: Case, prepared: PreparedFixture) -> None:
+        """Units that need no worker (no fixture to work on): written by the driver, as serially."""
+        for n in todo[case.label]:
+            sink.add(case, n, run_unit(case, subject, n, run_dir, fixture=prepared, plane=None, timeout=timeout))
+
+    def submit(case: Case) -> None:
+        label = case.label
+        plane_arg: PresentedPlane | None = None
+        restrict: list[str] | None = None
+        if presents_tensor(case):
+            plane, reason = starter.get()
+            if plane is None:
+                why = f"{TENSOR_SKIP_REASON}: {reason}" if reason else TENSOR_SKIP_REASON
+                here(case, PreparedFixture(None, "skipped", why))
+                return
+            prepared = prepare_fixture(case, plane=plane)
+            sink.build_s[label] = prepared.build_s
+            if prepared.fixture is None:
+                here(case, prepared)
+                return
+            plane_arg = present_on_driver(plane, case, prepared.fixture)
+            restrict = tensor_workers
+            prep = client.scatter(prepared, hash=False, workers=restrict)
+        elif fixture_mode == "driver":
+            prepared = prepare_fixture(case, plane=None)
+            sink.build_s[label] = prepared.build_s
+            if prepared.fixture is None:
+                here(case, prepared)
+                return
+            prep = client.scatter(prepared, hash=False)
+        else:
+            prep = client.submit(_prepare_task, case, pure=False, key=f"prepare-{label}-{token}")
+        prep_futures[label] = prep
+        remaining[label] = len(todo[label])
+        for n in todo[label]:
+            fut = client.submit(
+                _unit_task,
+                case,
+                spec,
+                n,
+                prep,
+                plane_arg,
+                timeout,
+                pure=False,
+                key=f"unit-{label}-{n}-{token}",
+                workers=restrict,
+                allow_other_workers=False,
+            )
+            meta[fut.key] = (case, n)
+            futures[fut.key] = fut
+            pending.add(fut)
+
+    def refill() -> None:
+        while queue and len(remaining) < window:
+            submit(queue.pop(0))
+
+    def finished(case: Case) -> None:
+        nonlocal tensor_left
+        remaining.pop(case.label, None)
+        prep = prep_futures.pop(case.label, None)
+        if prep is not None:
+            prep.release()
+        if presents_tensor(case):
+            tensor_left -= 1
+            if tensor_left == 0:
+                starter.close_soon()
+
+    try:
+        refill()
+        while meta or queue:
+            if not meta:
+                refill()
+                continue
+            fut, ret = next(pending)
+            case, n = meta.pop(fut.key)
+            futures.pop(fut.key, None)
+            if not isinstance(ret, UnitReturn) and fut.status != "error":
+                # cancelled: the scheduler went away (or dropped it). Stop; a resume runs it later.
+                raise ExecutorError(
+                    f"the dask cluster dropped unit {case.label} sample {n} ({fut.status}); the run stopped",
+                    usage=False,
+                )
+            if not isinstance(ret, UnitReturn):  # it failed on a worker (the worker died, or it could not unpickle)
+                exc = ret[1] if isinstance(ret, tuple) and len(ret) == 3 else ret
+                lost = Unit(case, subject.name, PreparedFixture(None), timeout_s=0.0, run_dir=run_dir, sample=n)
+                summary = write_ended(
+                    lost, "harness-error", f"the executor could not run this unit: {type(exc).__name__}: {exc}"
+                )
+                sink.add(case, n, summary)
+            else:
+                took = time.perf_counter()
+                data = _write_unit_files(sample_dir(run_dir, subject.name, case, n), ret.files)
+                summary = SampleSummary.model_validate_json(data)
+                if case.label not in sink.build_s:
+                    sink.build_s[case.label] = float(summary.times.get("build_s", 0.0))
+                stats.worker_s.append(ret.worker_s)
+                stats.inside_s.append(summary.times.get("subject_s", 0.0) + summary.times.get("verify_s", 0.0))
+                stats.hosts.add(ret.host)
+                sink.add(case, n, summary, data)
+                stats.driver_s.append(time.perf_counter() - took)
+            fut.release()
+            remaining[case.label] -= 1
+            if remaining[case.label] == 0:
+                finished(case)
+                refill()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            client.cancel(list(futures.values()))
+        cluster.cancel_subjects()
+        raise

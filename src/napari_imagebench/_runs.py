@@ -1,0 +1,128 @@
+"""The panel's results: one run folder per subject, and one row per scored sample.
+
+A panel run folder is a run folder like any other (:mod:`imagebench.runfolder`): every sample is
+journaled as it is written, the case's summary and ``run.json`` are rewritten after each sample
+with the functions a headless run closes with, so ``imagebench report``, ``compare`` and the
+napari reader read it as they read ``imagebench run``'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from imagebench.records import CaseSummary, MetricRecord, RunRecord, SampleSummary
+
+PANEL_SOURCE = "napari-imagebench panel"
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One scored sample as the results pane shows it."""
+
+    label: str
+    subject: str
+    sample: int | None
+    status: str
+    reason: str
+    metrics: tuple[MetricRecord, ...]
+    sample_dir: Path
+    run_dir: Path
+    artifacts: tuple[str, ...]
+
+    @classmethod
+    def of(cls, summary: SampleSummary, run_dir: Path, sample_dir: Path) -> ResultRow:
+        return cls(
+            label=summary.label,
+            subject=summary.subject,
+            sample=summary.sample,
+            status=summary.status,
+            reason=summary.reason,
+            metrics=tuple(summary.metrics),
+            sample_dir=sample_dir,
+            run_dir=run_dir,
+            artifacts=tuple(summary.artifacts),
+        )
+
+    def metric_cells(self) -> list[tuple[str, str, str, str, str]]:
+        """``(name, value, limit + unit, verdict, why)`` per metric."""
+        cells = []
+        for m in self.metrics:
+            value = "n/a" if m.value is None else f"{m.value:.4g}"
+            limit = f"{m.limit:g}" + (f" {m.unit}" if m.unit else "")
+            cells.append((m.name, value, limit, m.verdict, m.unavailable or ""))
+        return cells
+
+
+@dataclass
+class RunFolder:
+    """The run folder one subject's panel samples go into."""
+
+    path: Path
+    record: RunRecord
+    samples: dict[str, list[SampleSummary]] = field(default_factory=dict)
+    summaries: dict[str, CaseSummary] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, root: Path, subject_name: str) -> RunFolder:
+        from imagebench.journal import Journal
+        from imagebench.records import RunRecord, write_record
+        from imagebench.runfolder import RUN_RECORD, new_run_dir
+
+        path, started = new_run_dir(root)
+        record = RunRecord(
+            run_id=path.name,
+            started=started,
+            subject=subject_name,
+            samples=0,
+            selection={"source": PANEL_SOURCE},
+            complete=False,
+        )
+        write_record(path / RUN_RECORD, record)
+        with Journal.open(path) as journal:
+            journal.append("start", detail={"run_id": record.run_id, "mode": PANEL_SOURCE})
+        return cls(path, record)
+
+    def next_sample(self, label: str) -> int:
+        return len(self.samples.get(label, []))
+
+    def add(self, case: Any, summary: SampleSummary) -> list[SampleSummary]:
+        """Journal a sample just written, then rewrite its case's summary and ``run.json``, as a run
+        does at its end; returns the case's samples so far."""
+        from imagebench.journal import Journal
+        from imagebench.records import write_record
+        from imagebench.runfolder import (
+            RUN_RECORD,
+            SUMMARY,
+            closing_record,
+            sample_dir,
+            write_case_summary,
+        )
+
+        path = sample_dir(self.path, summary.subject, case, summary.sample or 0) / SUMMARY
+        with Journal.open(self.path) as journal:
+            journal.unit(self.path, path, summary, path.read_bytes())
+        done = self.samples.setdefault(case.label, [])
+        done.append(summary)
+        build_s = float(summary.times.get("build_s", 0.0))
+        self.summaries[case.label] = write_case_summary(self.path, case, summary.subject, done, build_s)
+        selection = dict(self.record.selection)
+        bundle = case.meta.get("bundle")
+        if bundle is not None:  # as `run --bundle` records which bundle ran
+            selection["bundles"] = sorted({*selection.get("bundles", []), str(bundle)})
+        self.record = closing_record(
+            self.record,
+            self.samples,
+            self.summaries,
+            complete=True,
+            extra={},
+            update={
+                "selection": selection,
+                "samples": max(len(got) for got in self.samples.values()),
+                "cases": list(self.samples),
+            },
+        )
+        write_record(self.path / RUN_RECORD, self.record)
+        return done
