@@ -7,7 +7,7 @@ import json
 import pytest
 
 from imagebench.cli import main
-from imagebench.records_cli import FORMATS, load_model
+from imagebench.cli.schema import FORMATS, load_model
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))

@@ -476,7 +476,7 @@ def test_verify_on_a_tree_without_manifest_raises(tmp_path):
 @pytest.fixture
 def run_cli():
     """``imagebench ...`` in process, through the real ``cli.main``."""
-    assert cli.COMMANDS["fixtures"][0] == "imagebench.tree"
+    assert cli.COMMANDS["fixtures"][0] == "imagebench.cli.fixtures"
 
     def run(*argv: str) -> int:
         return cli.main(list(argv))

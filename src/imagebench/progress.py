@@ -14,9 +14,12 @@ from typing import Any
 
 
 class Bar:
-    """A started progress bar; :meth:`advance` after each item, :meth:`describe` for what is next."""
+    """A started progress bar; :meth:`advance` after each item (or each byte count, ``in_bytes``),
+    :meth:`describe` for what is next."""
 
-    def __init__(self, total: int, *, done: int = 0, description: str = "starting", enabled: bool = True) -> None:
+    def __init__(
+        self, total: int, *, done: int = 0, description: str = "starting", in_bytes: bool = False, enabled: bool = True
+    ) -> None:
         self._progress: Any = None
         self._task: Any = None
         if not enabled:
@@ -24,17 +27,20 @@ class Bar:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
+            DownloadColumn,
             MofNCompleteColumn,
             Progress,
             TextColumn,
             TimeElapsedColumn,
             TimeRemainingColumn,
+            TransferSpeedColumn,
         )
 
+        count = (DownloadColumn(), TransferSpeedColumn()) if in_bytes else (MofNCompleteColumn(),)
         self._progress = Progress(
             TextColumn("[bold]{task.description}", justify="left"),
             BarColumn(),
-            MofNCompleteColumn(),
+            *count,
             TextColumn("elapsed"),
             TimeElapsedColumn(),
             TextColumn("eta"),

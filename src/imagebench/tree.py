@@ -19,12 +19,10 @@ file and the field.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -32,9 +30,17 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from imagebench.fixture import FIXTURES_ENV, Fixture, FixtureError
+from imagebench.fixture import Fixture, FixtureError
 from imagebench.refs import FileRef, NpzRef, suffix_of
 
 MANIFEST = "manifest.json"
@@ -696,80 +702,3 @@ def verify_tree(
     order = {"path": 0, "missing": 1, "size": 2, "sha256": 3, "unreadable": 4, "layout": 5, "unlisted": 6}
     findings.sort(key=lambda f: (f.case, f.file, order[f.problem]))
     return findings
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def add_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("fixtures", help="work with the curated fixture tree ($IMAGEBENCH_FIXTURES)")
-    fsub = p.add_subparsers(dest="fixtures_command", metavar="ACTION")
-    v = fsub.add_parser(
-        "verify",
-        help="hash every file the manifest lists and report drift (exit 0 clean, 1 drift, 2 usage)",
-    )
-    v.add_argument("root", nargs="?", help=f"the fixture tree (default: ${FIXTURES_ENV})")
-    v.add_argument("--workers", type=int, default=None, help="hashing threads (default: one per core, 2..16)")
-    v.add_argument("--quiet", "-q", action="store_true", help="print only the findings")
-    v.set_defaults(func=_cmd_verify)
-
-
-def _cmd_verify(args: argparse.Namespace) -> int:
-    from imagebench.cli import UsageError
-
-    root = args.root or os.environ.get(FIXTURES_ENV)
-    if not root:
-        raise UsageError(f"no fixture tree: give ROOT or set ${FIXTURES_ENV}")
-    if not Path(root).is_dir():
-        raise UsageError(f"fixture tree {root} is not a directory")
-    if args.workers is not None and args.workers < 1:
-        raise UsageError("--workers must be at least 1")
-
-    progress = None
-    task = None
-    hooks: dict[str, Any] = {}
-    if not args.quiet:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-            TransferSpeedColumn,
-        )
-
-        progress = Progress(
-            TextColumn("hashing"),
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-
-        def on_start(files: int, total: int) -> None:
-            nonlocal task
-            task = progress.add_task("hashing", total=total)
-
-        def on_bytes(n: int) -> None:
-            if task is not None:
-                progress.advance(task, n)
-
-        hooks = {"on_start": on_start, "on_bytes": on_bytes}
-    try:
-        if progress is not None:
-            with progress:
-                findings = verify_tree(root, args.workers, **hooks)
-        else:
-            findings = verify_tree(root, args.workers)
-    except FixtureError as exc:
-        print(f"imagebench fixtures verify: {exc}", file=sys.stderr)
-        return 1
-    for finding in findings:
-        print(finding)
-    if not args.quiet:
-        verdict = f"{len(findings)} finding(s)" if findings else "clean"
-        print(f"fixtures verify {root}: {verdict}", file=sys.stderr)
-    return 1 if findings else 0

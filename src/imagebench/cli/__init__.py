@@ -19,17 +19,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("imagebench.cli.run", "list the cases, their availability here and coverage warnings"),
     "show": ("imagebench.cli.run", "show what a subject of one case sees (never its truth)"),
     "run": ("imagebench.cli.run", "run cases with a subject and write a run folder"),
-    "fixtures": ("imagebench.tree", "check the curated fixture tree by hash (fixtures verify)"),
+    "fixtures": ("imagebench.cli.fixtures", "check the curated fixture tree by hash (fixtures verify)"),
     "score": ("imagebench.scoring", "score one structured answer against a task contract"),
     "scorer": ("imagebench.scoring", "scorer self-test and manifest"),
-    "plane": ("imagebench.plane", "run or inspect a tensor data plane"),
+    "plane": ("imagebench.cli.plane", "run or inspect a tensor data plane"),
     "case": ("imagebench.bundle", "author cases in a skill bundle (case add)"),
     "reindex": ("imagebench.bundle", "print every warning about a bundle's claims and cases"),
     "coverage": ("imagebench.bundle", "claims coverage of a bundle and validation by graded runs"),
     "suite": ("imagebench.suite", "pin and verify suites"),
     "compare": ("imagebench.suite", "compare two runs case by case, when they are comparable"),
     "report": ("imagebench.report", "write a static HTML report of a run folder"),
-    "schema": ("imagebench.records_cli", "print the JSON schema of an on-disk record"),
+    "schema": ("imagebench.cli.schema", "print the JSON schema of an on-disk record"),
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

@@ -1,20 +1,11 @@
-"""``python -m imagebench.plane serve ...``: the plane's own commands, without the rest of the CLI.
+"""``python -m imagebench.plane serve ...``: the plane's own commands (how a plane process is started).
 
-The plane process is started this way so that it depends on nothing but the plane package.
+The command line is ``imagebench plane``'s; only the plane's modules are imported besides it.
 """
 
-import argparse
 import sys
 
-from imagebench.plane import add_cli
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m imagebench.plane")
-    add_cli(parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
-    args = parser.parse_args(["plane", *(sys.argv[1:] if argv is None else argv)])
-    return int(args.func(args) or 0)
-
+from imagebench.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["plane", *sys.argv[1:]]))

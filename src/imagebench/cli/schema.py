@@ -6,6 +6,8 @@ import argparse
 import importlib
 import json
 
+from imagebench.cli import UsageError
+
 # record name -> "module:Model". Every on-disk format the bench reads or writes is listed here.
 FORMATS: dict[str, str] = {
     "summary": "imagebench.records:SampleSummary",
@@ -36,7 +38,7 @@ def load_model(name: str) -> type:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from imagebench.cli import UsageError
+
 
     if not args.record:
         print("\n".join(sorted(FORMATS)))
