@@ -96,12 +96,12 @@ def test_rows_failures_first_and_every_status_counted(mixed_run: RunResult) -> N
     page = _parse(text)
     order = [(r["data-label"], r["data-verdict"]) for r in page.rows]
     assert order == [
-        ("toy/hostile", "fail"),
         ("toy/wrong", "fail"),
+        ("toy/hostile", "error"),  # a harness error is the bench's fault: apart from the failures
         ("toy/elsewhere", "skipped"),
         ("toy/passes", "pass"),
     ]
-    assert page.sections == ["toy/hostile", "toy/wrong", "toy/elsewhere", "toy/passes"]
+    assert page.sections == ["toy/wrong", "toy/hostile", "toy/elsewhere", "toy/passes"]
     # every status has a row; skipped and harness errors are counted, never dropped
     assert page.status_rows["ok"] == "2"
     assert page.status_rows["harness-error"] == "2"
@@ -199,7 +199,7 @@ def test_the_page_renders_in_headless_chromium_and_every_image_loads(mixed_run: 
     assert n_images > 0
     assert page.body.get("data-images") == "loaded", page.body
     assert page.body.get("data-images-ok") == page.body.get("data-images-total") == str(n_images)
-    assert [r["data-label"] for r in page.rows] == ["toy/hostile", "toy/wrong", "toy/elsewhere", "toy/passes"]
+    assert [r["data-label"] for r in page.rows] == ["toy/wrong", "toy/hostile", "toy/elsewhere", "toy/passes"]
     # a broken image is noticed: the page says so instead of claiming success
     victim = mixed_run.run_dir / unquote(_parse(path.read_text(encoding="utf-8")).images[0])
     victim.write_bytes(b"not a png")

@@ -127,10 +127,10 @@ def test_skipped_fixture(tmp_path: Path) -> None:
     assert [s.status for s in result.samples["toy/elsewhere"]] == ["skipped", "skipped"]
     assert result.samples["toy/elsewhere"][0].reason == "no tree here"
     assert result.verdicts == {"toy/elsewhere": "skipped"}
-    assert result.exit_code == 1  # nothing was scored at all
+    assert result.exit_code == 4  # nothing was scored at all: incomplete, never a pass
     mixed = run_cases([skipped, make_toy_case()], ReferenceSubject(), out=tmp_path, progress=False)
     assert mixed.verdicts == {"toy/elsewhere": "skipped", "toy/rectangle": "pass"}
-    assert mixed.exit_code == 0  # a skipped case does not fail the run
+    assert mixed.exit_code == 4  # a skipped case fails nothing, but the run is incomplete: never exit 0
 
 
 def test_tensor_case_without_a_plane_is_skipped(tmp_path: Path) -> None:
@@ -303,13 +303,15 @@ def builtin_toys(monkeypatch: pytest.MonkeyPatch) -> CountingSpec:
 
 def test_cli_run_exit_codes(tmp_path: Path, builtin_toys: CountingSpec, capsys: pytest.CaptureFixture[str]) -> None:
     out = str(tmp_path)
-    assert cli.main(["run", "--subject", "reference", "--out", out]) == 0
+    assert cli.main(["run", "--subject", "reference", "--out", out]) == 4  # one case could not run here
     text = capsys.readouterr().out
     assert "toy/rectangle" in text and "toy/offsite" in text and "mask_error" in text
     assert "run folder: " in text
     run_dir = Path(text.split("run folder: ")[1].split()[0])
     assert (run_dir / "run.json").is_file()
 
+    assert cli.main(["run", "--subject", "reference", "--out", out, "-k", "rectangle"]) == 0
+    capsys.readouterr()
     assert cli.main(["run", "--subject", "nop", "--out", out, "--quiet"]) == 1
     text = capsys.readouterr().out
     assert "run folder: " in text and "0 passed, 1 failed, 1 skipped" in text

@@ -26,6 +26,8 @@ Status = Literal[
     "harness-error",  # the bench itself failed (builder, verifier, I/O): never the subject's fault
     "skipped",  # the fixture is not available on this machine, with the reason
     "blocked",  # a structured case whose scoring contract is missing/ineligible: never a zero
+    "truth-tampered",  # the fixture's truth changed while the subject worked: a failure
+    "fixture-overwritten",  # the fixture's data on the data plane changed while the subject worked: a failure
 ]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
 

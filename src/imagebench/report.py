@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 REPORT_NAME = "report.html"
 # Case rows and sections come in this order of verdicts: what needs looking at first.
-VERDICT_ORDER = ("fail", "incomplete", "missing", "skipped", "pass")
+VERDICT_ORDER = ("fail", "blocked", "error", "incomplete", "missing", "skipped", "pass")
 
 
 class ReportError(ValueError):
@@ -251,7 +251,7 @@ th, td { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: lef
 th { background: var(--bg); position: sticky; top: 0; }
 .verdict { font-weight: 600; text-transform: uppercase; font-size: 12px; padding: 1px 6px; border-radius: 3px; color: #fff; }
 .v-pass { background: var(--pass); } .v-fail { background: var(--fail); } .v-skipped { background: var(--skip); }
-.v-missing, .v-incomplete { background: #555; }
+.v-missing, .v-incomplete, .v-error { background: #555; } .v-blocked { background: #7a4fa0; }
 .m-fail { color: var(--fail); font-weight: 600; } .m-pass { color: var(--pass); } .m-unavailable { color: var(--skip); }
 .muted { color: var(--muted); } .zero { color: #aaa; } .warn { color: var(--skip); } .problem { color: var(--fail); }
 .reason { color: #333; max-width: 520px; overflow-wrap: anywhere; }

@@ -38,6 +38,14 @@ VERDICTS: tuple[str, ...] = ("pass", "fail", "blocked", "error", "skipped")
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_DIED = 0, 1, 2, 3, 4, 5
 # A sample in one of these statuses is not a measurement of the subject: left out of a verdict.
 NOT_MEASURED: frozenset[str] = frozenset({"skipped", "harness-error", "blocked"})
+EXIT_MEANINGS: dict[int, str] = {
+    EXIT_PASSED: "every selected case ran and passed",
+    EXIT_FAILED: "a case failed (a wrong or missing answer, a timeout, a subject error, tampering)",
+    EXIT_USAGE: "a usage error: bad arguments, nothing was run",
+    EXIT_BLOCKED: "no case failed, but a case was blocked (its scoring contract is missing or ineligible)",
+    EXIT_INCOMPLETE: "no case failed or was blocked, but a case was skipped or ended by a harness error",
+    EXIT_DIED: "the run ended without finishing (its process was ended from inside, e.g. by a subject)",
+}
 
 
 class RunFolderError(ValueError):
@@ -120,11 +128,24 @@ def status_counts(samples: Iterable[SampleSummary]) -> dict[str, int]:
 
 
 def case_verdict(samples: Sequence[SampleSummary]) -> str:
-    """``skipped`` when every sample was skipped; ``pass`` when every other sample is ``ok``; else ``fail``."""
-    ran = [s for s in samples if s.status != "skipped"]
-    if not ran:
+    """A case's verdict over its samples, most telling first.
+
+    ``fail`` when any measured sample is not ``ok`` (a timeout, a subject error, a missing or wrong
+    answer, tampering: all count against the subject); else ``blocked`` when a sample's scoring
+    contract was missing (reported apart, never a zero); else ``error`` when the harness failed a
+    sample or a sample was skipped beside ones that ran (incomplete); ``skipped`` when every sample
+    was; ``pass`` when every sample is ``ok``.
+    """
+    statuses = [s.status for s in samples]
+    if not statuses or all(st == "skipped" for st in statuses):
         return "skipped"
-    return "pass" if all(s.status == "ok" for s in ran) else "fail"
+    if any(st not in NOT_MEASURED and st != "ok" for st in statuses):
+        return "fail"
+    if "blocked" in statuses:
+        return "blocked"
+    if any(st in NOT_MEASURED for st in statuses):
+        return "error"
+    return "pass"
 
 
 def samples_for(case: Any, samples: int) -> int:
@@ -201,9 +222,23 @@ def verdicts_of(samples: Mapping[str, Sequence[SampleSummary]], summaries: Mappi
 
 
 def run_passed(verdicts: Mapping[str, str]) -> bool:
-    """Every case that ran passed (skipped ones aside), and at least one ran."""
-    values = verdicts.values()
-    return any(v != "skipped" for v in values) and all(v in ("pass", "skipped") for v in values)
+    """Every selected case ran and passed (a skipped, blocked or errored case is not a pass)."""
+    return bool(verdicts) and all(v == "pass" for v in verdicts.values())
+
+
+def run_exit_code(verdicts: Mapping[str, str]) -> int:
+    """0 only when every case passed; else 1 for any failure, 3 for a blocked case, 4 for an
+    incomplete run (a case skipped or ended by a harness error). 2 is a usage error, 5 a run that died."""
+    values = set(verdicts.values())
+    if not values:
+        return EXIT_INCOMPLETE
+    if "fail" in values:
+        return EXIT_FAILED
+    if "blocked" in values:
+        return EXIT_BLOCKED
+    if values - {"pass"}:
+        return EXIT_INCOMPLETE
+    return EXIT_PASSED
 
 
 @dataclass
@@ -225,7 +260,7 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_PASSED if self.passed else EXIT_FAILED
+        return run_exit_code(self.verdicts)
 
 
 def closing_record(

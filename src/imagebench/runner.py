@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from imagebench.subjects import Subject, SubjectRun, UnitContext
 
 TENSOR_SKIP_REASON = "this case presents a layer as tensor and no data plane is running"
+OVERWRITTEN_FLAG = "fixture-overwritten"  # the data plane's flag (and the sample's status) for a changed fixture
 
 
 # --------------------------------------------------------------------------- the data-plane seam
@@ -435,6 +436,8 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
     status = outcome.status
     if status == "no-result" and notes.get("unreadable"):
         status = "unscorable-result"  # it left something; nobody could read it
+    if OVERWRITTEN_FLAG in flags and status not in ("blocked",):
+        status = OVERWRITTEN_FLAG  # what it was scored against is not what it was given: never a success
     reason = _reason(status, outcome, attempt, run)
     json_notes = json_safe(dict(attempt.notes))
     if json_notes.get("why_not") or len(json_notes) > 2:  # more than the plain "left"/"why_not" bookkeeping

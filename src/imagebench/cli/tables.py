@@ -20,12 +20,14 @@ def console() -> Any:
 
 
 def tally_line(result: RunResult) -> str:
+    """One line of case verdicts (blocked and errored cases apart from failed ones) and sample statuses."""
     verdicts = list(result.verdicts.values())
-    counts = {v: verdicts.count(v) for v in ("pass", "fail", "skipped")}
+    counts = {v: verdicts.count(v) for v in ("pass", "fail", "blocked", "error", "skipped")}
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(result.record.counts.items()))
     if not any(v != "skipped" for v in verdicts):
         return f"nothing was scored: {counts['skipped']} case(s) skipped ({statuses})"
-    return f"{counts['pass']} passed, {counts['fail']} failed, {counts['skipped']} skipped ({statuses})"
+    apart = "".join(f", {counts[v]} {v}" for v in ("blocked", "error") if counts[v])
+    return f"{counts['pass']} passed, {counts['fail']} failed{apart}, {counts['skipped']} skipped ({statuses})"
 
 
 def _fmt(value: float | None) -> str:
@@ -45,7 +47,7 @@ def results_table(result: RunResult) -> Any:
     table.add_column("status")
     table.add_column("metrics (value / limit)", overflow="fold")
     table.add_column("pass")
-    styles = {"pass": "green", "fail": "red", "skipped": "yellow"}
+    styles = {"pass": "green", "fail": "red", "blocked": "magenta", "error": "red", "skipped": "yellow"}
     verdicts = result.verdicts
     for label, samples in result.samples.items():
         verdict = verdicts[label]
