@@ -383,3 +383,74 @@ def test_a_bundle_case_reading_a_curated_fixture_is_rehashed(fx_root: Path) -> N
     np.save(fx_root / "seg" / "tiny" / "held_out.npy", np.zeros((4, 6), dtype=np.uint8))
     problems = strings(verify_suite(manifest, [case]))
     assert len(problems) == 1 and problems[0].startswith("truth 'mask' of toy/borrowed: the bytes on disk hash to")
+
+
+# --------------------------------------------------------------------------- what a fixture builds to
+
+
+def max_drift() -> float:
+    """A helper the builder below calls: its source is not part of the builder's."""
+    return 3.21
+
+
+def drifting_fixture(seed: int = 0) -> Any:
+    from conftest import toy_fixture
+
+    fx = toy_fixture(seed)
+    return dataclasses.replace(fx, truth={**fx.truth, "max_drift": max_drift()})
+
+
+def drifting_case() -> Case:
+    from imagebench.fixture import Procedural
+
+    return make_toy_case("drifty", spec=Procedural(drifting_fixture, seed=0, tolerance=dict(TOY_TOLERANCE)))
+
+
+def test_a_changed_builder_helper_is_caught_by_the_built_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    cases = [make_toy_case("alpha"), drifting_case()]
+    manifest = pinned(cases)
+    assert "built:truth:max_drift" in manifest.members[1].parts
+    monkeypatch.setattr(sys.modules[__name__], "max_drift", lambda: 8.1)
+    problems = verify_suite(manifest, cases)
+    assert [p.role for p in problems] == ["built truth 'max_drift' of toy/drifty"]
+    assert "the fixture builds to other bytes" in problems[0].reason
+
+
+def test_a_builder_that_is_not_deterministic_cannot_be_pinned() -> None:
+    from imagebench.fixture import Procedural
+
+    draws = iter(range(100))
+
+    def restless(seed: int = 0) -> Any:
+        fx = drifting_fixture(seed)
+        return dataclasses.replace(fx, truth={**fx.truth, "draw": next(draws)})
+
+    case = make_toy_case("restless", spec=Procedural(restless, seed=0, tolerance=dict(TOY_TOLERANCE)))
+    manifest, problems = pin_suite("core", REV, [case])
+    assert manifest is None
+    assert strings(problems) == [
+        "built truth 'draw' of toy/restless: two builds gave other bytes: the builder is not deterministic in its "
+        "seed and params, so it cannot be pinned"
+    ]
+
+
+def test_cli_verify_and_run_suite_refuse_a_fixture_that_builds_differently(
+    tmp_path: Path, builtin_toys: list[Case], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    builtin_toys.append(drifting_case())
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["suite", "pin", "core", "--revision", REV, "--quiet"]) == 0
+    assert cli.main(["suite", "verify", "core", "--quiet"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(sys.modules[__name__], "max_drift", lambda: 8.1)
+    assert cli.main(["suite", "verify", "core", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL built truth 'max_drift' of toy/drifty: changed since the pin" in out and "1 failure(s)" in out
+    assert cli.main(["run", "--suite", "core", "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "FAIL built truth 'max_drift' of toy/drifty" in err and "refusing to run" in err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
