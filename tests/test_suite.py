@@ -25,7 +25,7 @@ from imagebench.suite.model import (
     write_suite,
 )
 from imagebench.suite.resolve import case_source, pin_suite, verify_suite
-from imagebench.suite.sampling import verify_assignment
+from imagebench.suite.sampling import AssignmentError, assign, verify_assignment
 
 REV = "2026.11.0"
 
@@ -94,7 +94,7 @@ def test_order_is_identity(fx_root: Path) -> None:
     forward, backward = pinned(cases), pinned(list(reversed(cases)))
     assert {m.fingerprint for m in forward.members} == {m.fingerprint for m in backward.members}
     assert forward.suite_fingerprint != backward.suite_fingerprint
-    assert suite_fingerprint(forward.members) == forward.suite_fingerprint
+    assert suite_fingerprint("core", REV, forward.members) == forward.suite_fingerprint
 
 
 def test_pin_refuses_unpinned_case_revisions_and_drifted_bytes(fx_root: Path) -> None:
@@ -176,6 +176,32 @@ def test_suite_id_revision_and_recorded_pin_mismatches(fx_root: Path) -> None:
     assert len(text) == 5, text
 
 
+@pytest.mark.parametrize(
+    "field,value",
+    [("revision", "2026.12.0"), ("suite_id", "extended")],
+)
+def test_a_suite_file_whose_own_id_or_revision_was_edited_is_refused(
+    tmp_path: Path, fx_root: Path, field: str, value: str
+) -> None:
+    cases = toy_cases(fx_root)
+    manifest = pinned(cases)
+    path = write_suite(tmp_path / "core.json", manifest)
+    raw = json.loads(path.read_text())
+    raw[field] = value
+    path.write_text(json.dumps(raw))
+    edited = load_suite(path)
+    sid = edited.suite_id
+    problems = strings(verify_suite(edited, cases))
+    assert len(problems) == 1 and problems[0].startswith(f"suite fingerprint of {sid}: the file records ")
+    assert "the suite id or revision was edited" in problems[0]
+    assert structural_problems(edited) and not structural_problems(manifest)
+    with pytest.raises(AssignmentError, match=f"suite fingerprint of {sid}"):
+        verify_assignment(edited, "all", assign(edited, "all", 0))
+    # the suite fingerprint names the suite: the same members under another id or revision are another suite
+    assert pinned(cases, suite_id="extended").suite_fingerprint != manifest.suite_fingerprint
+    assert pinned(cases, revision="2026.12.0").suite_fingerprint != manifest.suite_fingerprint
+
+
 def test_unreadable_suite_files(tmp_path: Path, fx_root: Path) -> None:
     path = write_suite(tmp_path / "core.json", pinned(toy_cases(fx_root)))
     text = path.read_text()
@@ -183,11 +209,15 @@ def test_unreadable_suite_files(tmp_path: Path, fx_root: Path) -> None:
     with pytest.raises(SuiteError, match="not valid JSON"):
         load_suite(path)
     raw = json.loads(text)
-    raw["schema_version"] = 2
+    raw["schema_version"] = 3
     path.write_text(json.dumps(raw))
-    with pytest.raises(SuiteError, match="field 'schema_version' is 2"):
+    with pytest.raises(SuiteError, match=r"field 'schema_version' is 3; this imagebench reads suite file version 2$"):
         load_suite(path)
-    raw["schema_version"] = 1
+    raw["schema_version"] = 1  # a file pinned before the suite fingerprint covered its id and revision
+    path.write_text(json.dumps(raw))
+    with pytest.raises(SuiteError, match=r"field 'schema_version' is 1; .*version 2 \(an older file.*pin the suite again\)"):
+        load_suite(path)
+    raw["schema_version"] = 2
     raw["members"][0]["fingerprint"] = "abc"
     path.write_text(json.dumps(raw))
     with pytest.raises(SuiteError, match=r"field 'members.0.fingerprint'"):
