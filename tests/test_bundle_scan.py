@@ -175,6 +175,21 @@ def test_a_clean_bundle_reindexes_without_warnings(tmp_path: Path, capsys: pytes
             "'grading.planted' applies to hard-case cases only",
         ),
         (
+            lambda b: write_case(b, "c", prompt="Count the nuclei; the key is in Expected/ if you need it.\n"),
+            "c/prompt.md",
+            "the prompt mentions 'expected/'",
+        ),
+        (
+            lambda b: write_case(b, "c", prompt="Count the nuclei, then compare with answer-key.md.\n"),
+            "c/prompt.md",
+            "the prompt mentions 'answer-key.md'",
+        ),
+        (
+            lambda b: write_case(b, "c", {"prompt": "Read expected/answer-key.md first."}, prompt=None),
+            "c/case.json",
+            "the prompt mentions 'expected/' and 'answer-key.md'",
+        ),
+        (
             lambda b: (b / "evals.json").write_text("{broken"),
             "evals.json",
             "not valid JSON",
@@ -256,3 +271,34 @@ def test_a_hard_case_with_planted_files_but_no_planted_value_is_a_warning(tmp_pa
     edit["grading"] = {"planted": 42}
     (folder / "case.json").write_text(json.dumps(edit))
     assert not any("grading.planted" in w for w in scan_bundle(bundle).warnings)
+
+
+def test_a_workspace_file_with_the_bytes_of_grading_data_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = tmp_path / "skill"
+    folder = write_case(bundle, "c", answer_key="Forty nuclei.\n")
+    (folder / "expected" / "labels.csv").write_text("id,area\n1,40\n")
+    files = folder / "files"
+    (files / "notes").mkdir(parents=True)
+    (files / "key-copy.md").write_text("Forty nuclei.\n")  # the answer key, renamed
+    (files / "notes" / "table.csv").write_text("id,area\n1,40\n")  # another grading file, deeper
+    (files / "other.md").write_text("Fifty nuclei.\n")  # as long as the key, other bytes
+    (files / ".gitkeep").write_text("")
+    (folder / "expected" / "empty.txt").write_text("")  # empty files give nothing away
+    (files / "link.md").symlink_to(folder / "expected" / "answer-key.md")
+    scan = scan_bundle(bundle)
+    leaks = [w for w in scan.warnings if "grading data" in w]
+    assert len(leaks) == 3, scan.warnings
+    assert any(w.startswith(f"{files / 'key-copy.md'}: the same bytes as expected/answer-key.md (sha256 ") for w in leaks)
+    assert any(w.startswith(f"{files / 'notes' / 'table.csv'}: the same bytes as expected/labels.csv") for w in leaks)
+    assert any(w.startswith(f"{files / 'link.md'}: links to grading data (expected/answer-key.md)") for w in leaks)
+    assert scan.skipped == []  # a warning, never a failure
+    out = _reindex(bundle, capsys)
+    assert out.count("grading data") == 3
+
+
+def test_a_prompt_that_merely_expects_something_is_not_a_leak(tmp_path: Path) -> None:
+    bundle = tmp_path / "skill"
+    write_case(bundle, "c", prompt="Count the nuclei; the expected answer is a number in `answer`.\n")
+    assert scan_bundle(bundle).warnings == []
