@@ -107,6 +107,39 @@ def test_case_add_warns_about_unbanded_or_unknown_risks(tmp_path: Path, capsys: 
     assert "'IN-1'" not in err and err.count("warning:") == 2
 
 
+@pytest.mark.parametrize("linked", ["evals", "evals/fixtures"])
+def test_case_add_refuses_to_write_through_a_link_leading_out_of_the_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], linked: str
+) -> None:
+    bundle = tmp_path / "skill"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (bundle / linked).parent.mkdir(parents=True, exist_ok=True)
+    (bundle / linked).symlink_to(elsewhere, target_is_directory=True)
+    assert cli.main(["case", "add", str(bundle), "a"]) == 1
+    err = capsys.readouterr().err
+    assert f"{bundle / linked} is a symbolic link to {elsewhere}, outside the bundle {bundle}" in err
+    assert "nothing was changed" in err
+    assert list(elsewhere.rglob("*")) == []
+
+
+def test_case_add_writes_through_a_link_that_stays_inside_the_bundle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from imagebench.bundle.casefile import OutsideBundleError, scaffold_case
+
+    bundle = tmp_path / "skill"
+    (bundle / "shared" / "fixtures").mkdir(parents=True)
+    (bundle / "evals").mkdir()
+    (bundle / "evals" / "fixtures").symlink_to(bundle / "shared" / "fixtures", target_is_directory=True)
+    assert cli.main(["case", "add", str(bundle), "a"]) == 0
+    assert (bundle / "shared" / "fixtures" / "a" / "case.json").is_file()
+    # a link that resolves nowhere is refused too, naming it
+    (bundle / "evals" / "fixtures").unlink()
+    (bundle / "evals" / "fixtures").symlink_to(tmp_path / "gone", target_is_directory=True)
+    with pytest.raises(OutsideBundleError, match=r"evals/fixtures is a symbolic link that does not resolve"):
+        scaffold_case(bundle, "b", "golden", [])
+    assert not (tmp_path / "gone").exists()
+
+
 # --------------------------------------------------------------------------- reindex warnings
 
 
