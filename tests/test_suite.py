@@ -460,10 +460,8 @@ def test_a_builder_that_is_not_deterministic_cannot_be_pinned() -> None:
     case = make_toy_case("restless", spec=Procedural(restless, seed=0, tolerance=dict(TOY_TOLERANCE)))
     manifest, problems = pin_suite("core", REV, [case])
     assert manifest is None
-    assert strings(problems) == [
-        "built truth 'draw' of toy/restless: two builds gave other bytes: the builder is not deterministic in its "
-        "seed and params, so it cannot be pinned"
-    ]
+    why = "two builds gave other bytes: the builder is not deterministic in its seed and params, so it cannot be pinned"
+    assert strings(problems) == [f"built truth 'draw' of toy/restless: {why}"]
 
 
 def test_cli_verify_and_run_suite_refuse_a_fixture_that_builds_differently(

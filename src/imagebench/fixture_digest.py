@@ -73,6 +73,7 @@ def _feed_array(h: Any, value: Any, where: str) -> None:
     for start in range(0, len(flat), step):
         block = np.ascontiguousarray(flat[start : start + step], dtype=little)
         h.update(block.reshape(-1).view(np.uint8))
+        del block  # one block alive at a time
 
 
 def _feed(h: Any, value: Any, where: str) -> None:

@@ -274,6 +274,9 @@ def file_leaks(case_dir: Path, files: Path, key: Path) -> list[str]:
     return out
 
 
+_POINTS_AT_GRADING = "grading data is never in the subject's workspace, and a prompt must not point at it"
+
+
 def prompt_leaks(prompt: str, source: Path, case_dir: Path, key: Path) -> list[str]:
     """A warning when the prompt points at the grading folder (``expected/``) or names the answer key."""
     text = prompt.casefold()
@@ -284,10 +287,8 @@ def prompt_leaks(prompt: str, source: Path, case_dir: Path, key: Path) -> list[s
     named = [t for t in tokens if t.casefold() in text]
     if not named:
         return []
-    return [
-        f"{source}: the prompt mentions {' and '.join(repr(t) for t in named)}; grading data is never in the "
-        "subject's workspace, and a prompt must not point at it"
-    ]
+    mentioned = " and ".join(repr(t) for t in named)
+    return [f"{source}: the prompt mentions {mentioned}; {_POINTS_AT_GRADING}"]
 
 
 def _rel(path: Path, case_dir: Path) -> str:
