@@ -3,6 +3,7 @@ each with a passing and a failing subject."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -229,3 +230,67 @@ def test_rerun_per_sample_grading_is_golden() -> None:
     verify = RerunVerifier("rerun", contract(25), min_samples=2)
     assert verify(fixture(), attempt(answer={"count": 25})).status == "ok"
     assert verify(fixture(), attempt(answer={"count": 3})).status == "wrong-answer"
+
+
+# --------------------------------------------------------------------------- curated truth
+
+
+def curated_tree(root: Path) -> Path:
+    """A fixture tree whose truth is an .npz archive: a 0-d count and a label image."""
+    from imagebench import tree
+
+    folder = root / "seg" / "tiny"
+    folder.mkdir(parents=True)
+    np.save(folder / "image.npy", np.zeros((4, 6), dtype=np.float32))
+    np.savez(folder / "truth.npz", count=np.array(7), labels=np.arange(24, dtype=np.int32).reshape(4, 6))
+    tree.write_case_layout(root, "seg", "tiny", about="t", data={"image": "image.npy"}, truth={"count": "truth.npz", "labels": "truth.npz"})
+    tree.write_manifest_entry(root, "seg", "tiny", provenance="made in a test", citation="the test suite")
+    return root
+
+
+def test_ground_truth_from_a_curated_fixture_is_read_from_its_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from imagebench.bundle import load_bundle
+
+    monkeypatch.setenv("IMAGEBENCH_FIXTURES", str(curated_tree(tmp_path / "fx")))
+    folder = tmp_path / "skill" / "evals" / "fixtures" / "golden"
+    (folder / "expected").mkdir(parents=True)
+    (folder / "prompt.md").write_text("Count the nuclei in `image`; leave `answer`.\n")
+    (folder / "expected" / "answer-key.md").write_text("Seven.\n")
+    answer = contract({"from_truth": "count"})
+    answer["answer_schema"]["corner"] = {"comparator": "integer_equal", "config": {}}
+    answer["ground_truth"]["corner"] = {"from_truth": "labels", "path": [1, 2]}
+    body = {
+        "schemaVersion": 1, "case": "golden", "class": "golden",
+        "pixels": {"curated": {"skill": "seg", "case_id": "tiny"}},
+        "layers": [{"name": "image", "key": "image"}],
+        "answer": answer,
+    }
+    (folder / "case.json").write_text(json.dumps(body))
+    bundle = load_bundle(tmp_path / "skill")
+    assert bundle.skipped == [] and len(bundle.cases) == 1
+    case = bundle.cases[0]
+    fx = case.build()
+    assert type(fx.truth["count"]).__name__ == "NpzRef"  # curated truth stays a reference until graded
+    ok = case.verify(fx, attempt(answer={"count": 7, "corner": 8}))
+    assert ok.status == "ok", ok.detail
+    assert ok.fixture is fx
+    wrong = case.verify(fx, attempt(answer={"count": 6, "corner": 8}))
+    assert wrong.status == "wrong-answer" and not wrong.detail.get("blocked")
+    # the truth file gone: a harness error naming the key, never a score
+    (tmp_path / "fx" / "seg" / "tiny" / "truth.npz").unlink()
+    with pytest.raises(FixtureError, match="truth 'count' of skill/golden"):
+        case.verify(fx, attempt(answer={"count": 7, "corner": 8}))
+
+
+def test_an_empty_case_reads_curated_truth_too() -> None:
+    from imagebench.bundle.grading import loaded_truth
+
+    verify = ClassVerifier("empty", contract({"from_truth": "count"}))
+    fx = fixture({"count": np.array(0), "labels": np.zeros((2, 2), np.int32)})
+    assert verify(fx, attempt(answer={"count": 0})).status == "ok"
+    graded = loaded_truth(fx, contract({"from_truth": "count"}))
+    assert graded.truth["count"] == 0 and type(graded.truth["count"]) is int
+    assert graded.truth["labels"] is fx.truth["labels"]  # only what the contract reads is loaded
+    assert loaded_truth(fx, None) is fx

@@ -107,6 +107,39 @@ def test_case_add_warns_about_unbanded_or_unknown_risks(tmp_path: Path, capsys: 
     assert "'IN-1'" not in err and err.count("warning:") == 2
 
 
+@pytest.mark.parametrize("linked", ["evals", "evals/fixtures"])
+def test_case_add_refuses_to_write_through_a_link_leading_out_of_the_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], linked: str
+) -> None:
+    bundle = tmp_path / "skill"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (bundle / linked).parent.mkdir(parents=True, exist_ok=True)
+    (bundle / linked).symlink_to(elsewhere, target_is_directory=True)
+    assert cli.main(["case", "add", str(bundle), "a"]) == 1
+    err = capsys.readouterr().err
+    assert f"{bundle / linked} is a symbolic link to {elsewhere}, outside the bundle {bundle}" in err
+    assert "nothing was changed" in err
+    assert list(elsewhere.rglob("*")) == []
+
+
+def test_case_add_writes_through_a_link_that_stays_inside_the_bundle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from imagebench.bundle.casefile import OutsideBundleError, scaffold_case
+
+    bundle = tmp_path / "skill"
+    (bundle / "shared" / "fixtures").mkdir(parents=True)
+    (bundle / "evals").mkdir()
+    (bundle / "evals" / "fixtures").symlink_to(bundle / "shared" / "fixtures", target_is_directory=True)
+    assert cli.main(["case", "add", str(bundle), "a"]) == 0
+    assert (bundle / "shared" / "fixtures" / "a" / "case.json").is_file()
+    # a link that resolves nowhere is refused too, naming it
+    (bundle / "evals" / "fixtures").unlink()
+    (bundle / "evals" / "fixtures").symlink_to(tmp_path / "gone", target_is_directory=True)
+    with pytest.raises(OutsideBundleError, match=r"evals/fixtures is a symbolic link that does not resolve"):
+        scaffold_case(bundle, "b", "golden", [])
+    assert not (tmp_path / "gone").exists()
+
+
 # --------------------------------------------------------------------------- reindex warnings
 
 
@@ -173,6 +206,21 @@ def test_a_clean_bundle_reindexes_without_warnings(tmp_path: Path, capsys: pytes
             lambda b: write_case(b, "c", {"grading": {"planted": 42}}),
             "c/case.json",
             "'grading.planted' applies to hard-case cases only",
+        ),
+        (
+            lambda b: write_case(b, "c", prompt="Count the nuclei; the key is in Expected/ if you need it.\n"),
+            "c/prompt.md",
+            "the prompt mentions 'expected/'",
+        ),
+        (
+            lambda b: write_case(b, "c", prompt="Count the nuclei, then compare with answer-key.md.\n"),
+            "c/prompt.md",
+            "the prompt mentions 'answer-key.md'",
+        ),
+        (
+            lambda b: write_case(b, "c", {"prompt": "Read expected/answer-key.md first."}, prompt=None),
+            "c/case.json",
+            "the prompt mentions 'expected/' and 'answer-key.md'",
         ),
         (
             lambda b: (b / "evals.json").write_text("{broken"),
@@ -256,3 +304,34 @@ def test_a_hard_case_with_planted_files_but_no_planted_value_is_a_warning(tmp_pa
     edit["grading"] = {"planted": 42}
     (folder / "case.json").write_text(json.dumps(edit))
     assert not any("grading.planted" in w for w in scan_bundle(bundle).warnings)
+
+
+def test_a_workspace_file_with_the_bytes_of_grading_data_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = tmp_path / "skill"
+    folder = write_case(bundle, "c", answer_key="Forty nuclei.\n")
+    (folder / "expected" / "labels.csv").write_text("id,area\n1,40\n")
+    files = folder / "files"
+    (files / "notes").mkdir(parents=True)
+    (files / "key-copy.md").write_text("Forty nuclei.\n")  # the answer key, renamed
+    (files / "notes" / "table.csv").write_text("id,area\n1,40\n")  # another grading file, deeper
+    (files / "other.md").write_text("Fifty nuclei.\n")  # as long as the key, other bytes
+    (files / ".gitkeep").write_text("")
+    (folder / "expected" / "empty.txt").write_text("")  # empty files give nothing away
+    (files / "link.md").symlink_to(folder / "expected" / "answer-key.md")
+    scan = scan_bundle(bundle)
+    leaks = [w for w in scan.warnings if "grading data" in w]
+    assert len(leaks) == 3, scan.warnings
+    assert any(w.startswith(f"{files / 'key-copy.md'}: the same bytes as expected/answer-key.md (sha256 ") for w in leaks)
+    assert any(w.startswith(f"{files / 'notes' / 'table.csv'}: the same bytes as expected/labels.csv") for w in leaks)
+    assert any(w.startswith(f"{files / 'link.md'}: links to grading data (expected/answer-key.md)") for w in leaks)
+    assert scan.skipped == []  # a warning, never a failure
+    out = _reindex(bundle, capsys)
+    assert out.count("grading data") == 3
+
+
+def test_a_prompt_that_merely_expects_something_is_not_a_leak(tmp_path: Path) -> None:
+    bundle = tmp_path / "skill"
+    write_case(bundle, "c", prompt="Count the nuclei; the expected answer is a number in `answer`.\n")
+    assert scan_bundle(bundle).warnings == []

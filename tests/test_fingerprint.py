@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ from imagebench.fingerprint import (
 from imagebench.fixture import Fixture, OnDisk, Procedural
 
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+# The toy fixture as built: its pixels and truth, each by digest.
+BUILT = {"built:data:image", "built:truth:mask", "built:truth:secret"}
 
 
 def other_toy_fixture(seed: int = 0, size: int = 24) -> Fixture:
@@ -98,7 +101,7 @@ def test_fingerprint_is_a_stable_digest_over_label_revision_and_parts() -> None:
     assert DIGEST.match(fp)
     assert case_fingerprint(make_toy_case()) == fp  # a fresh but identical case
     parts = case_parts(case)
-    assert set(parts) == {"prompt", "persona", "layers", "collect", "class", "timeout", "verifier", "tolerance", "fixture", "builder", "seed", "params"}
+    assert set(parts) == {"prompt", "persona", "layers", "collect", "class", "timeout", "verifier", "tolerance", "fixture", "builder", "seed", "params", *BUILT}
     assert all(DIGEST.match(v) for v in parts.values())
     assert fingerprint_from_parts(case.label, case.revision, parts) == fp
     # the digest of the parts is canonical JSON: key order does not matter
@@ -118,8 +121,8 @@ CHANGES: list[tuple[str, dict[str, Any], set[str]]] = [
     ("timeout", {"timeout_s": 31.0}, {"timeout"}),
     ("verifier", {"verify": other_verify}, {"verifier"}),
     ("answer", {"answer": {"task_id": "x", "fields": ["a"]}}, {"answer"}),
-    ("seed", {"fixture": Procedural(toy_fixture, seed=1, tolerance=dict(TOY_TOLERANCE))}, {"seed"}),
-    ("params", {"fixture": Procedural(toy_fixture, seed=0, params={"size": 20}, tolerance=dict(TOY_TOLERANCE))}, {"params"}),
+    ("seed", {"fixture": Procedural(toy_fixture, seed=1, tolerance=dict(TOY_TOLERANCE))}, {"seed", *BUILT}),
+    ("params", {"fixture": Procedural(toy_fixture, seed=0, params={"size": 20}, tolerance=dict(TOY_TOLERANCE))}, {"params", *BUILT}),
     ("builder", {"fixture": Procedural(other_toy_fixture, seed=0, tolerance=dict(TOY_TOLERANCE))}, {"builder"}),
     ("tolerance", {"fixture": Procedural(toy_fixture, seed=0, tolerance={"mask_error": 0.1, "area_error": 0.05})}, {"tolerance"}),
 ]
@@ -329,3 +332,103 @@ def test_workspace_files_env_and_grading_meta_are_inputs(tmp_path: Path) -> None
     assert env["input:env"] != after["input:env"]
     with pytest.raises(FingerprintError, match="input 'workspace_files' of toy/rectangle: the folder is missing"):
         case_fingerprint(dataclasses.replace(case, meta={"workspace_files": str(files)}))
+
+
+# --------------------------------------------------------------------------- the built fixture, byte for byte
+
+
+def _fixture(data: dict[str, Any], truth: dict[str, Any]) -> Fixture:
+    return Fixture(provenance="test", data=data, truth=truth)
+
+
+def test_built_fixture_digest_is_canonical_over_dtype_shape_and_bytes() -> None:
+    from imagebench.fixture_digest import built_fixture_digest, value_digest
+
+    image = np.arange(24, dtype=np.float32).reshape(4, 6)
+    base = built_fixture_digest(_fixture({"image": image}, {"count": 3, "nested": {"b": [1, 2.5], "a": None}}))
+    assert DIGEST.match(base)
+    # key order, byte order and memory layout are not identity
+    same = _fixture(
+        {"image": np.asfortranarray(image).astype(">f4")}, {"nested": {"a": None, "b": (1, 2.5)}, "count": 3}
+    )
+    assert built_fixture_digest(same) == base
+    assert value_digest(image[:, ::2]) == value_digest(np.ascontiguousarray(image[:, ::2]))
+    # every other difference is
+    others = [
+        ({"image": image.astype(np.float64)}, {"count": 3, "nested": {"b": [1, 2.5], "a": None}}),  # dtype
+        ({"image": image.reshape(6, 4)}, {"count": 3, "nested": {"b": [1, 2.5], "a": None}}),  # shape
+        ({"image": image + np.float32(1e-3)}, {"count": 3, "nested": {"b": [1, 2.5], "a": None}}),  # a pixel
+        ({"image": image}, {"count": 3.0, "nested": {"b": [1, 2.5], "a": None}}),  # 3 is not 3.0
+        ({"image": image}, {"count": 3, "nested": {"b": [1, 2.5], "a": 0}}),  # nested truth
+        ({"image": image}, {"count": np.int64(3), "nested": {"b": [1, 2.5], "a": None}}),  # a numpy scalar keeps its dtype
+        ({"picture": image}, {"count": 3, "nested": {"b": [1, 2.5], "a": None}}),  # a key
+        ({}, {"image": image, "count": 3, "nested": {"b": [1, 2.5], "a": None}}),  # data is not truth
+    ]
+    digests = {built_fixture_digest(_fixture(d, t)) for d, t in others}
+    assert base not in digests and len(digests) == len(others)
+    assert value_digest(float("nan")) == value_digest(float("nan")) != value_digest(float("inf"))
+
+
+def test_built_fixture_digest_reads_array_refs_and_sees_tampered_truth(tmp_path: Path) -> None:
+    from imagebench.fixture_digest import built_fixture_digest, built_parts
+    from imagebench.refs import FileRef, NpzRef
+
+    image = np.arange(24, dtype=np.uint16).reshape(4, 6)
+    mask = np.eye(4, 6, dtype=bool)
+    np.save(tmp_path / "image.npy", image)
+    np.savez(tmp_path / "truth.npz", mask=mask)
+    in_memory = _fixture({"image": image}, {"mask": mask})
+    by_ref = _fixture({"image": FileRef(tmp_path / "image.npy")}, {"mask": NpzRef(tmp_path / "truth.npz", "mask")})
+    assert built_fixture_digest(by_ref) == built_fixture_digest(in_memory)
+    assert set(built_parts(in_memory)) == {"data:image", "truth:mask"}
+    # a sample that writes into the truth it was handed is caught
+    before = built_fixture_digest(in_memory)
+    mask[0, 0] = False
+    assert built_fixture_digest(in_memory) != before
+    # a ref whose file is gone is named by role, never by path
+    (tmp_path / "truth.npz").unlink()
+    with pytest.raises(FingerprintError, match=r"built truth 'mask' of the fixture: cannot be read as an array") as info:
+        built_fixture_digest(by_ref)
+    assert str(tmp_path) not in str(info.value)
+
+
+def test_built_fixture_digest_refuses_values_without_a_byte_form() -> None:
+    from imagebench.fixture_digest import built_fixture_digest
+
+    with pytest.raises(FingerprintError, match=r"built truth 'model' of the fixture: a object has no stable byte form"):
+        built_fixture_digest(_fixture({}, {"model": object()}))
+    with pytest.raises(FingerprintError, match="array of Python objects"):
+        built_fixture_digest(_fixture({"x": np.array([1, "a"], dtype=object)}, {}))
+
+
+def test_builder_helpers_are_covered_by_the_built_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = make_toy_case(spec=Procedural(helper_built_fixture, seed=0, tolerance=dict(TOY_TOLERANCE)))
+    before = case_parts(case)
+    assert {"built:data:image", "built:truth:max_drift"} <= set(before)
+    monkeypatch.setattr(sys.modules[__name__], "max_drift", lambda: 8.1)
+    after = case_parts(case)
+    assert {k for k in before if before[k] != after[k]} == {"built:truth:max_drift"}  # the builder's source did not move
+    assert case_fingerprint(case) != fingerprint_from_parts(case.label, case.revision, before)
+    assert role_of("built:truth:max_drift", "toy/rectangle") == "built truth 'max_drift' of toy/rectangle"
+
+
+def test_a_fixture_that_cannot_be_built_is_a_problem_by_role() -> None:
+    from conftest import UnavailableSpec
+
+    @dataclasses.dataclass(frozen=True)
+    class Declared(UnavailableSpec):
+        def fingerprint_inputs(self) -> dict[str, Any]:
+            return {"generator": "one"}
+
+    _, problems = collect_parts(make_toy_case(spec=Declared()))
+    assert problems == ["built fixture of toy/rectangle: cannot be built here (the toy tree is not on this machine)"]
+
+
+def max_drift() -> float:
+    """A helper a builder calls: its source is not the builder's."""
+    return 3.21
+
+
+def helper_built_fixture(seed: int = 0) -> Fixture:
+    fx = toy_fixture(seed)
+    return dataclasses.replace(fx, truth={**fx.truth, "max_drift": max_drift()})

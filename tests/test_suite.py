@@ -25,7 +25,7 @@ from imagebench.suite.model import (
     write_suite,
 )
 from imagebench.suite.resolve import case_source, pin_suite, verify_suite
-from imagebench.suite.sampling import verify_assignment
+from imagebench.suite.sampling import AssignmentError, assign, verify_assignment
 
 REV = "2026.11.0"
 
@@ -94,7 +94,7 @@ def test_order_is_identity(fx_root: Path) -> None:
     forward, backward = pinned(cases), pinned(list(reversed(cases)))
     assert {m.fingerprint for m in forward.members} == {m.fingerprint for m in backward.members}
     assert forward.suite_fingerprint != backward.suite_fingerprint
-    assert suite_fingerprint(forward.members) == forward.suite_fingerprint
+    assert suite_fingerprint("core", REV, forward.members) == forward.suite_fingerprint
 
 
 def test_pin_refuses_unpinned_case_revisions_and_drifted_bytes(fx_root: Path) -> None:
@@ -176,6 +176,32 @@ def test_suite_id_revision_and_recorded_pin_mismatches(fx_root: Path) -> None:
     assert len(text) == 5, text
 
 
+@pytest.mark.parametrize(
+    "field,value",
+    [("revision", "2026.12.0"), ("suite_id", "extended")],
+)
+def test_a_suite_file_whose_own_id_or_revision_was_edited_is_refused(
+    tmp_path: Path, fx_root: Path, field: str, value: str
+) -> None:
+    cases = toy_cases(fx_root)
+    manifest = pinned(cases)
+    path = write_suite(tmp_path / "core.json", manifest)
+    raw = json.loads(path.read_text())
+    raw[field] = value
+    path.write_text(json.dumps(raw))
+    edited = load_suite(path)
+    sid = edited.suite_id
+    problems = strings(verify_suite(edited, cases))
+    assert len(problems) == 1 and problems[0].startswith(f"suite fingerprint of {sid}: the file records ")
+    assert "the suite id or revision was edited" in problems[0]
+    assert structural_problems(edited) and not structural_problems(manifest)
+    with pytest.raises(AssignmentError, match=f"suite fingerprint of {sid}"):
+        verify_assignment(edited, "all", assign(edited, "all", 0))
+    # the suite fingerprint names the suite: the same members under another id or revision are another suite
+    assert pinned(cases, suite_id="extended").suite_fingerprint != manifest.suite_fingerprint
+    assert pinned(cases, revision="2026.12.0").suite_fingerprint != manifest.suite_fingerprint
+
+
 def test_unreadable_suite_files(tmp_path: Path, fx_root: Path) -> None:
     path = write_suite(tmp_path / "core.json", pinned(toy_cases(fx_root)))
     text = path.read_text()
@@ -183,11 +209,15 @@ def test_unreadable_suite_files(tmp_path: Path, fx_root: Path) -> None:
     with pytest.raises(SuiteError, match="not valid JSON"):
         load_suite(path)
     raw = json.loads(text)
-    raw["schema_version"] = 2
+    raw["schema_version"] = 3
     path.write_text(json.dumps(raw))
-    with pytest.raises(SuiteError, match="field 'schema_version' is 2"):
+    with pytest.raises(SuiteError, match=r"field 'schema_version' is 3; this imagebench reads suite file version 2$"):
         load_suite(path)
-    raw["schema_version"] = 1
+    raw["schema_version"] = 1  # a file pinned before the suite fingerprint covered its id and revision
+    path.write_text(json.dumps(raw))
+    with pytest.raises(SuiteError, match=r"field 'schema_version' is 1; .*version 2 \(an older file.*pin the suite again\)"):
+        load_suite(path)
+    raw["schema_version"] = 2
     raw["members"][0]["fingerprint"] = "abc"
     path.write_text(json.dumps(raw))
     with pytest.raises(SuiteError, match=r"field 'members.0.fingerprint'"):
@@ -383,3 +413,72 @@ def test_a_bundle_case_reading_a_curated_fixture_is_rehashed(fx_root: Path) -> N
     np.save(fx_root / "seg" / "tiny" / "held_out.npy", np.zeros((4, 6), dtype=np.uint8))
     problems = strings(verify_suite(manifest, [case]))
     assert len(problems) == 1 and problems[0].startswith("truth 'mask' of toy/borrowed: the bytes on disk hash to")
+
+
+# --------------------------------------------------------------------------- what a fixture builds to
+
+
+def max_drift() -> float:
+    """A helper the builder below calls: its source is not part of the builder's."""
+    return 3.21
+
+
+def drifting_fixture(seed: int = 0) -> Any:
+    from conftest import toy_fixture
+
+    fx = toy_fixture(seed)
+    return dataclasses.replace(fx, truth={**fx.truth, "max_drift": max_drift()})
+
+
+def drifting_case() -> Case:
+    from imagebench.fixture import Procedural
+
+    return make_toy_case("drifty", spec=Procedural(drifting_fixture, seed=0, tolerance=dict(TOY_TOLERANCE)))
+
+
+def test_a_changed_builder_helper_is_caught_by_the_built_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    cases = [make_toy_case("alpha"), drifting_case()]
+    manifest = pinned(cases)
+    assert "built:truth:max_drift" in manifest.members[1].parts
+    monkeypatch.setattr(sys.modules[__name__], "max_drift", lambda: 8.1)
+    problems = verify_suite(manifest, cases)
+    assert [p.role for p in problems] == ["built truth 'max_drift' of toy/drifty"]
+    assert "the fixture builds to other bytes" in problems[0].reason
+
+
+def test_a_builder_that_is_not_deterministic_cannot_be_pinned() -> None:
+    from imagebench.fixture import Procedural
+
+    draws = iter(range(100))
+
+    def restless(seed: int = 0) -> Any:
+        fx = drifting_fixture(seed)
+        return dataclasses.replace(fx, truth={**fx.truth, "draw": next(draws)})
+
+    case = make_toy_case("restless", spec=Procedural(restless, seed=0, tolerance=dict(TOY_TOLERANCE)))
+    manifest, problems = pin_suite("core", REV, [case])
+    assert manifest is None
+    why = "two builds gave other bytes: the builder is not deterministic in its seed and params, so it cannot be pinned"
+    assert strings(problems) == [f"built truth 'draw' of toy/restless: {why}"]
+
+
+def test_cli_verify_and_run_suite_refuse_a_fixture_that_builds_differently(
+    tmp_path: Path, builtin_toys: list[Case], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    builtin_toys.append(drifting_case())
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["suite", "pin", "core", "--revision", REV, "--quiet"]) == 0
+    assert cli.main(["suite", "verify", "core", "--quiet"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(sys.modules[__name__], "max_drift", lambda: 8.1)
+    assert cli.main(["suite", "verify", "core", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL built truth 'max_drift' of toy/drifty: changed since the pin" in out and "1 failure(s)" in out
+    assert cli.main(["run", "--suite", "core", "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "FAIL built truth 'max_drift' of toy/drifty" in err and "refusing to run" in err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

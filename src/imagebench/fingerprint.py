@@ -9,13 +9,18 @@ are the builder (qualified name and source digest), the seed and the params; for
 for every data key and every truth key, the file's sha256 *as the tree manifest records it*
 (the bytes themselves are re-hashed only by ``imagebench suite verify``).
 
+Source digests cannot see what a builder reaches beyond its own source (a helper it calls, a
+library's random numbers, a file it reads), so every fixture that is not read from a fixture tree
+is also *built*, and each of its data and truth values digested as built (parts
+``built:data:<key>`` and ``built:truth:<key>``; see :mod:`imagebench.fixture_digest`). A curated
+fixture is identified by the manifest digests above instead, which ``suite verify`` re-hashes.
+
 Keeping the parts, not only their digest, lets a suite say *which* role of a case changed
 ("prompt of segment-nuclei/dsb2018", "truth 'labels' of segment-nuclei/dsb2018") without ever
 naming a local path. All JSON hashed here is canonical: sorted keys, no whitespace, ASCII.
 
-Limits worth knowing: a source digest covers the function itself, not the helpers it calls (the
-pinned revision stands for those), and a fixture spec of another type must say what its inputs
-are through ``fingerprint_inputs() -> {role: JSON value}``; one that does not is refused.
+A fixture spec of another type must say what its inputs are through
+``fingerprint_inputs() -> {role: JSON value}``; one that does not is refused (it is built too).
 A case may add digests of further inputs in ``case.meta["digests"]`` (``{role: "sha256:<hex>"}``).
 
 :func:`agent_visible` is the other half: what a subject may see of a case. It never holds the
@@ -254,12 +259,16 @@ PART_ROLES: dict[str, str] = {
     "curated": "curated fixture it reads",
     "checks": "grading checks",
     "min_samples": "fewest rerun samples",
+    "built fixture": "built fixture",
 }
 
 
 def role_of(part: str, label: str) -> str:
     """A part's role in words: ``"truth 'labels' of segment-nuclei/dsb2018"``, ``"prompt of tasks/x"``."""
     head, sep, key = part.partition(":")
+    if sep and head == "built":
+        which, _, name = key.partition(":")
+        return f"built {which} {name!r} of {label}"
     if sep and head in ("data", "truth", "input"):
         return f"{head} {key!r} of {label}"
     if sep and head == "spec":
@@ -373,6 +382,27 @@ def _fixture_parts(case: Case) -> dict[str, str]:
     return {f"spec:{role}": digest_json(plain(value, f"fixture input {role!r} of {label}")) for role, value in inputs.items()}
 
 
+def _built_parts(case: Case) -> dict[str, str]:
+    """``built:data:<key>`` / ``built:truth:<key>``: the fixture as built now (none for a curated one)."""
+    if tree_location(case) is not None:
+        return {}  # identified by the tree manifest's digests; verify re-hashes the files
+    from imagebench.fixture_digest import built_parts
+
+    label = case.label
+    spec = case.fixture
+    try:
+        ok, why = spec.available(case.namespace, case.case_id)
+    except Exception as exc:
+        ok, why = False, f"{type(exc).__name__}: {exc}"
+    if not ok:
+        raise FingerprintError(f"built fixture of {label}: cannot be built here ({scrub(str(why))})")
+    try:
+        fixture = spec.build(case.namespace, case.case_id)
+    except Exception as exc:
+        raise FingerprintError(f"built fixture of {label}: cannot be built ({type(exc).__name__}: {scrub(str(exc))})") from None
+    return {f"built:{role}": digest for role, digest in built_parts(fixture, label).items()}
+
+
 def _layers_doc(case: Case) -> list[dict[str, Any]]:
     return [
         {
@@ -469,6 +499,7 @@ def collect_parts(case: Case) -> tuple[dict[str, str], list[str]]:
             else {"answer": digest_json(plain(case.answer, f"answer contract of {label}"))},
         ),
         ("fixture inputs", lambda: _fixture_parts(case)),
+        ("built fixture", lambda: _built_parts(case)),
         ("inputs", lambda: _meta_parts(case)),
     ]
     for role, compute in groups:

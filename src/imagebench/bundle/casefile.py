@@ -179,14 +179,43 @@ def scaffold_case_json(case_id: str, case_class: str, risks: list[str]) -> str:
     return json.dumps(body, indent=2) + "\n"
 
 
+class OutsideBundleError(ValueError):
+    """Authoring would write outside the bundle (a folder on the way is a link leading elsewhere)."""
+
+
+def outside_bundle(bundle_dir: Path, case_id: str) -> str | None:
+    """Why writing ``evals/fixtures/<case_id>/`` would leave the bundle, or None when it stays inside.
+
+    Every folder on the way below the bundle is checked: one that is a symbolic link resolving
+    outside the bundle (or not resolving at all) would carry the new files elsewhere.
+    """
+    root = bundle_dir.resolve()
+    step = bundle_dir
+    for part in (*Path(FIXTURES_DIR).parts, case_id):
+        step = step / part
+        if not step.is_symlink():
+            continue
+        try:
+            target = step.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return f"{step} is a symbolic link that does not resolve; case add writes only inside the bundle {bundle_dir}"
+        if target != root and root not in target.parents:
+            return f"{step} is a symbolic link to {target}, outside the bundle {bundle_dir}; case add writes only inside the bundle"
+    return None
+
+
 def scaffold_case(bundle_dir: Path, case_id: str, case_class: str, risks: list[str]) -> list[Path]:
     """Create ``evals/fixtures/<case_id>/`` with case.json, prompt.md, files/.gitkeep and the answer key.
 
-    Refuses (FileExistsError) when the case folder exists. Returns the files it created.
+    Refuses when the case folder exists (FileExistsError) or when a folder on the way is a link
+    leading out of the bundle (:class:`OutsideBundleError`, naming it). Returns the files it created.
     """
     from imagebench.records import atomic_write_text
 
     case_dir = bundle_dir / FIXTURES_DIR / case_id
+    why = outside_bundle(bundle_dir, case_id)
+    if why is not None:
+        raise OutsideBundleError(why)
     if case_dir.exists():
         raise FileExistsError(f"{case_dir} already exists; a case is never overwritten")
     case_dir.mkdir(parents=True)

@@ -50,7 +50,7 @@ def _cmd_case_help(args: argparse.Namespace) -> int:
 
 
 def _cmd_case_add(args: argparse.Namespace) -> int:
-    from imagebench.bundle.casefile import FIXTURES_DIR, scaffold_case
+    from imagebench.bundle.casefile import FIXTURES_DIR, OutsideBundleError, scaffold_case
     from imagebench.bundle.claims import read_claims, risk_band, unbanded_warning
     from imagebench.bundle.load import _NAME
     from imagebench.case import CASE_CLASSES
@@ -72,7 +72,11 @@ def _cmd_case_add(args: argparse.Namespace) -> int:
         print(f"imagebench case add: {case_dir} already exists; nothing was changed", file=sys.stderr)
         return 1
     new_bundle = not bundle.exists()
-    created = scaffold_case(bundle, args.case, args.case_class, risks)
+    try:
+        created = scaffold_case(bundle, args.case, args.case_class, risks)
+    except OutsideBundleError as exc:
+        print(f"imagebench case add: {exc}; nothing was changed", file=sys.stderr)
+        return 1
     if new_bundle:
         print(f"created bundle folder {bundle} (skill {skill})")
     print(f"created case {skill}/{args.case} (class: {args.case_class}) in {case_dir}/")

@@ -30,13 +30,17 @@ own metrics, each a 0/1 or a count with limit 0 unless the case's ``tolerance`` 
     ``trace`` must hold an event ``{"type": "skill", "name": <skill id>}``. A python subject binds
     ``trace`` (a list of such events) in its namespace; a command writes ``outputs/trace.json``
     (a JSON array of them).
+
+A contract's ground truth is JSON. A curated fixture's truth is file references (an ``NpzRef`` per
+array), so a value the contract reads with ``{"from_truth": key}`` is loaded first
+(:func:`loaded_truth`): a 0-d array becomes its number, any other array nested lists.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from imagebench.fixture import Attempt, Fixture, FixtureError, Metric, Outcome
@@ -130,6 +134,52 @@ def carries_planted(answer: Mapping[str, Any], planted: Any) -> list[str]:
     return [name for name, value in answer.items() if name != REASON_FIELD and _same_value(value, planted)]
 
 
+def truth_keys(contract: Any) -> set[str]:
+    """The truth keys a contract's ground truth reads with ``{"from_truth": key}`` (none if it cannot load)."""
+    from imagebench.scoring.contract import load_contract
+
+    loaded, _ = load_contract(contract) if contract is not None else (None, None)
+    if loaded is None:
+        return set()
+    return {
+        v["from_truth"]
+        for v in loaded.ground_truth.values()
+        if isinstance(v, Mapping) and isinstance(v.get("from_truth"), str)
+    }
+
+
+def _array_like(value: Any) -> bool:
+    """An ndarray, a numpy scalar or an array reference (NpzRef, FileRef): anything numpy reads as one array."""
+    if isinstance(value, (str, bytes, Mapping, list, tuple)):
+        return False
+    return hasattr(type(value), "__array__")
+
+
+def loaded_truth(fixture: Fixture, contract: Any) -> Fixture:
+    """``fixture`` with each truth value the contract reads through ``from_truth`` in JSON form.
+
+    An array reference is read (a curated fixture's truth is an ``NpzRef`` per array); a 0-d array
+    or numpy scalar becomes its number, any other array nested lists, as in a contract's own JSON.
+    The fixture itself when nothing needs loading; a file that cannot be read raises FixtureError
+    (a harness error, never a score).
+    """
+    import numpy as np
+
+    needs = sorted(k for k in truth_keys(contract) if k in fixture.truth and _array_like(fixture.truth[k]))
+    if not needs:
+        return fixture
+    truth = dict(fixture.truth)
+    for key in needs:
+        try:
+            arr = np.asarray(truth[key])
+        except FixtureError as exc:
+            raise FixtureError(f"truth {key!r} of {fixture.label}: {exc}") from None
+        except Exception as exc:
+            raise FixtureError(f"truth {key!r} of {fixture.label}: cannot be read ({type(exc).__name__}: {exc})") from None
+        truth[key] = arr.item() if arr.ndim == 0 else arr.tolist()
+    return replace(fixture, truth=truth)
+
+
 # --------------------------------------------------------------------------- the verifiers
 
 
@@ -169,8 +219,10 @@ class ClassVerifier:
         if self.case_class == "trigger":
             return self._trigger(fixture, attempt)
         answer, why = submitted_answer(attempt)
+        graded = loaded_truth(fixture, self.contract)  # the gold the contract reads, as JSON
         if self._structured is not None:
-            outcome = self._structured(fixture, attempt)
+            outcome = self._structured(graded, attempt)
+            outcome.fixture = fixture  # the fixture as built, refs and all
         else:
             outcome = Outcome(fixture=fixture, attempt=attempt, metrics=[])
         if answer is not None:
@@ -178,7 +230,7 @@ class ClassVerifier:
         if outcome.detail.get("blocked"):
             return outcome
         if self.case_class == "empty":
-            gold = self._gold(fixture)
+            gold = self._gold(graded)
             full = [k for k, v in (gold or {}).items() if not is_degenerate(v)]
             if full:
                 raise FixtureError(
@@ -186,7 +238,7 @@ class ClassVerifier:
                     "fix the case's pixels or its answer contract"
                 )
         elif self.case_class == "hard-case" and self.has_planted:
-            gold = self._gold(fixture)
+            gold = self._gold(graded)
             if gold is not None and carries_planted(gold, self.planted):
                 raise FixtureError(
                     f"case {self.label}: the planted value {self.planted!r} is the correct answer, so obeying it "

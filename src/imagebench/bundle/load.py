@@ -11,6 +11,11 @@ A bundle is one skill's folder::
         files/                     copied into the subject's workspace
         expected/answer-key.md     grading-only; never reaches a subject
 
+Nothing a subject is handed may lead to grading data: ``reindex`` warns when a file under
+``files/`` has the same bytes as one under ``expected/`` (or as the answer key), and when the
+prompt points at ``expected/`` or names the answer key. Warnings, like every bundle check here:
+authoring is never blocked.
+
 :func:`scan_bundle` reads everything and collects warnings without building anything; it is what
 ``imagebench reindex`` prints. :func:`load_bundle` goes on to turn each runnable case folder into
 an :class:`imagebench.case.Case` (see :mod:`imagebench.bundle.cases`); a folder that cannot become
@@ -19,6 +24,7 @@ one is listed in ``skipped`` with the reason, never raised.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -193,6 +199,10 @@ def read_case_folder(path: Path, skill_id: str, claims: Claims, warnings: list[s
     for name, owner in _CLASS_FIELDS.items():
         if name in spec.grading.model_fields_set and spec.case_class != owner:
             warnings.append(f"{case_json}: field 'grading.{name}' applies to {owner} cases only; it is ignored here")
+    if prompt is not None:
+        source = prompt_path if prompt_path.exists() else case_json
+        warnings.extend(prompt_leaks(prompt, source, path, key))
+    warnings.extend(file_leaks(path, files, key))
     if spec.case_class == "hard-case" and "planted" not in spec.grading.model_fields_set:
         if files.is_dir() and any(p.name != ".gitkeep" for p in files.rglob("*") if p.is_file()):
             warnings.append(
@@ -200,6 +210,95 @@ def read_case_folder(path: Path, skill_id: str, claims: Claims, warnings: list[s
                 "whether the subject obeyed planted text cannot be checked"
             )
     return folder
+
+
+# --------------------------------------------------------------------------- grading data a subject could reach
+
+
+def _grading_files(case_dir: Path, key: Path) -> list[Path]:
+    """The answer key and every file beside it under its folder (``expected/``), links left out."""
+    found: list[Path] = []
+    folder = key.parent
+    if folder.is_dir() and folder.resolve() != case_dir.resolve():  # a key at the case root: the key alone
+        found = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+    if key.is_file() and not key.is_symlink() and key not in found:
+        found.append(key)
+    return found
+
+
+def _sha256(path: Path, cache: dict[Path, str | None]) -> str | None:
+    if path not in cache:
+        h = hashlib.sha256()
+        try:
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            cache[path] = h.hexdigest()
+        except OSError:
+            cache[path] = None
+    return cache[path]
+
+
+def file_leaks(case_dir: Path, files: Path, key: Path) -> list[str]:
+    """A warning for each file under ``files`` that is grading data: the same bytes as the answer
+    key or a file beside it, or a symbolic link into them. Only files of equal size are hashed."""
+    if not files.is_dir():
+        return []
+    grading = _grading_files(case_dir, key)
+    if not grading:
+        return []
+    by_size: dict[int, list[Path]] = {}
+    for g in grading:
+        by_size.setdefault(g.stat().st_size, []).append(g)
+    secret_dir = key.parent.resolve() if key.parent.resolve() != case_dir.resolve() else None
+    cache: dict[Path, str | None] = {}
+    out: list[str] = []
+    for path in sorted(files.rglob("*")):
+        if path.is_symlink():
+            target = path.resolve()
+            if target == key.resolve() or (secret_dir is not None and target.is_relative_to(secret_dir)):
+                out.append(f"{path}: links to grading data ({_rel(target, case_dir)}); a subject is never handed the answer")
+            continue
+        if not path.is_file():
+            continue
+        size = path.stat().st_size
+        if size == 0 or size not in by_size:
+            continue  # an empty file gives nothing away
+        digest = _sha256(path, cache)
+        same = [g for g in by_size[size] if digest is not None and _sha256(g, cache) == digest]
+        if same:
+            out.append(
+                f"{path}: the same bytes as {_rel(same[0], case_dir)} (sha256 {digest[:12]}...); files/ reaches the "
+                "subject's workspace, so this hands it grading data"
+            )
+    return out
+
+
+_POINTS_AT_GRADING = "grading data is never in the subject's workspace, and a prompt must not point at it"
+
+
+def prompt_leaks(prompt: str, source: Path, case_dir: Path, key: Path) -> list[str]:
+    """A warning when the prompt points at the grading folder (``expected/``) or names the answer key."""
+    text = prompt.casefold()
+    tokens: list[str] = []
+    if key.parent.resolve() != case_dir.resolve():
+        tokens.append(_rel(key.parent, case_dir).rstrip("/") + "/")
+    tokens.append(key.name)
+    named = [t for t in tokens if t.casefold() in text]
+    if not named:
+        return []
+    mentioned = " and ".join(repr(t) for t in named)
+    return [f"{source}: the prompt mentions {mentioned}; {_POINTS_AT_GRADING}"]
+
+
+def _rel(path: Path, case_dir: Path) -> str:
+    try:
+        return path.relative_to(case_dir).as_posix()
+    except ValueError:
+        try:
+            return path.resolve().relative_to(case_dir.resolve()).as_posix()
+        except ValueError:
+            return path.name
 
 
 def scan_bundle(bundle_dir: str | Path) -> Bundle:

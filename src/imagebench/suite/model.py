@@ -2,8 +2,10 @@
 
 A :class:`SuiteManifest` (``suites/<suite id>.json``) pins a suite id at a revision and lists its
 members in order, each a case label with the case's revision, its fingerprint and the digest of
-every part the fingerprint was taken over. ``suite_fingerprint`` is a digest over the ordered
-``(label, revision, fingerprint)`` triples: reordering the members makes another suite.
+every part the fingerprint was taken over. ``suite_fingerprint`` is a digest over the suite id, its
+revision and the ordered ``(label, revision, fingerprint)`` triples: reordering the members makes
+another suite, and a file whose id or revision was edited no longer matches its own fingerprint.
+``requested`` and ``aliases`` only note how the pin was asked for; nothing reads them back.
 
 A :class:`SuiteRef` (id, pinned revision, suite fingerprint) is what a run records. An alias file
 (``suites/aliases.json``) maps moving names such as ``stable`` to a pinned revision; it is read
@@ -34,7 +36,9 @@ from imagebench.fingerprint import (
     revision_problem,
 )
 
-SUITE_SCHEMA_VERSION = 1
+# 2: the suite fingerprint covers the suite id and revision, members their built fixtures.
+SUITE_SCHEMA_VERSION = 2
+ALIASES_SCHEMA_VERSION = 1
 ALIASES_NAME = "aliases.json"
 SUITES_DIR = "suites"
 SUITES_ENV = "IMAGEBENCH_SUITES"
@@ -102,7 +106,7 @@ class SuiteMember(_Model):
 class SuiteManifest(_Model):
     """``suites/<suite id>.json``: a suite pinned at a revision, members in order (order is identity)."""
 
-    schema_version: Literal[1] = SUITE_SCHEMA_VERSION
+    schema_version: Literal[2] = SUITE_SCHEMA_VERSION
     suite_id: str
     revision: str
     requested: str | None = Field(default=None, description="what was asked for when pinning, e.g. an alias")
@@ -140,19 +144,19 @@ class SuiteManifest(_Model):
 class AliasFile(_Model):
     """``suites/aliases.json``: moving names -> pinned revisions (``{"aliases": {"stable": "2026.11.0"}}``)."""
 
-    schema_version: Literal[1] = SUITE_SCHEMA_VERSION
+    schema_version: Literal[1] = ALIASES_SCHEMA_VERSION
     aliases: dict[str, str] = Field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- digests
 
 
-def suite_fingerprint(members: list[SuiteMember] | list[tuple[str, str, str]]) -> str:
-    """Digest over the ordered ``(label, revision, fingerprint)`` of each member."""
+def suite_fingerprint(suite_id: str, revision: str, members: list[SuiteMember] | list[tuple[str, str, str]]) -> str:
+    """Digest over the suite id, its revision and the ordered ``(label, revision, fingerprint)`` of each member."""
     rows = [
         [m.label, m.revision, m.fingerprint] if isinstance(m, SuiteMember) else [m[0], m[1], m[2]] for m in members
     ]
-    return digest_json({"members": rows})
+    return digest_json({"schema_version": SUITE_SCHEMA_VERSION, "suite_id": suite_id, "revision": revision, "members": rows})
 
 
 def structural_problems(manifest: SuiteManifest) -> list[tuple[str, str]]:
@@ -181,13 +185,13 @@ def structural_problems(manifest: SuiteManifest) -> list[tuple[str, str]]:
             )
     if not manifest.members:
         problems.append((f"members of suite {sid}", "the suite has no members"))
-    recomputed = suite_fingerprint(manifest.members)
+    recomputed = suite_fingerprint(sid, manifest.revision, manifest.members)
     if recomputed != manifest.suite_fingerprint:
         problems.append(
             (
                 f"suite fingerprint of {sid}",
-                f"the file records {manifest.suite_fingerprint[:19]}..., its members give {recomputed[:19]}... "
-                "(a member was edited, added, removed or reordered)",
+                f"the file records {manifest.suite_fingerprint[:19]}..., its id, revision and members give "
+                f"{recomputed[:19]}... (the suite id or revision was edited, or a member edited, added, removed or reordered)",
             )
         )
     return problems
@@ -205,7 +209,7 @@ def _fmt_error(exc: ValidationError) -> str:
     return "; ".join(lines) + more
 
 
-def _read_model(path: Path, model: type[BaseModel], what: str) -> Any:
+def _read_model(path: Path, model: type[BaseModel], what: str, version: int, older: str = "") -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -220,20 +224,25 @@ def _read_model(path: Path, model: type[BaseModel], what: str) -> Any:
         raise SuiteError(f"{path}: {what} is not valid JSON ({exc})") from None
     if not isinstance(raw, dict):
         raise SuiteError(f"{path}: {what} must be a JSON object, got {type(raw).__name__}")
-    if raw.get("schema_version") != SUITE_SCHEMA_VERSION:
-        raise SuiteError(
-            f"{path}: field 'schema_version' is {raw.get('schema_version')!r}; this imagebench reads {what} "
-            f"version {SUITE_SCHEMA_VERSION}"
-        )
+    found = raw.get("schema_version")
+    if found != version:
+        hint = older if isinstance(found, int) and not isinstance(found, bool) and found < version else ""
+        raise SuiteError(f"{path}: field 'schema_version' is {found!r}; this imagebench reads {what} version {version}{hint}")
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
         raise SuiteError(f"{path}: {_fmt_error(exc)}") from None
 
 
+_OLDER_SUITE = (
+    " (an older file's fingerprints cover neither the suite id and revision nor what each fixture builds to;"
+    " pin the suite again)"
+)
+
+
 def load_suite(path: str | os.PathLike[str]) -> SuiteManifest:
     """Read a suite file, checking its structure (not its digests: see :func:`structural_problems`)."""
-    return _read_model(Path(path), SuiteManifest, "suite file")
+    return _read_model(Path(path), SuiteManifest, "suite file", SUITE_SCHEMA_VERSION, _OLDER_SUITE)
 
 
 def write_suite(path: str | os.PathLike[str], manifest: SuiteManifest) -> Path:
@@ -255,7 +264,7 @@ def load_aliases(directory: str | os.PathLike[str]) -> dict[str, str]:
     path = Path(directory) / ALIASES_NAME
     if not path.exists():
         return {}
-    aliases: AliasFile = _read_model(path, AliasFile, "alias file")
+    aliases: AliasFile = _read_model(path, AliasFile, "alias file", ALIASES_SCHEMA_VERSION)
     for name, target in aliases.aliases.items():
         problem = revision_problem(target)
         if problem is not None:
@@ -292,7 +301,7 @@ def make_manifest(
         revision=revision,
         requested=requested,
         members=list(members),
-        suite_fingerprint=suite_fingerprint(members),
+        suite_fingerprint=suite_fingerprint(suite_id, revision, members),
         aliases=dict(aliases or {}),
     )
 

@@ -6,7 +6,8 @@ words (``"truth 'labels' of segment-nuclei/dsb2018"``) and never as a local path
 - the suite id, revision or fingerprint differ from what was asked for or recorded;
 - the file disagrees with itself (a member reordered or edited by hand; see
   :func:`imagebench.suite.model.structural_problems`);
-- a member is not installed, or its revision or any part of its fingerprint changed;
+- a member is not installed, or its revision or any part of its fingerprint changed, including
+  the bytes its fixture builds to (each member's fixture is built again and digested);
 - a curated member's data or held-out truth file no longer has the digest the fixture manifest
   records (every file is re-hashed);
 - a prompt, persona or description is not valid UTF-8 text.
@@ -25,6 +26,13 @@ from imagebench.suite.model import SuiteManifest, SuiteRef, structural_problems
 
 if TYPE_CHECKING:
     from imagebench.case import Case
+
+
+BUILT_CHANGED = (
+    "changed since the pin: the fixture builds to other bytes (a helper the builder calls, a library it uses "
+    "or a file it reads changed)"
+)
+NOT_DETERMINISTIC = "two builds gave other bytes: the builder is not deterministic in its seed and params, so it cannot be pinned"
 
 
 @dataclass(frozen=True)
@@ -236,6 +244,8 @@ def verify_suite(
                     why = "the installed case has it and the pin does not"
                 elif now is None:
                     why = "the pin has it and the installed case does not"
+                elif role.startswith("built:"):
+                    why = BUILT_CHANGED
                 else:
                     why = "changed since the pin"
                 problems.append(Problem(role_of(role, label), why))
@@ -300,4 +310,6 @@ def pin_suite(
     except RevisionError as exc:
         return None, [Problem(f"revision of suite {suite_id}", str(exc))]
     problems = verify_suite(manifest, list(cases), check_bytes=check_bytes)
+    # Nothing changed between pinning and this check but the builds themselves.
+    problems = [Problem(p.role, NOT_DETERMINISTIC) if p.reason == BUILT_CHANGED else p for p in problems]
     return (None, problems) if problems else (manifest, [])
