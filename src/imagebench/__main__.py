@@ -1,5 +1,5 @@
 import sys
 
-from imagebench.cli import main
+from imagebench.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

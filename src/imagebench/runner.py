@@ -74,6 +74,16 @@ class PreparedFixture:
     status: str | None = None  # "skipped" or "harness-error" when there is no fixture
     reason: str = ""
     build_s: float = 0.0
+    # the truth as built, before any subject saw the fixture; every sample is checked against it
+    truth_digest: str = ""
+
+    def __post_init__(self) -> None:
+        if self.fixture is not None and not self.truth_digest:
+            try:
+                self.truth_digest = truth_digest(self.fixture)
+            except Exception as exc:
+                self.fixture, self.status = None, "harness-error"
+                self.reason = f"the fixture's truth cannot be digested: {type(exc).__name__}: {exc}"
 
 
 def prepare_fixture(case: Case, *, plane: Plane | None | object = None) -> PreparedFixture:
@@ -324,6 +334,25 @@ def run_unit(
 # --------------------------------------------------------------------------- writing a sample
 
 
+def truth_digest(fixture: Fixture) -> str:
+    """A digest of the truth a subject could reach in memory (arrays, numbers, nested mappings).
+
+    A handle on a file (an :class:`~imagebench.refs.ArrayRef`) is left out: it holds no bytes a
+    subject can change here, and reading a curated volume after every sample would cost a pass over it.
+    """
+    import hashlib
+
+    from imagebench.fixture_digest import value_digest
+    from imagebench.refs import ArrayRef
+
+    h = hashlib.sha256()
+    for key in sorted(fixture.truth):
+        value = fixture.truth[key]
+        part = "ref" if isinstance(value, ArrayRef) else value_digest(value, f"truth {key!r}")
+        h.update(f"{key}\0{part}\n".encode())
+    return h.hexdigest()
+
+
 def subject_notes(session: Session) -> dict[str, Any]:
     """What the harness learnt of the subject's turn that the verifier and the summary keep."""
     notes: dict[str, Any] = {}
@@ -420,6 +449,15 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
         return write_ended(unit, "timeout", run.timeout_reason, flags=flags, detail=notes)
     if run.error:
         attempt.notes["subject_error"] = run.error
+
+    try:
+        tampered = truth_digest(fx) != unit.prepared.truth_digest
+    except Exception as exc:
+        tampered, why = True, f"{type(exc).__name__}: {exc}"
+    else:
+        why = "its digest changed"
+    if tampered:  # the subject reached the truth it is scored against and changed it
+        return write_ended(unit, "truth-tampered", f"the fixture's truth changed during the sample ({why})", flags=flags)
 
     vstart = time.perf_counter()
     try:

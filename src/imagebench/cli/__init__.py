@@ -3,7 +3,8 @@
 Each feature module registers its own subcommands through ``add_cli(subparsers)``; this
 module only wires them together and imports just the module of the command being run. Feature modules keep heavy imports (dask, pyarrow,
 tifffile, ...) inside their command functions so that ``imagebench --help`` stays fast.
-Exit codes: 0 success, 1 a failed check or a case that did not pass, 2 a usage error.
+Exit codes: 0 success, 1 a failed check or a case that failed, 2 a usage error; ``run`` also uses
+3 (blocked), 4 (incomplete) and 5 (the run died): :data:`imagebench.runfolder.EXIT_MEANINGS`.
 """
 
 from __future__ import annotations
@@ -88,6 +89,74 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+# --------------------------------------------------------------------------- the supervised entry point
+
+SUPERVISED_ENV = "IMAGEBENCH_SUPERVISED"  # set in the child: the file its exit code is written to
+SUPERVISED_COMMANDS = frozenset({"run"})  # commands that run subjects in this process
+
+
+def entry() -> int:
+    """The ``imagebench`` console script.
+
+    ``run`` puts subjects in front of fixtures, and an in-process ``python:`` subject can end the
+    process itself (``os._exit(0)``) before any result exists. So ``run`` works in a child process
+    that writes its exit code to a file just before it returns; a child that ends without writing
+    it (or by a signal) ends the command with 5, never with the 0 it may have exited with.
+    Every other command runs here, as :func:`main`.
+    """
+    import os
+
+    argv = sys.argv[1:]
+    if _chosen_command(argv) not in SUPERVISED_COMMANDS or os.environ.get(SUPERVISED_ENV):
+        code = main(argv)
+        marker = os.environ.get(SUPERVISED_ENV)
+        if marker:
+            with open(marker, "w", encoding="ascii") as fh:
+                fh.write(str(code))
+        return code
+    return _supervise(argv)
+
+
+def _supervise(argv: list[str]) -> int:
+    import os
+    import signal
+    import subprocess
+    import tempfile
+
+    from imagebench.runfolder import EXIT_DIED
+
+    fd, marker = tempfile.mkstemp(prefix="imagebench-exit-")
+    os.close(fd)
+    try:
+        child = subprocess.Popen([sys.executable, "-m", "imagebench", *argv], env={**os.environ, SUPERVISED_ENV: marker})
+
+        def forward(signum: int, _frame: object) -> None:
+            child.send_signal(signum)
+
+        # A terminal's Ctrl-C reaches the child too (same process group); a signal sent to this
+        # process alone is passed on, so the child stops its run in order either way.
+        previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            rc = child.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        with open(marker, encoding="ascii") as fh:
+            written = fh.read().strip()
+    finally:
+        os.unlink(marker)
+    if rc < 0:
+        return 128 - rc  # ended by a signal, as a shell reports it
+    if written != str(rc):
+        print(
+            f"imagebench {argv[0] if argv else ''}: the run ended without finishing (its process exited with {rc} "
+            "before the command returned, e.g. a python: subject ended it); treat its run folder as incomplete",
+            file=sys.stderr,
+        )
+        return EXIT_DIED
+    return rc
 
 
 if __name__ == "__main__":  # pragma: no cover

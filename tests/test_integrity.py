@@ -1,0 +1,104 @@
+"""Dishonest subjects against the harness's own rules: each route ends in a named non-ok status.
+
+In-process (``python:``) subjects are trusted code (docs/integrity.md), but what they can reach
+without trying hard is still closed: the truth they would be scored against cannot change
+unnoticed, and a run they end from inside never reports success. The sandboxed ``command:``
+routes are in test_sandbox.py; the run folder's own checks in test_runfolder.py.
+"""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import make_toy_case
+
+from imagebench.executor import run_cases
+from imagebench.fixture import Fixture
+from imagebench.runfolder import EXIT_DIED, EXIT_PASSED
+from imagebench.subjects import PythonSubject
+
+
+def _fixtures_in_memory() -> list[Fixture]:
+    return [o for o in gc.get_objects() if isinstance(o, Fixture)]
+
+
+def rewrite_truth(session: Any) -> None:
+    """Find the fixture through gc and swap its truth for the answer it is about to give."""
+    for fixture in _fixtures_in_memory():
+        if "mask" in fixture.truth:
+            object.__setattr__(fixture, "truth", {**fixture.truth, "mask": np.zeros_like(fixture.truth["mask"])})
+    session.namespace["mask"] = np.zeros((24, 24), dtype=bool)
+    session.namespace["area"] = 0
+
+
+def write_into_truth(session: Any) -> None:
+    """Write into the truth arrays themselves (read-only, or caught by the digest)."""
+    for fixture in _fixtures_in_memory():
+        if "mask" in fixture.truth:
+            try:
+                fixture.truth["mask"][...] = False
+            except (ValueError, TypeError):
+                pass
+            try:
+                fixture.truth["mask"] = np.zeros((24, 24), dtype=bool)  # type: ignore[index]
+            except TypeError:
+                pass
+    session.namespace["mask"] = np.zeros((24, 24), dtype=bool)
+    session.namespace["area"] = 0
+
+
+@pytest.mark.parametrize("cheat", [rewrite_truth, write_into_truth], ids=["swap-truth", "write-truth"])
+def test_a_subject_that_changes_truth_never_scores_ok(tmp_path: Path, cheat: Any) -> None:
+    subject = PythonSubject(target=f"test_integrity:{cheat.__name__}", function=cheat)
+    result = run_cases([make_toy_case()], subject, out=tmp_path, progress=False, samples=2)
+    statuses = [s.status for s in result.samples["toy/rectangle"]]
+    assert "ok" not in statuses
+    assert set(statuses) <= {"truth-tampered", "wrong-answer"}
+    assert result.verdicts["toy/rectangle"] == "fail" and result.exit_code == 1
+    if cheat is rewrite_truth:
+        assert statuses == ["truth-tampered", "truth-tampered"]
+        assert "truth changed" in result.samples["toy/rectangle"][0].reason
+
+
+def test_an_honest_subject_is_not_flagged(tmp_path: Path) -> None:
+    from imagebench.subjects import ReferenceSubject
+
+    result = run_cases([make_toy_case()], ReferenceSubject(), out=tmp_path, progress=False, samples=2)
+    assert [s.status for s in result.samples["toy/rectangle"]] == ["ok", "ok"]
+
+
+SOLVER = """
+import os
+
+def solve(session):
+    os._exit(0)  # end the harness's own process with success
+"""
+
+
+def test_a_subject_that_exits_the_harness_never_leaves_exit_0(tmp_path: Path) -> None:
+    (tmp_path / "quitter.py").write_text(textwrap.dedent(SOLVER), encoding="utf-8")
+    env_path = f"{tmp_path}"
+    script = Path(sys.executable).with_name("imagebench")
+    assert script.is_file(), "the imagebench console script is installed with the package"
+    proc = subprocess.run(
+        [str(script), "run", "--subject", "python:quitter:solve", "-k", "count-nuclei", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**_env(), "PYTHONPATH": env_path},
+    )
+    assert proc.returncode == EXIT_DIED != EXIT_PASSED, proc.stdout + proc.stderr
+    assert "ended without finishing" in proc.stderr
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
