@@ -27,7 +27,7 @@ CASE_CLASSES: tuple[str, ...] = ("golden", "refusal", "empty", "rerun", "hard-ca
 NO_SKILL = "tasks"
 FIXTURE_CHOICES: tuple[str, ...] = ("all", "synthetic", "curated")
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
 class CaseError(ValueError):
@@ -100,7 +100,7 @@ class Case:
 
     def __post_init__(self) -> None:
         for what, value in (("case_id", self.case_id), ("namespace", self.namespace)):
-            if not _NAME.match(value):
+            if not NAME_PATTERN.match(value):
                 raise CaseError(f"case {self.namespace}/{self.case_id}: {what} {value!r} is not a lowercase name")
         if self.case_class not in CASE_CLASSES:
             raise CaseError(f"case {self.label}: class must be one of {CASE_CLASSES}, got {self.case_class!r}")

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 
 from imagebench._lazy import lazy_exports
 
-from imagebench.bundle.cli import add_cli
-
 _EXPORTS: dict[str, str] = {
     "Bundle": "imagebench.bundle.load",
     "BundleError": "imagebench.bundle.load",
@@ -33,13 +31,12 @@ _EXPORTS: dict[str, str] = {
     "Row": "imagebench.bundle.coverage",
     "coverage_table": "imagebench.bundle.coverage",
     "coverage_report": "imagebench.bundle.coverage",
-    "cases_from_args": "imagebench.bundle.cases",
-    "bundle_cases": "imagebench.bundle.cases",
+    "bundle_cases": "imagebench.bundle.load",
     "TRACE_NAME": "imagebench.bundle.grading",
     "skill_activated": "imagebench.bundle.grading",
 }
 
-__all__ = ["add_cli", *sorted(_EXPORTS)]
+__all__ = [*sorted(_EXPORTS)]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -47,8 +44,20 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
     from imagebench.bundle.casefile import CaseFile, scaffold_case
-    from imagebench.bundle.cases import bundle_cases, cases_from_args
-    from imagebench.bundle.claims import Claim, Claims, ProofSpec, read_claims, risk_band
+    from imagebench.bundle.claims import (
+        Claim,
+        Claims,
+        ProofSpec,
+        read_claims,
+        risk_band,
+    )
     from imagebench.bundle.coverage import Row, coverage_report, coverage_table
     from imagebench.bundle.grading import TRACE_NAME, skill_activated
-    from imagebench.bundle.load import Bundle, BundleError, CaseFolder, load_bundle, scan_bundle
+    from imagebench.bundle.load import (
+        Bundle,
+        BundleError,
+        CaseFolder,
+        bundle_cases,
+        load_bundle,
+        scan_bundle,
+    )

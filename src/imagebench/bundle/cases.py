@@ -11,8 +11,6 @@ subject can lead to it.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -239,35 +237,3 @@ def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[
         hint = f" ({folder.path / PROMPT_MD} must name `{ANSWER_NAME}`)" if "must name" in str(exc) else ""
         return None, f"{where}: {exc}{hint}"
     return case, None
-
-
-def bundle_cases(bundle_dir: str | Path) -> list[Case]:
-    """The runnable cases of the bundle at ``bundle_dir`` (what ``imagebench run --bundle`` runs)."""
-    from imagebench.bundle.load import load_bundle
-
-    return load_bundle(bundle_dir).cases
-
-
-def cases_from_args(args: argparse.Namespace) -> list[Case] | None:
-    """For ``imagebench run``: the cases of ``--bundle DIR``, or None when no bundle was given.
-
-    Warnings and cases that cannot run are printed to stderr; a bundle with no runnable case is a
-    usage error listing why each could not run.
-    """
-    from imagebench.bundle.load import BundleError, load_bundle
-    from imagebench.cli import UsageError
-
-    path = getattr(args, "bundle", None)
-    if not path:
-        return None
-    try:
-        bundle = load_bundle(path)
-    except BundleError as exc:
-        raise UsageError(str(exc)) from None
-    for w in bundle.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    for case_id, reason in bundle.skipped:
-        print(f"cannot run {bundle.skill_id}/{case_id}: {reason}", file=sys.stderr)
-    if not bundle.cases:
-        raise UsageError(f"bundle {path} has no runnable case ({len(bundle.skipped)} cannot run; see above)")
-    return bundle.cases

@@ -30,18 +30,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from imagebench.bundle.casefile import (
+    ANSWER_KEY_SCAFFOLD,
     CASE_JSON,
     FIXTURES_DIR,
     PROMPT_MD,
     PROMPT_SCAFFOLD,
-    ANSWER_KEY_SCAFFOLD,
     CaseFile,
     CaseFileError,
     parse_case_file,
     unknown_fields,
 )
 from imagebench.bundle.claims import Claims, read_claims, risk_band, unbanded_warning
-from imagebench.case import _NAME, CASE_CLASSES  # _NAME: what a case id or namespace may be
+from imagebench.case import (  # what a case id or namespace may be
+    CASE_CLASSES,
+    NAME_PATTERN,
+)
 
 if TYPE_CHECKING:
     from imagebench.case import Case
@@ -107,7 +110,7 @@ def _skill_id(root: Path) -> str:
     if not root.is_dir():
         raise BundleError(f"{root}: not a folder; a bundle is a skill's folder holding evals.json and evals/fixtures/")
     name = root.resolve().name
-    if not _NAME.match(name):
+    if not NAME_PATTERN.match(name):
         raise BundleError(
             f"{root}: the bundle folder's name {name!r} is its skill id and must be a lowercase name "
             "(letters, digits, '.', '_' or '-')"
@@ -133,7 +136,7 @@ def _read_prompt(path: Path, warnings: list[str]) -> str | None:
 def read_case_folder(path: Path, skill_id: str, claims: Claims, warnings: list[str]) -> CaseFolder:
     """Read one case folder, appending a warning (naming the file) for every defect."""
     folder = CaseFolder(case_id=path.name, path=path)
-    if not _NAME.match(path.name):
+    if not NAME_PATTERN.match(path.name):
         folder.problem = f"the case folder name {path.name!r} is not a lowercase name"
         warnings.append(f"{path}: {folder.problem}; the case cannot run")
         return folder
@@ -350,3 +353,8 @@ def _builtin_labels(warnings: list[str]) -> set[str]:
     except Exception as exc:  # a broken built-in suite must not hide the bundle
         warnings.append(f"the built-in cases could not be listed ({type(exc).__name__}: {exc}); labels are not checked")
         return set()
+
+
+def bundle_cases(bundle_dir: str | Path) -> list[Case]:
+    """The runnable cases of the bundle at ``bundle_dir`` (what ``imagebench run --bundle`` runs)."""
+    return load_bundle(bundle_dir).cases

@@ -121,7 +121,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _listed_cases(args: argparse.Namespace) -> tuple[list[Case], str]:
     """The cases ``list``/``show`` look at: a bundle's (``--bundle DIR``) or the built-in ones."""
     from imagebench import cases as builtin
-    from imagebench.bundle import cases_from_args
+    from imagebench.cli.bundle import cases_from_args
 
     bundle_cases = cases_from_args(args)  # None unless --bundle; warnings go to stderr
     if bundle_cases is not None:
@@ -226,7 +226,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--sample and --seed choose cases from a pinned suite; give --suite too")
 
     subject = checked_run_args(args)
-    from imagebench.bundle import cases_from_args
+    from imagebench.cli.bundle import cases_from_args
 
     bundle_cases = cases_from_args(args)  # None unless --bundle
     all_cases = bundle_cases if bundle_cases is not None else builtin.all_cases()

@@ -1,7 +1,7 @@
 """The bundle commands: ``case add``, ``reindex`` and ``coverage``.
 
 ``imagebench run --bundle DIR`` is the run command's own option; it reads the bundle through
-:func:`imagebench.bundle.cases_from_args`.
+:func:`cases_from_args`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from imagebench.cli import UsageError
+
+if TYPE_CHECKING:
+    from imagebench.case import Case
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
@@ -50,19 +55,21 @@ def _cmd_case_help(args: argparse.Namespace) -> int:
 
 
 def _cmd_case_add(args: argparse.Namespace) -> int:
-    from imagebench.bundle.casefile import FIXTURES_DIR, OutsideBundleError, scaffold_case
+    from imagebench.bundle.casefile import (
+        FIXTURES_DIR,
+        OutsideBundleError,
+        scaffold_case,
+    )
     from imagebench.bundle.claims import read_claims, risk_band, unbanded_warning
-    from imagebench.bundle.load import _NAME
-    from imagebench.case import CASE_CLASSES
-    from imagebench.cli import UsageError
+    from imagebench.case import CASE_CLASSES, NAME_PATTERN
 
     bundle = Path(args.bundle)
     if args.case_class not in CASE_CLASSES:
         raise UsageError(f"--class {args.case_class!r} is not a case class; valid: {', '.join(CASE_CLASSES)}")
-    if not _NAME.match(args.case):
+    if not NAME_PATTERN.match(args.case):
         raise UsageError(f"case id {args.case!r} must be a lowercase name (letters, digits, '.', '_' or '-')")
     skill = bundle.resolve().name
-    if not _NAME.match(skill):
+    if not NAME_PATTERN.match(skill):
         raise UsageError(f"bundle folder {bundle} is named {skill!r}; its name is the skill id and must be lowercase")
     if bundle.exists() and not bundle.is_dir():
         raise UsageError(f"{bundle} exists and is not a folder")
@@ -94,7 +101,6 @@ def _cmd_case_add(args: argparse.Namespace) -> int:
 
 def _load(bundle: str) -> Any:
     from imagebench.bundle.load import BundleError, load_bundle
-    from imagebench.cli import UsageError
 
     try:
         return load_bundle(bundle)
@@ -124,7 +130,6 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
 def _cmd_coverage(args: argparse.Namespace) -> int:
     from imagebench.bundle.coverage import coverage_report
     from imagebench.bundle.load import BundleError
-    from imagebench.cli import UsageError
 
     try:
         report = coverage_report(args.bundle, args.runs, subject=args.subject)
@@ -169,3 +174,27 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     for w in [*bundle.warnings, *report.warnings]:
         console.print(f"[yellow]warning:[/yellow] {w}", soft_wrap=True)
     return 0
+
+
+def cases_from_args(args: argparse.Namespace) -> list[Case] | None:
+    """For ``imagebench run``: the cases of ``--bundle DIR``, or None when no bundle was given.
+
+    Warnings and cases that cannot run are printed to stderr; a bundle with no runnable case is a
+    usage error listing why each could not run.
+    """
+    from imagebench.bundle.load import BundleError, load_bundle
+
+    path = getattr(args, "bundle", None)
+    if not path:
+        return None
+    try:
+        bundle = load_bundle(path)
+    except BundleError as exc:
+        raise UsageError(str(exc)) from None
+    for w in bundle.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    for case_id, reason in bundle.skipped:
+        print(f"cannot run {bundle.skill_id}/{case_id}: {reason}", file=sys.stderr)
+    if not bundle.cases:
+        raise UsageError(f"bundle {path} has no runnable case ({len(bundle.skipped)} cannot run; see above)")
+    return bundle.cases
