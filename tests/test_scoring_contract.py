@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -21,6 +22,11 @@ from imagebench.scoring.contract import (
     structured_verifier,
 )
 
+
+
+def patch_comparator(monkeypatch, name: str, func) -> None:
+    """Swap the function a registered comparator runs, for one test (its registry hash changes with it)."""
+    monkeypatch.setitem(cmp.REGISTRY, name, dataclasses.replace(cmp.REGISTRY[name], compare=func))
 
 
 def run_cli(argv: list[str]) -> int:
@@ -186,7 +192,7 @@ def test_a_comparator_that_crashes_blocks(monkeypatch) -> None:
     def broken(predicted, gold, config):
         raise RuntimeError("boom")
 
-    monkeypatch.setitem(cmp.COMPARATORS, "integer_equal", broken)
+    patch_comparator(monkeypatch, "integer_equal", broken)
     score = score_answer(contract(), {"count": 4, "angle": 1})
     assert score.blocked and "boom" in score.blocked
 
@@ -302,3 +308,4 @@ def test_cli_score_exit_codes(capsys, tmp_path: Path) -> None:
 def test_cli_score_missing_file(capsys, tmp_path: Path) -> None:
     rc = run_cli(["score", "--task", str(tmp_path / "nope.json"), "--answer", str(tmp_path / "a")])
     assert rc == 2 and "missing" in capsys.readouterr().err
+

@@ -9,7 +9,7 @@ import pytest
 
 from imagebench.scoring import comparators as cmp
 from imagebench.scoring import manifest as mf
-from test_scoring_contract import run_cli
+from test_scoring_contract import patch_comparator, run_cli
 
 
 def test_the_shipped_manifest_pins_this_code() -> None:
@@ -45,31 +45,54 @@ def test_a_modified_comparator_cannot_report_as_the_pinned_one(monkeypatch) -> N
         """Accepts anything."""
         return cmp.FieldResult(True, "matched")
 
-    monkeypatch.setitem(cmp.COMPARATORS, "integer_equal", lenient_integer_equal)
+    patch_comparator(monkeypatch, "integer_equal", lenient_integer_equal)
     problem = mf.check_scorer_manifest(mf.packaged_manifest_path())
     assert problem and "integer_equal" in problem
     with pytest.raises(mf.ScorerManifestError, match="registry hash"):
         mf.require_scorer_manifest(mf.packaged_manifest_path())
 
 
-def test_a_changed_helper_changes_the_implementation_hash(monkeypatch) -> None:
-    import inspect
+@pytest.mark.parametrize("module", ["imagebench.scoring.canonical", "imagebench.scoring.comparators.numeric"])
+def test_a_changed_helper_changes_the_implementation_hash(monkeypatch, module: str) -> None:
+    real = mf.module_source
 
-    real = inspect.getsource
-
-    def patched(obj):
-        text = real(obj)
-        return text + "\n# edited\n" if obj is cmp else text
+    def patched(name: str) -> str:
+        return real(name) + ("\n# edited\n" if name == module else "")
 
     mf.clear_caches()
-    monkeypatch.setattr(mf.inspect, "getsource", patched)
+    monkeypatch.setattr(mf, "module_source", patched)
     try:
         problem = mf.check_scorer_manifest(mf.packaged_manifest_path())
-        assert problem and "implementation hash" in problem
+        assert problem and "implementation hash" in problem and "registry hash" not in problem
     finally:
         monkeypatch.undo()
         mf.clear_caches()
     assert mf.check_scorer_manifest(mf.packaged_manifest_path()) is None
+
+
+def test_every_scoring_module_is_hashed_or_said_not_to_be() -> None:
+    root = Path(mf.__file__).parent
+    found = {
+        ".".join(("imagebench", "scoring", *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+        for p in root.rglob("*.py")
+    }
+    not_behind_a_score = {
+        "imagebench.scoring",  # lazy names only
+        "imagebench.scoring.aggregates",  # means over summaries, after scoring
+        "imagebench.scoring.cli",
+        "imagebench.scoring.manifest",  # the pin itself
+        "imagebench.scoring.selftest",
+    }
+    assert found - not_behind_a_score == set(mf.SCORER_MODULES)
+    assert len(set(mf.SCORER_MODULES)) == len(mf.SCORER_MODULES)
+
+
+def test_a_comparator_hash_is_its_definition_not_its_registration() -> None:
+    source = mf.definition_source(cmp.integer_equal)
+    assert source.startswith("def integer_equal(") and "@comparator" not in source
+    assert "@comparator" in mf.inspect.getsource(cmp.integer_equal)  # what is left out is only the decorator
+    shipped = mf.read_scorer_manifest(mf.packaged_manifest_path())
+    assert shipped.comparators["integer_equal"] == mf.comparator_hash("integer_equal", cmp.integer_equal)
 
 
 @pytest.mark.parametrize(
@@ -117,7 +140,7 @@ def test_selftest_fails_when_a_comparator_is_broken(capsys, monkeypatch) -> None
     def never(predicted, gold, config=None):
         return cmp.FieldResult(False, "never matches")
 
-    monkeypatch.setitem(cmp.COMPARATORS, "circular_tolerance", never)
+    patch_comparator(monkeypatch, "circular_tolerance", never)
     assert run_cli(["scorer", "selftest", "--quiet"]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "circular_tolerance" in out

@@ -2,9 +2,13 @@
 
 - :mod:`~imagebench.scoring.answer`: :func:`parse_answer` (one JSON object, or a final
   ``IMAGEBENCH_FINAL_JSON:`` line; nothing read out of prose);
-- :mod:`~imagebench.scoring.comparators`: the seventeen comparators, :data:`COMPARATORS`;
-- :mod:`~imagebench.scoring.contract`: :class:`TaskContract`, :func:`score_answer`,
-  :func:`structured_verifier` (the bridge to the runner);
+- :mod:`~imagebench.scoring.comparators`: the seventeen comparators and :data:`REGISTRY`, filled
+  by the :func:`~imagebench.scoring.registry.comparator` decorator (:data:`COMPARATORS`,
+  :data:`EXAMPLES`, ... are views of it); their canonical forms are in
+  :mod:`~imagebench.scoring.canonical`;
+- :mod:`~imagebench.scoring.contract`: :class:`TaskContract` (its models in
+  :mod:`~imagebench.scoring.contract_schema`), :func:`score_answer` and :func:`structured_verifier`
+  (the bridge to the runner);
 - :mod:`~imagebench.scoring.aggregates`: :func:`pass_at_k`, :func:`pass_hat_k`, :func:`aggregate`;
 - :mod:`~imagebench.scoring.manifest`: ``scorer_manifest.json`` and its checks;
 - the ``score`` and ``scorer`` commands (:func:`add_cli`).
@@ -28,6 +32,10 @@ _EXPORTS: dict[str, str] = {
     "CANONICAL_FORMS": "comparators",
     "EXAMPLES": "comparators",
     "ContractError": "comparators",
+    "Example": "comparators",
+    "REGISTRY": "comparators",
+    "exemplar_answer": "comparators",
+    "comparator": "registry",
     "FieldResult": "comparators",
     "pack_region": "comparators",
     "unpack_region": "comparators",
@@ -40,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "load_contract": "contract",
     "score_answer": "contract",
     "structured_verifier": "contract",
+    "scorer_problem": "contract",
     "exemplar": "contract",
     "Aggregate": "aggregates",
     "aggregate": "aggregates",
@@ -77,8 +86,11 @@ if TYPE_CHECKING:  # pragma: no cover
         CANONICAL_FORMS,
         COMPARATORS,
         EXAMPLES,
+        REGISTRY,
         ContractError,
+        Example,
         FieldResult,
+        exemplar_answer,
         pack_region,
         unpack_region,
     )
@@ -92,6 +104,7 @@ if TYPE_CHECKING:  # pragma: no cover
         exemplar,
         load_contract,
         score_answer,
+        scorer_problem,
         structured_verifier,
     )
     from imagebench.scoring.manifest import (
@@ -102,3 +115,4 @@ if TYPE_CHECKING:  # pragma: no cover
         packaged_manifest_path,
         write_scorer_manifest,
     )
+    from imagebench.scoring.registry import comparator
