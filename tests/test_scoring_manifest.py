@@ -9,6 +9,8 @@ import pytest
 
 from imagebench.scoring import comparators as cmp
 from imagebench.scoring import manifest as mf
+from imagebench.scoring.contract import structured_verifier
+from imagebench.scoring.selftest import run_selftest
 from test_scoring_contract import patch_comparator, run_cli
 
 
@@ -144,3 +146,84 @@ def test_selftest_fails_when_a_comparator_is_broken(capsys, monkeypatch) -> None
     assert run_cli(["scorer", "selftest", "--quiet"]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "circular_tolerance" in out
+
+
+# --------------------------------------------------------------------------- the self-test as a function
+
+
+class _Case:
+    """Just what the self-test asks of a case."""
+
+    def __init__(self, label: str, answer, *, available=(True, ""), verify=None) -> None:
+        from imagebench.fixture import Fixture
+
+        self.label, self.answer, self._available = label, answer, available
+        self._fixture = Fixture(provenance="test", data={}, truth={"n": 4}, tolerance={"answer_mismatch": 0.0})
+        self.verify = verify or structured_verifier(answer)
+
+    def available(self):
+        return self._available
+
+    def build(self):
+        return self._fixture
+
+
+COUNT = {
+    "answer_schema": {"count": {"comparator": "integer_equal"}},
+    "ground_truth": {"count": {"from_truth": "n"}},
+    "scorer": {"contract": "deterministic_structured_v2_1"},
+    "evaluation_eligible": True,
+}
+
+
+def test_selftest_takes_the_cases_to_test() -> None:
+    checks = run_selftest(cases=[_Case("t/count", COUNT), _Case("t/plain", None)])
+    assert all(c.ok for c in checks), [c for c in checks if not c.ok]
+    assert [c.kind for c in checks][0] == "manifest"
+    assert {c.subject for c in checks if c.kind == "comparator"} == set(cmp.REGISTRY)
+    case_checks = [c for c in checks if c.subject == "t/count"]
+    assert [c.got for c in case_checks] == ["answer_score 1.0", "answer_score 1.0", "answer_score 0.0"]
+    assert not [c for c in checks if c.subject == "t/plain"]  # no contract, nothing to feed back
+
+
+def test_selftest_fails_on_a_case_that_does_not_score_its_own_truth() -> None:
+    def wrong(fixture, attempt):
+        outcome = structured_verifier(COUNT)(fixture, attempt)
+        outcome.detail["answer"]["answer_score"] = 0.0
+        return outcome
+
+    ineligible = {**COUNT, "evaluation_eligible": False}
+    checks = run_selftest(cases=[_Case("t/wrong", COUNT, verify=wrong), _Case("t/blocked", ineligible)])
+    bad = {(c.subject, c.got) for c in checks if not c.ok}
+    assert ("t/wrong", "answer_score 0.0") in bad and ("t/blocked", "blocked") in bad
+    skipped = run_selftest(cases=[_Case("t/away", COUNT, available=(False, "no data"))])
+    assert [c.got for c in skipped if c.subject == "t/away"] == ["skipped"]
+
+
+def test_selftest_without_structured_cases_or_with_a_broken_suite_fails() -> None:
+    assert [c.note for c in run_selftest(cases=[]) if not c.ok] == ["no case carries a task contract"]
+
+    def broken():
+        yield _Case("t/count", COUNT)
+        raise RuntimeError("suite failed to load")
+
+    failed = [c for c in run_selftest(cases=broken()) if not c.ok]
+    assert len(failed) == 1 and failed[0].kind == "cases" and "suite failed to load" in failed[0].note
+
+
+def test_selftest_reports_progress() -> None:
+    seen: list[tuple[int, int]] = []
+    run_selftest(cases=[_Case("t/a", COUNT), _Case("t/b", COUNT)], progress=lambda d, n: seen.append((d, n)))
+    assert seen == [(1, 2), (2, 2)]
+
+
+def test_scoring_outside_its_command_line_never_imports_the_case_suite() -> None:
+    import subprocess
+    import sys
+
+    modules = sorted(set(mf.SCORER_MODULES) | {"imagebench.scoring.manifest", "imagebench.scoring.selftest",
+                                               "imagebench.scoring.aggregates"})  # fmt: skip
+    code = "\n".join(f"import {m}" for m in modules)
+    code += "\nimport sys\nprint(sorted(m for m in sys.modules if m.startswith('imagebench.cases')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

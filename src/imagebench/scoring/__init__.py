@@ -11,6 +11,7 @@
   (the bridge to the runner);
 - :mod:`~imagebench.scoring.aggregates`: :func:`pass_at_k`, :func:`pass_hat_k`, :func:`aggregate`;
 - :mod:`~imagebench.scoring.manifest`: ``scorer_manifest.json`` and its checks;
+- :mod:`~imagebench.scoring.selftest`: :func:`run_selftest`, ground truth fed back (never a result);
 - the ``score`` and ``scorer`` commands (:func:`add_cli`).
 
 Names load on first use, so ``imagebench --help`` does not import pydantic or numpy here.
@@ -49,6 +50,8 @@ _EXPORTS: dict[str, str] = {
     "score_answer": "contract",
     "structured_verifier": "contract",
     "scorer_problem": "contract",
+    "run_selftest": "selftest",
+    "SelftestCheck": "selftest",
     "exemplar": "contract",
     "Aggregate": "aggregates",
     "aggregate": "aggregates",
@@ -116,3 +119,4 @@ if TYPE_CHECKING:  # pragma: no cover
         write_scorer_manifest,
     )
     from imagebench.scoring.registry import comparator
+    from imagebench.scoring.selftest import SelftestCheck, run_selftest
