@@ -7,8 +7,8 @@
   :data:`EXAMPLES`, ... are views of it); their canonical forms are in
   :mod:`~imagebench.scoring.canonical`;
 - :mod:`~imagebench.scoring.contract`: :class:`TaskContract` (its models in
-  :mod:`~imagebench.scoring.contract_schema`), :func:`score_answer` and :func:`structured_verifier`
-  (the bridge to the runner);
+  :mod:`~imagebench.scoring.contract_schema`), :func:`score_answer`, :func:`score_pinned` (only
+  with the scorer the manifest pins) and :func:`structured_verifier` (the bridge to the runner);
 - :mod:`~imagebench.scoring.aggregates`: :func:`pass_at_k`, :func:`pass_hat_k`, :func:`aggregate`;
 - :mod:`~imagebench.scoring.manifest`: ``scorer_manifest.json`` and its checks;
 - :mod:`~imagebench.scoring.selftest`: :func:`run_selftest`, ground truth fed back (never a result);
@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "load_contract": "contract",
     "score_answer": "contract",
     "structured_verifier": "contract",
+    "score_pinned": "contract",
     "scorer_problem": "contract",
     "run_selftest": "selftest",
     "SelftestCheck": "selftest",
@@ -107,6 +108,7 @@ if TYPE_CHECKING:  # pragma: no cover
         exemplar,
         load_contract,
         score_answer,
+        score_pinned,
         scorer_problem,
         structured_verifier,
     )

@@ -1,8 +1,10 @@
 """``imagebench score`` and ``imagebench scorer selftest|manifest``: argument parsing and printing only.
 
 ``score`` grades one answer file against one task contract with literal ground truth and prints
-the per-field result as JSON. Exit codes: 0 scored (whether or not it matched), 1 the answer
-could not be read, 3 blocked (the contract cannot be graded), 2 usage (a file missing or not JSON).
+the per-field result as JSON, with the scorer the shipped manifest pins (as ``run`` does): a
+modified comparator, parser or scorer, or a tampered manifest, blocks. Exit codes: 0 scored
+(whether or not it matched), 1 the answer could not be read, 3 blocked (the contract cannot be
+graded, or the scorer is not the pinned one), 2 usage (a file missing or not JSON).
 
 ``scorer selftest`` runs :func:`imagebench.scoring.selftest.run_selftest` over the built-in suite:
 a consistency check of the scorer against its own ground truth, never a result.
@@ -72,7 +74,7 @@ def _refuse_constant(name: str) -> Any:
 
 def _cmd_score(args: argparse.Namespace) -> int:
     from imagebench.cli import UsageError
-    from imagebench.scoring.contract import score_answer
+    from imagebench.scoring.contract import score_pinned
 
     text = _read_text(args.task, "task")
     try:
@@ -80,7 +82,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"task {args.task}: not valid JSON ({exc})") from None
     answer = _read_text(args.answer, "answer")
-    score = score_answer(task, answer, None)
+    score = score_pinned(task, answer, None)
     print(json.dumps(score.to_json(), indent=2, ensure_ascii=False))
     if score.blocked is not None:
         print(f"imagebench score: blocked: {score.blocked}", file=sys.stderr)

@@ -8,8 +8,8 @@ eligible for evaluation at all.
 :func:`score_answer` is fail-closed: an ineligible, unknown or malformed contract, a field
 without a known comparator, or a gold/config its comparator refuses gives a *blocked* result,
 never a score. Blocked is not zero: it says the bench cannot grade this, not that the subject
-got it wrong. :func:`structured_verifier`, the bridge to the runner, grades only with the scorer
-the shipped manifest pins (:func:`scorer_problem`).
+got it wrong. :func:`score_pinned` grades only with the scorer the shipped manifest pins (what
+``imagebench score`` uses); :func:`structured_verifier`, the bridge to the runner, checks the same.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ __all__ = [  # the models and names of contract_schema are part of this module's
     "read_leaving",
     "resolve_ground_truth",
     "score_answer",
+    "score_pinned",
     "scorer_problem",
     "structured_verifier",
 ]
@@ -297,6 +298,19 @@ def scorer_problem(manifest: Any = None) -> str | None:
     code. The reason names every changed comparator."""
     problem = _manifest.check_scorer_manifest(_manifest.packaged_manifest_path() if manifest is None else manifest)
     return f"scorer manifest check failed: {problem}" if problem else None
+
+
+def score_pinned(
+    contract: Any, answer: Any, truth: Mapping[str, Any] | None = None, *, manifest: Any = None
+) -> AnswerScore:
+    """As :func:`score_answer`, but only with the scorer the manifest pins: blocked, naming what
+    changed, when :func:`scorer_problem` finds any. What ``imagebench score`` grades with; the
+    structured verifier makes the same check before it reads an answer."""
+    problem = scorer_problem(manifest)
+    if problem:
+        loaded, _ = load_contract(contract)
+        return AnswerScore(contract=_contract_name(loaded, contract), blocked=problem)
+    return score_answer(contract, answer, truth)
 
 
 # --------------------------------------------------------------------------- the runner bridge
