@@ -14,7 +14,7 @@ independent evidence) and a seeded bootstrap confidence interval that resamples 
 
 Which samples count: ``ok`` is a success; ``wrong-answer``, ``no-result``,
 ``unscorable-result`` and ``timeout`` are failures, the subject's doing (a subject that raised
-has no status of its own: it ends on what it left, as ``no-result`` when that was nothing). A
+has no status of its own: it is verified on what it left, ``no-result`` when nothing). A
 timeout is a failure rather than an exclusion because leaving them out would raise the mean
 exactly on the cases too hard to finish in time. ``harness-error`` (the bench's own failure) and
 ``skipped`` (not runnable here) are excluded and counted in the coverage; ``blocked`` (the bench
