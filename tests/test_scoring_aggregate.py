@@ -103,7 +103,7 @@ def test_aggregate_denominators_and_coverage() -> None:
     agg = aggregate(samples, 3, expected=["a/one", "a/two", "a/three", "a/four", "a/five", "a/six", "a/seven"])
     assert agg.coverage == {
         "cases": 7, "complete": 3, "incomplete": 1, "unscored": 2, "missing": 1,
-        "blocked": 4, "skipped": 1, "error": 2,
+        "blocked": 4, "harness-error": 1, "skipped": 1,
     }  # fmt: skip
     assert agg.missing == ["a/seven"]
     fig = agg.figures["pass@3"]
@@ -113,11 +113,47 @@ def test_aggregate_denominators_and_coverage() -> None:
     assert agg.figures["mean@3"].value == pytest.approx((2 / 3 + 0.0 + 1.0) / 3)
     by = {c.label: c for c in agg.cases}
     assert by["a/three"].scored == 3 and by["a/three"].counts["blocked"] == 1  # blocked is not a zero
+    # the timeout is a scored failure, the harness error is not scored: 2 of the 3 needed
+    assert by["a/four"].scored == 2 and by["a/four"].successes == 1
     assert by["a/four"].complete is False and by["a/four"].pass_at_k is None
     assert agg.sample_counts["blocked"] == 4 and sum(agg.sample_counts.values()) == len(samples)
     assert fig.ci_low is not None and fig.ci_low <= fig.value <= fig.ci_high
     rows = dict(agg.table())
     assert "over 3 of 7 cases" in rows["pass@3"] and "blocked 4" in rows["pass@3"]
+    assert "harness-error 1" in rows["pass@3"] and "skipped 1" in rows["pass@3"]
+
+
+def test_every_status_has_one_place() -> None:
+    from imagebench.records import STATUSES
+    from imagebench.scoring.aggregates import BLOCKED, EXCLUDED, FAILURE, SUCCESS
+
+    groups = (SUCCESS, FAILURE, EXCLUDED, BLOCKED)
+    assert set().union(*groups) == set(STATUSES)
+    assert sum(len(g) for g in groups) == len(STATUSES)  # disjoint
+
+
+def test_a_timeout_on_a_hard_case_lowers_the_mean() -> None:
+    easy = [s("a/easy", "ok"), s("a/easy", "ok"), s("a/easy", "ok")]
+    finished = aggregate([*easy, s("a/hard", "ok"), s("a/hard", "wrong-answer"), s("a/hard", "wrong-answer")], 1)
+    timed_out = aggregate([*easy, s("a/hard", "ok"), s("a/hard", "timeout"), s("a/hard", "timeout")], 1)
+    assert timed_out.figures["mean@1"].value == finished.figures["mean@1"].value == pytest.approx((1 + 1 / 3) / 2)
+    assert timed_out.figures["mean@1"].denominator == 2
+    # a hard case that always runs out of time is a case failed, not a case dropped
+    never = aggregate([*easy, s("a/hard", "timeout"), s("a/hard", "timeout"), s("a/hard", "timeout")], 3)
+    assert never.figures["mean@3"].value == pytest.approx(0.5) and never.figures["mean@3"].denominator == 2
+    assert never.figures["pass@3"].value == pytest.approx(0.5)
+    assert never.coverage["complete"] == 2 and never.coverage["unscored"] == 0
+
+
+def test_harness_errors_and_skips_are_left_out_and_counted() -> None:
+    clean = aggregate([s("a/x", "ok"), s("a/y", "wrong-answer")], 1)
+    noisy = aggregate(
+        [s("a/x", "ok"), s("a/x", "harness-error"), s("a/y", "wrong-answer"), s("a/y", "skipped"), s("a/z", "skipped")],
+        1,
+    )
+    assert noisy.figures["mean@1"].value == clean.figures["mean@1"].value == 0.5
+    assert noisy.figures["mean@1"].denominator == 2
+    assert noisy.coverage["harness-error"] == 1 and noisy.coverage["skipped"] == 2 and noisy.coverage["unscored"] == 1
 
 
 def test_blocked_is_never_averaged_as_zero() -> None:

@@ -7,11 +7,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from imagebench.scoring import registry
 from imagebench.scoring.comparators import (
     CANONICAL_FORMS,
     COMPARATORS,
     EXAMPLES,
     PREPARERS,
+    REGISTRY,
+    Example,
     ContractError,
     FieldResult,
     canonical_asset_id,
@@ -39,11 +42,51 @@ def m(name: str, predicted, gold, config=None) -> bool:
 
 
 def test_registry_is_the_seventeen() -> None:
-    assert set(COMPARATORS) == SPEC_NAMES
+    assert set(REGISTRY) == set(COMPARATORS) == SPEC_NAMES
     assert set(PREPARERS) == SPEC_NAMES
     assert set(EXAMPLES) == SPEC_NAMES
     for name, func in COMPARATORS.items():
         assert func.__doc__ and len(func.__doc__) > 40, f"{name} documents its canonical form"
+
+
+def test_one_entry_holds_a_comparator_and_what_belongs_to_it() -> None:
+    for name, entry in REGISTRY.items():
+        assert entry.name == name == entry.compare.__name__
+        assert COMPARATORS[name] is entry.compare and PREPARERS[name] is entry.prepare
+        assert EXAMPLES[name] is entry.example and isinstance(entry.example, Example)
+        assert entry.compare.__module__.startswith("imagebench.scoring.comparators.")
+    assert CANONICAL_FORMS["canonical_string_equal"] is canonical_string
+    assert CANONICAL_FORMS["canonical_space_group_equal"] is canonical_space_group
+    assert "exact" not in CANONICAL_FORMS and "voxel_member_of_set" not in CANONICAL_FORMS
+    with pytest.raises(KeyError):
+        CANONICAL_FORMS["integer_equal"]
+
+
+def test_the_views_are_read_only_and_live(monkeypatch) -> None:
+    with pytest.raises(TypeError):
+        COMPARATORS["integer_equal"] = COMPARATORS["exact"]  # type: ignore[index]
+
+    def lenient(predicted, gold, config=None):
+        return FieldResult(True, "matched")
+
+    entry = REGISTRY["integer_equal"]
+    monkeypatch.setitem(REGISTRY, "integer_equal", registry.ComparatorEntry(**{**entry.__dict__, "compare": lenient}))
+    assert COMPARATORS["integer_equal"] is lenient and m("integer_equal", 999, 5)
+    monkeypatch.undo()
+    assert not m("integer_equal", 999, 5)
+
+
+def test_a_name_registers_once_and_with_an_example() -> None:
+    example = Example(1, {}, 1, 2)
+    with pytest.raises(ValueError, match="registered twice"):
+
+        @registry.comparator(prepare=PREPARERS["exact"], example=example)
+        def exact(predicted, gold, config=None):  # noqa: ARG001
+            return FieldResult(True, "matched")
+
+    with pytest.raises(TypeError, match="Example"):
+        registry.comparator(prepare=PREPARERS["exact"], example=(1, {}, 1, 2))  # type: ignore[arg-type]
+    assert REGISTRY["exact"].compare.__module__ == "imagebench.scoring.comparators.typed"
 
 
 @pytest.mark.parametrize("name", sorted(SPEC_NAMES))

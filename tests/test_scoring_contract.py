@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -18,9 +19,15 @@ from imagebench.scoring.contract import (
     exemplar,
     load_contract,
     score_answer,
+    score_pinned,
     structured_verifier,
 )
 
+
+
+def patch_comparator(monkeypatch, name: str, func) -> None:
+    """Swap the function a registered comparator runs, for one test (its registry hash changes with it)."""
+    monkeypatch.setitem(cmp.REGISTRY, name, dataclasses.replace(cmp.REGISTRY[name], compare=func))
 
 
 def run_cli(argv: list[str]) -> int:
@@ -186,7 +193,7 @@ def test_a_comparator_that_crashes_blocks(monkeypatch) -> None:
     def broken(predicted, gold, config):
         raise RuntimeError("boom")
 
-    monkeypatch.setitem(cmp.COMPARATORS, "integer_equal", broken)
+    patch_comparator(monkeypatch, "integer_equal", broken)
     score = score_answer(contract(), {"count": 4, "angle": 1})
     assert score.blocked and "boom" in score.blocked
 
@@ -302,3 +309,36 @@ def test_cli_score_exit_codes(capsys, tmp_path: Path) -> None:
 def test_cli_score_missing_file(capsys, tmp_path: Path) -> None:
     rc = run_cli(["score", "--task", str(tmp_path / "nope.json"), "--answer", str(tmp_path / "a")])
     assert rc == 2 and "missing" in capsys.readouterr().err
+
+
+def test_cli_score_refuses_a_modified_comparator(capsys, tmp_path: Path, monkeypatch) -> None:
+    def integer_equal(predicted, gold, config=None):
+        """Accepts any integer."""
+        return cmp.FieldResult(True, "matched")
+
+    task = contract(answer_schema={"count": {"comparator": "integer_equal"}}, ground_truth={"count": 5})
+    rc, data, _ = _run(capsys, tmp_path, task, '{"count": 999}')
+    assert rc == 0 and data["answer_score"] == 0.0  # the pinned comparator: 999 is not 5
+    patch_comparator(monkeypatch, "integer_equal", integer_equal)
+    assert score_answer(task, {"count": 999}).answer_score == 1.0  # the unpinned scorer would say 1.0
+    rc, data, err = _run(capsys, tmp_path, task, '{"count": 999}')
+    assert rc == 3 and data["answer_score"] is None and data["blocked"]
+    assert "integer_equal" in data["blocked"] and "registry hash" in data["blocked"]
+    assert "blocked" in err and "integer_equal" in err
+
+
+def test_cli_score_refuses_a_tampered_manifest(capsys, tmp_path: Path, monkeypatch) -> None:
+    data = json.loads(manifest_mod.packaged_manifest_path().read_text())
+    data["contracts"].append("llm_judge")  # edited without a new self-hash
+    path = tmp_path / "scorer_manifest.json"
+    path.write_text(json.dumps(data))
+    monkeypatch.setattr(manifest_mod, "packaged_manifest_path", lambda: path)
+    rc, out, err = _run(capsys, tmp_path, contract(), '{"count": 4, "angle": 179}')
+    assert rc == 3 and out["answer_score"] is None and "self-hash" in out["blocked"]
+
+
+def test_score_pinned_takes_another_manifest(tmp_path: Path) -> None:
+    path = tmp_path / "scorer_manifest.json"
+    manifest_mod.write_scorer_manifest(path)
+    assert score_pinned(contract(), {"count": 4, "angle": 179}, manifest=path).answer_score == 1.0
+    assert "missing" in score_pinned(contract(), {"count": 4}, manifest=tmp_path / "none.json").blocked

@@ -9,7 +9,9 @@ import pytest
 
 from imagebench.scoring import comparators as cmp
 from imagebench.scoring import manifest as mf
-from test_scoring_contract import run_cli
+from imagebench.scoring.contract import structured_verifier
+from imagebench.scoring.selftest import run_selftest
+from test_scoring_contract import patch_comparator, run_cli
 
 
 def test_the_shipped_manifest_pins_this_code() -> None:
@@ -45,31 +47,54 @@ def test_a_modified_comparator_cannot_report_as_the_pinned_one(monkeypatch) -> N
         """Accepts anything."""
         return cmp.FieldResult(True, "matched")
 
-    monkeypatch.setitem(cmp.COMPARATORS, "integer_equal", lenient_integer_equal)
+    patch_comparator(monkeypatch, "integer_equal", lenient_integer_equal)
     problem = mf.check_scorer_manifest(mf.packaged_manifest_path())
     assert problem and "integer_equal" in problem
     with pytest.raises(mf.ScorerManifestError, match="registry hash"):
         mf.require_scorer_manifest(mf.packaged_manifest_path())
 
 
-def test_a_changed_helper_changes_the_implementation_hash(monkeypatch) -> None:
-    import inspect
+@pytest.mark.parametrize("module", ["imagebench.scoring.canonical", "imagebench.scoring.comparators.numeric"])
+def test_a_changed_helper_changes_the_implementation_hash(monkeypatch, module: str) -> None:
+    real = mf.module_source
 
-    real = inspect.getsource
-
-    def patched(obj):
-        text = real(obj)
-        return text + "\n# edited\n" if obj is cmp else text
+    def patched(name: str) -> str:
+        return real(name) + ("\n# edited\n" if name == module else "")
 
     mf.clear_caches()
-    monkeypatch.setattr(mf.inspect, "getsource", patched)
+    monkeypatch.setattr(mf, "module_source", patched)
     try:
         problem = mf.check_scorer_manifest(mf.packaged_manifest_path())
-        assert problem and "implementation hash" in problem
+        assert problem and "implementation hash" in problem and "registry hash" not in problem
     finally:
         monkeypatch.undo()
         mf.clear_caches()
     assert mf.check_scorer_manifest(mf.packaged_manifest_path()) is None
+
+
+def test_every_scoring_module_is_hashed_or_said_not_to_be() -> None:
+    root = Path(mf.__file__).parent
+    found = {
+        ".".join(("imagebench", "scoring", *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+        for p in root.rglob("*.py")
+    }
+    not_behind_a_score = {
+        "imagebench.scoring",  # lazy names only
+        "imagebench.scoring.aggregates",  # means over summaries, after scoring
+        "imagebench.scoring.cli",
+        "imagebench.scoring.manifest",  # the pin itself
+        "imagebench.scoring.selftest",
+    }
+    assert found - not_behind_a_score == set(mf.SCORER_MODULES)
+    assert len(set(mf.SCORER_MODULES)) == len(mf.SCORER_MODULES)
+
+
+def test_a_comparator_hash_is_its_definition_not_its_registration() -> None:
+    source = mf.definition_source(cmp.integer_equal)
+    assert source.startswith("def integer_equal(") and "@comparator" not in source
+    assert "@comparator" in mf.inspect.getsource(cmp.integer_equal)  # what is left out is only the decorator
+    shipped = mf.read_scorer_manifest(mf.packaged_manifest_path())
+    assert shipped.comparators["integer_equal"] == mf.comparator_hash("integer_equal", cmp.integer_equal)
 
 
 @pytest.mark.parametrize(
@@ -117,7 +142,88 @@ def test_selftest_fails_when_a_comparator_is_broken(capsys, monkeypatch) -> None
     def never(predicted, gold, config=None):
         return cmp.FieldResult(False, "never matches")
 
-    monkeypatch.setitem(cmp.COMPARATORS, "circular_tolerance", never)
+    patch_comparator(monkeypatch, "circular_tolerance", never)
     assert run_cli(["scorer", "selftest", "--quiet"]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "circular_tolerance" in out
+
+
+# --------------------------------------------------------------------------- the self-test as a function
+
+
+class _Case:
+    """Just what the self-test asks of a case."""
+
+    def __init__(self, label: str, answer, *, available=(True, ""), verify=None) -> None:
+        from imagebench.fixture import Fixture
+
+        self.label, self.answer, self._available = label, answer, available
+        self._fixture = Fixture(provenance="test", data={}, truth={"n": 4}, tolerance={"answer_mismatch": 0.0})
+        self.verify = verify or structured_verifier(answer)
+
+    def available(self):
+        return self._available
+
+    def build(self):
+        return self._fixture
+
+
+COUNT = {
+    "answer_schema": {"count": {"comparator": "integer_equal"}},
+    "ground_truth": {"count": {"from_truth": "n"}},
+    "scorer": {"contract": "deterministic_structured_v2_1"},
+    "evaluation_eligible": True,
+}
+
+
+def test_selftest_takes_the_cases_to_test() -> None:
+    checks = run_selftest(cases=[_Case("t/count", COUNT), _Case("t/plain", None)])
+    assert all(c.ok for c in checks), [c for c in checks if not c.ok]
+    assert [c.kind for c in checks][0] == "manifest"
+    assert {c.subject for c in checks if c.kind == "comparator"} == set(cmp.REGISTRY)
+    case_checks = [c for c in checks if c.subject == "t/count"]
+    assert [c.got for c in case_checks] == ["answer_score 1.0", "answer_score 1.0", "answer_score 0.0"]
+    assert not [c for c in checks if c.subject == "t/plain"]  # no contract, nothing to feed back
+
+
+def test_selftest_fails_on_a_case_that_does_not_score_its_own_truth() -> None:
+    def wrong(fixture, attempt):
+        outcome = structured_verifier(COUNT)(fixture, attempt)
+        outcome.detail["answer"]["answer_score"] = 0.0
+        return outcome
+
+    ineligible = {**COUNT, "evaluation_eligible": False}
+    checks = run_selftest(cases=[_Case("t/wrong", COUNT, verify=wrong), _Case("t/blocked", ineligible)])
+    bad = {(c.subject, c.got) for c in checks if not c.ok}
+    assert ("t/wrong", "answer_score 0.0") in bad and ("t/blocked", "blocked") in bad
+    skipped = run_selftest(cases=[_Case("t/away", COUNT, available=(False, "no data"))])
+    assert [c.got for c in skipped if c.subject == "t/away"] == ["skipped"]
+
+
+def test_selftest_without_structured_cases_or_with_a_broken_suite_fails() -> None:
+    assert [c.note for c in run_selftest(cases=[]) if not c.ok] == ["no case carries a task contract"]
+
+    def broken():
+        yield _Case("t/count", COUNT)
+        raise RuntimeError("suite failed to load")
+
+    failed = [c for c in run_selftest(cases=broken()) if not c.ok]
+    assert len(failed) == 1 and failed[0].kind == "cases" and "suite failed to load" in failed[0].note
+
+
+def test_selftest_reports_progress() -> None:
+    seen: list[tuple[int, int]] = []
+    run_selftest(cases=[_Case("t/a", COUNT), _Case("t/b", COUNT)], progress=lambda d, n: seen.append((d, n)))
+    assert seen == [(1, 2), (2, 2)]
+
+
+def test_scoring_outside_its_command_line_never_imports_the_case_suite() -> None:
+    import subprocess
+    import sys
+
+    modules = sorted(set(mf.SCORER_MODULES) | {"imagebench.scoring.manifest", "imagebench.scoring.selftest",
+                                               "imagebench.scoring.aggregates"})  # fmt: skip
+    code = "\n".join(f"import {m}" for m in modules)
+    code += "\nimport sys\nprint(sorted(m for m in sys.modules if m.startswith('imagebench.cases')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """Regenerate the scorer manifest shipped in the package (src/imagebench/data/scorer_manifest.json).
 
-Run after any change to the answer parser, a comparator or the contract scorer; the test
-tests/test_scoring_manifest.py fails until the shipped manifest pins the code again, and until
-then every structured answer is blocked. The source revision is left "unknown": the manifest is
+Run after any change to a module behind a score (imagebench.scoring.manifest.SCORER_MODULES:
+the answer parser, the canonical forms, the comparator registry and its families, the contract
+models and scorer); tests/test_scoring_manifest.py fails until the shipped manifest pins the code
+again, and until then every structured answer is blocked. The source revision is left "unknown": the manifest is
 committed together with the code it pins, so it cannot name that commit.
 
     .venv/bin/python tools/write_scorer_manifest.py

@@ -2,11 +2,16 @@
 
 - :mod:`~imagebench.scoring.answer`: :func:`parse_answer` (one JSON object, or a final
   ``IMAGEBENCH_FINAL_JSON:`` line; nothing read out of prose);
-- :mod:`~imagebench.scoring.comparators`: the seventeen comparators, :data:`COMPARATORS`;
-- :mod:`~imagebench.scoring.contract`: :class:`TaskContract`, :func:`score_answer`,
-  :func:`structured_verifier` (the bridge to the runner);
+- :mod:`~imagebench.scoring.comparators`: the seventeen comparators and :data:`REGISTRY`, filled
+  by the :func:`~imagebench.scoring.registry.comparator` decorator (:data:`COMPARATORS`,
+  :data:`EXAMPLES`, ... are views of it); their canonical forms are in
+  :mod:`~imagebench.scoring.canonical`;
+- :mod:`~imagebench.scoring.contract`: :class:`TaskContract` (its models in
+  :mod:`~imagebench.scoring.contract_schema`), :func:`score_answer`, :func:`score_pinned` (only
+  with the scorer the manifest pins) and :func:`structured_verifier` (the bridge to the runner);
 - :mod:`~imagebench.scoring.aggregates`: :func:`pass_at_k`, :func:`pass_hat_k`, :func:`aggregate`;
 - :mod:`~imagebench.scoring.manifest`: ``scorer_manifest.json`` and its checks;
+- :mod:`~imagebench.scoring.selftest`: :func:`run_selftest`, ground truth fed back (never a result);
 - the ``score`` and ``scorer`` commands (:func:`add_cli`).
 
 Names load on first use, so ``imagebench --help`` does not import pydantic or numpy here.
@@ -28,6 +33,10 @@ _EXPORTS: dict[str, str] = {
     "CANONICAL_FORMS": "comparators",
     "EXAMPLES": "comparators",
     "ContractError": "comparators",
+    "Example": "comparators",
+    "REGISTRY": "comparators",
+    "exemplar_answer": "comparators",
+    "comparator": "registry",
     "FieldResult": "comparators",
     "pack_region": "comparators",
     "unpack_region": "comparators",
@@ -40,6 +49,10 @@ _EXPORTS: dict[str, str] = {
     "load_contract": "contract",
     "score_answer": "contract",
     "structured_verifier": "contract",
+    "score_pinned": "contract",
+    "scorer_problem": "contract",
+    "run_selftest": "selftest",
+    "SelftestCheck": "selftest",
     "exemplar": "contract",
     "Aggregate": "aggregates",
     "aggregate": "aggregates",
@@ -77,8 +90,11 @@ if TYPE_CHECKING:  # pragma: no cover
         CANONICAL_FORMS,
         COMPARATORS,
         EXAMPLES,
+        REGISTRY,
         ContractError,
+        Example,
         FieldResult,
+        exemplar_answer,
         pack_region,
         unpack_region,
     )
@@ -92,6 +108,8 @@ if TYPE_CHECKING:  # pragma: no cover
         exemplar,
         load_contract,
         score_answer,
+        score_pinned,
+        scorer_problem,
         structured_verifier,
     )
     from imagebench.scoring.manifest import (
@@ -102,3 +120,5 @@ if TYPE_CHECKING:  # pragma: no cover
         packaged_manifest_path,
         write_scorer_manifest,
     )
+    from imagebench.scoring.registry import comparator
+    from imagebench.scoring.selftest import SelftestCheck, run_selftest

@@ -12,12 +12,16 @@ A figure is the mean over cases of the per-case values, with its denominator (ho
 a standard error clustered by case (the spread of per-case values; samples of one case are not
 independent evidence) and a seeded bootstrap confidence interval that resamples cases.
 
-Which samples count: ``ok`` is a success; ``wrong-answer``, ``no-result`` and
-``unscorable-result`` are failures (the subject's doing). ``blocked``, ``skipped``,
-``harness-error`` and ``timeout`` are excluded from every mean and counted in the coverage
-instead (a blocked trial is never a zero). A case with fewer than k scored samples is
-*incomplete* (or *unscored* when it has none) and excluded from the figures; a case named in
-``expected`` with no sample at all is *missing*. Nothing is dropped silently: every count is in :class:`Aggregate.coverage`.
+Which samples count: ``ok`` is a success; ``wrong-answer``, ``no-result``,
+``unscorable-result`` and ``timeout`` are failures, the subject's doing (a subject that raised
+has no status of its own: it is verified on what it left, ``no-result`` when nothing). A
+timeout is a failure rather than an exclusion because leaving them out would raise the mean
+exactly on the cases too hard to finish in time. ``harness-error`` (the bench's own failure) and
+``skipped`` (not runnable here) are excluded and counted in the coverage; ``blocked`` (the bench
+cannot grade the task) is excluded and counted on its own, never averaged in as a zero. A case
+with fewer than k scored samples is *incomplete* (or *unscored* when it has none) and left out
+of the figures; a case named in ``expected`` with no sample at all is *missing*. Nothing is
+dropped silently: every count is in :class:`Aggregate.coverage`.
 """
 
 from __future__ import annotations
@@ -35,9 +39,11 @@ if TYPE_CHECKING:
 
 AGGREGATE_SCHEMA_VERSION = 1
 SUCCESS = frozenset({"ok"})
-FAILURE = frozenset({"wrong-answer", "no-result", "unscorable-result"})
+FAILURE = frozenset({"wrong-answer", "no-result", "unscorable-result", "timeout"})
 SCORED = SUCCESS | FAILURE
-ERROR = frozenset({"harness-error", "timeout"})
+# Left out of every figure, each counted in the coverage under its own name.
+EXCLUDED = frozenset({"harness-error", "skipped"})
+BLOCKED = frozenset({"blocked"})
 
 
 def _check_counts(n: int, c: int, k: int) -> None:
@@ -178,9 +184,9 @@ class Aggregate(_Model):
 
 
 POLICY = (
-    "success: ok; failure: wrong-answer, no-result, unscorable-result; excluded and counted: "
-    "blocked, skipped, harness-error, timeout; a case with fewer than k scored samples is incomplete "
-    "(unscored with none) and left out of the figures"
+    "success: ok; failure: wrong-answer, no-result, unscorable-result, timeout; excluded and counted: "
+    "harness-error, skipped; blocked: excluded and counted on its own, never a zero; a case with fewer "
+    "than k scored samples is incomplete (unscored with none) and left out of the figures"
 )
 
 
@@ -220,8 +226,7 @@ def aggregate(
         "unscored": 0,
         "missing": len(missing),
         "blocked": 0,
-        "skipped": 0,
-        "error": 0,
+        **{status: 0 for status in sorted(EXCLUDED)},
     }
     for label in sorted(by_case):
         rows = by_case[label]
@@ -231,9 +236,8 @@ def aggregate(
             sample_counts[s.status] += 1
         scored = sum(counts[st] for st in SCORED)
         successes = sum(counts[st] for st in SUCCESS)
-        coverage["blocked"] += counts["blocked"]
-        coverage["skipped"] += counts["skipped"]
-        coverage["error"] += sum(counts[st] for st in ERROR)
+        for status in BLOCKED | EXCLUDED:
+            coverage[status] += counts[status]
         fig = CaseFigures(
             label=label,
             samples=len(rows),

@@ -1,87 +1,69 @@
 """Task contracts and the fail-closed scorer: what an answer must hold and how each field is judged.
 
-A :class:`TaskContract` declares the answer's fields (each with a comparator and its config),
-the ground truth per field (a literal, or a reference ``{"from_truth": key}`` resolved from the
+A :class:`TaskContract` (modelled in :mod:`~imagebench.scoring.contract_schema`) declares the
+answer's fields (each with a comparator and its config), the ground truth per field (a literal, or a reference ``{"from_truth": key}`` resolved from the
 fixture's held-out truth at scoring time), the scoring contract and whether the task is
 eligible for evaluation at all.
 
 :func:`score_answer` is fail-closed: an ineligible, unknown or malformed contract, a field
 without a known comparator, or a gold/config its comparator refuses gives a *blocked* result,
 never a score. Blocked is not zero: it says the bench cannot grade this, not that the subject
-got it wrong.
+got it wrong. :func:`score_pinned` grades only with the scorer the shipped manifest pins (what
+``imagebench score`` uses); :func:`structured_verifier`, the bridge to the runner, checks the same.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from imagebench.scoring import comparators as _cmp
+from imagebench.scoring import manifest as _manifest
 from imagebench.scoring.answer import parse_answer
+from imagebench.scoring.contract_schema import (
+    CONTRACT_SCHEMA_VERSION,
+    CONTRACTS,
+    NEVER_GRADED,
+    SCORER_CONFIG_KEYS,
+    VOXEL_COMPARATOR,
+    VOXEL_CONTRACT,
+    FieldRule,
+    ScorerSpec,
+    TaskContract,
+)
 
 if TYPE_CHECKING:
     from imagebench.fixture import Attempt, Fixture, Outcome
 
-CONTRACT_SCHEMA_VERSION = 1
 METRIC = "answer_mismatch"
 
-# The contracts this release grades, and what each allows.
-CONTRACTS: dict[str, str] = {
-    "deterministic_structured_v2_1": "a structured answer graded field by field with a declared rubric",
-    "structured_deterministic_rubric_v1": "the generic form of the same field-by-field rubric",
-    "extent_voxel_tolerance_v1": "a volumetric answer judged by membership of a voxel in a packed region",
-}
-VOXEL_CONTRACT = "extent_voxel_tolerance_v1"
-VOXEL_COMPARATOR = "voxel_member_of_set"
-# Contracts that name a judgement this release never makes automatically: always blocked.
-NEVER_GRADED: dict[str, str] = {
-    "llm_judge": "a language-model judge",
-    "prose_judge": "a judgement of free prose",
-    "mask_dice": "a mask overlap (Dice) score",
-}
-SCORER_CONFIG_KEYS = {"extra_fields": ("ignore", "mismatch")}
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class FieldRule(_Model):
-    """How one answer field is judged: a comparator from the registry and its config."""
-
-    comparator: str
-    config: dict[str, Any] = Field(default_factory=dict)
-
-
-class ScorerSpec(_Model):
-    """The scoring contract by name, and its contract-level config (``extra_fields``)."""
-
-    contract: str
-    config: dict[str, Any] = Field(default_factory=dict)
-
-
-class TaskContract(_Model):
-    """What a structured answer must hold and how it is graded (``schema_version`` 1).
-
-    ``ground_truth[field]`` is the literal expected value, or ``{"from_truth": key}`` (optionally
-    with ``"path": [keys or indices]`` into that truth value), resolved from the fixture's truth
-    when the answer is scored; a case's contract uses references only, so the case itself
-    carries no answer. ``evaluation_eligible`` must be exactly ``true``; anything else blocks.
-    """
-
-    schema_version: Literal[1] = CONTRACT_SCHEMA_VERSION
-    task_id: str = ""
-    answer_schema: dict[str, FieldRule]
-    ground_truth: dict[str, Any]
-    scorer: ScorerSpec
-    evaluation_eligible: Any = None
-
-    def public_fields(self) -> dict[str, str]:
-        """Field name -> comparator name: what may be shown to a subject (no gold, no config)."""
-        return {name: rule.comparator for name, rule in self.answer_schema.items()}
+__all__ = [  # the models and names of contract_schema are part of this module's face too
+    "CONTRACTS",
+    "CONTRACT_SCHEMA_VERSION",
+    "METRIC",
+    "NEVER_GRADED",
+    "SCORER_CONFIG_KEYS",
+    "VOXEL_COMPARATOR",
+    "VOXEL_CONTRACT",
+    "AnswerScore",
+    "Blocked",
+    "FieldRule",
+    "ScorerSpec",
+    "TaskContract",
+    "check_contract",
+    "exemplar",
+    "load_contract",
+    "prepare",
+    "read_leaving",
+    "resolve_ground_truth",
+    "score_answer",
+    "score_pinned",
+    "scorer_problem",
+    "structured_verifier",
+]
 
 
 class Blocked(Exception):
@@ -307,6 +289,30 @@ def score_answer(contract: Any, answer: Any, truth: Mapping[str, Any] | None = N
     )
 
 
+# --------------------------------------------------------------------------- the pinned scorer
+
+
+def scorer_problem(manifest: Any = None) -> str | None:
+    """Why the running scorer may not score (``None`` when it may): the scorer manifest (the
+    shipped one unless ``manifest`` names another) is tampered with or does not pin the running
+    code. The reason names every changed comparator."""
+    problem = _manifest.check_scorer_manifest(_manifest.packaged_manifest_path() if manifest is None else manifest)
+    return f"scorer manifest check failed: {problem}" if problem else None
+
+
+def score_pinned(
+    contract: Any, answer: Any, truth: Mapping[str, Any] | None = None, *, manifest: Any = None
+) -> AnswerScore:
+    """As :func:`score_answer`, but only with the scorer the manifest pins: blocked, naming what
+    changed, when :func:`scorer_problem` finds any. What ``imagebench score`` grades with; the
+    structured verifier makes the same check before it reads an answer."""
+    problem = scorer_problem(manifest)
+    if problem:
+        loaded, _ = load_contract(contract)
+        return AnswerScore(contract=_contract_name(loaded, contract), blocked=problem)
+    return score_answer(contract, answer, truth)
+
+
 # --------------------------------------------------------------------------- the runner bridge
 
 
@@ -338,7 +344,6 @@ def structured_verifier(contract: Any, *, leaving: str = "answer") -> Callable[[
 
     def verify(fixture: Fixture, attempt: Attempt) -> Outcome:
         from imagebench.fixture import Metric, Outcome
-        from imagebench.scoring.manifest import check_scorer_manifest, packaged_manifest_path
 
         def blocked(reason: str, name: str) -> Outcome:
             return Outcome(
@@ -350,9 +355,9 @@ def structured_verifier(contract: Any, *, leaving: str = "answer") -> Callable[[
 
         loaded, _ = load_contract(contract)
         name = _contract_name(loaded, contract)
-        problem = check_scorer_manifest(packaged_manifest_path())
+        problem = scorer_problem()
         if problem:
-            return blocked(f"scorer manifest check failed: {problem}", name)
+            return blocked(problem, name)
         limit = fixture.tolerance.get(METRIC, 0.0) if fixture.tolerance else 0.0
         if limit != 0.0:
             why = f"the {METRIC} limit is fixed at 0 for a structured answer; the fixture sets {limit!r}"
