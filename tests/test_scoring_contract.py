@@ -35,7 +35,7 @@ def run_cli(argv: list[str]) -> int:
     import argparse
 
     from imagebench.cli import UsageError
-    from imagebench.scoring import add_cli
+    from imagebench.cli.scoring import add_cli
 
     parser = argparse.ArgumentParser(prog="imagebench")
     add_cli(parser.add_subparsers(dest="command"))

@@ -81,7 +81,6 @@ def test_every_scoring_module_is_hashed_or_said_not_to_be() -> None:
     not_behind_a_score = {
         "imagebench.scoring",  # lazy names only
         "imagebench.scoring.aggregates",  # means over summaries, after scoring
-        "imagebench.scoring.cli",
         "imagebench.scoring.manifest",  # the pin itself
         "imagebench.scoring.selftest",
     }

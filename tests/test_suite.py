@@ -63,7 +63,7 @@ def builtin_toys(monkeypatch: pytest.MonkeyPatch, fx_root: Path) -> list[Case]:
 
     toys = toy_cases(fx_root)
     monkeypatch.setattr(builtin, "all_cases", lambda: list(toys))
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ("imagebench.cli.run", "imagebench.suite"))
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ("imagebench.cli.run", "imagebench.cli.suite"))
     return toys
 
 

@@ -474,6 +474,8 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
     status = outcome.status
     if status == "no-result" and notes.get("unreadable"):
         status = "unscorable-result"  # it left something; nobody could read it
+    if run.error and status != "blocked":
+        status = "subject-error"  # a turn that ended in an exception is a failure, whatever it left
     if OVERWRITTEN_FLAG in flags and status not in ("blocked",):
         status = OVERWRITTEN_FLAG  # what it was scored against is not what it was given: never a success
     reason = _reason(status, outcome, attempt, run)

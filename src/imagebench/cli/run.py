@@ -219,7 +219,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if getattr(args, "resume", None):
         return cmd_resume(args)
     if getattr(args, "suite", None):
-        from imagebench.suite.cli import run_suite
+        from imagebench.cli.suite import run_suite
 
         return run_suite(args)
     if getattr(args, "sample", "all") != "all" or getattr(args, "seed", 0) != 0:

@@ -12,7 +12,6 @@
 - :mod:`~imagebench.scoring.aggregates`: :func:`pass_at_k`, :func:`pass_hat_k`, :func:`aggregate`;
 - :mod:`~imagebench.scoring.manifest`: ``scorer_manifest.json`` and its checks;
 - :mod:`~imagebench.scoring.selftest`: :func:`run_selftest`, ground truth fed back (never a result);
-- the ``score`` and ``scorer`` commands (:func:`add_cli`).
 
 Names load on first use, so ``imagebench --help`` does not import pydantic or numpy here.
 """
@@ -22,8 +21,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from imagebench._lazy import lazy_exports
-
-from imagebench.scoring.cli import add_cli
 
 _EXPORTS: dict[str, str] = {
     "MARKER": "answer",
@@ -69,7 +66,7 @@ _EXPORTS: dict[str, str] = {
     "packaged_manifest_path": "manifest",
 }
 
-__all__ = ["add_cli", *sorted(_EXPORTS)]
+__all__ = sorted(_EXPORTS)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 
 AGGREGATE_SCHEMA_VERSION = 1
 SUCCESS = frozenset({"ok"})
-FAILURE = frozenset({"wrong-answer", "no-result", "unscorable-result", "timeout"})
+FAILURE = frozenset(
+    {"wrong-answer", "no-result", "unscorable-result", "timeout", "subject-error", "truth-tampered", "fixture-overwritten"}
+)
 SCORED = SUCCESS | FAILURE
 # Left out of every figure, each counted in the coverage under its own name.
 EXCLUDED = frozenset({"harness-error", "skipped"})
@@ -184,7 +186,8 @@ class Aggregate(_Model):
 
 
 POLICY = (
-    "success: ok; failure: wrong-answer, no-result, unscorable-result, timeout; excluded and counted: "
+    "success: ok; failure: wrong-answer, no-result, unscorable-result, timeout, subject-error, truth-tampered, "
+    "fixture-overwritten; excluded and counted: "
     "harness-error, skipped; blocked: excluded and counted on its own, never a zero; a case with fewer "
     "than k scored samples is incomplete (unscored with none) and left out of the figures"
 )

@@ -8,7 +8,6 @@
   :func:`assignment_mismatches`;
 - :mod:`~imagebench.suite.record`: what a suite run records in ``run.json``;
 - :mod:`~imagebench.suite.compare`: conditions C1-C4, McNemar's exact test, paired bootstrap;
-- the ``suite pin``, ``suite verify`` and ``compare`` commands (:func:`add_cli`).
 
 Case fingerprints live in :mod:`imagebench.fingerprint`. See ``docs/suites.md``.
 Names load on first use so that ``imagebench --help`` stays fast.
@@ -19,8 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from imagebench._lazy import lazy_exports
-
-from imagebench.suite.cli import add_cli
 
 _EXPORTS: dict[str, str] = {
     "SuiteError": "model",
@@ -58,14 +55,19 @@ _EXPORTS: dict[str, str] = {
     "paired_bootstrap": "compare",
 }
 
-__all__ = ["add_cli", *sorted(_EXPORTS)]
+__all__ = sorted(_EXPORTS)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from imagebench.suite.compare import Comparison, compare_runs, mcnemar_exact, paired_bootstrap
+    from imagebench.suite.compare import (
+        Comparison,
+        compare_runs,
+        mcnemar_exact,
+        paired_bootstrap,
+    )
     from imagebench.suite.model import (
         AliasFile,
         SuiteError,
@@ -80,7 +82,13 @@ if TYPE_CHECKING:  # pragma: no cover
         write_suite,
     )
     from imagebench.suite.record import Conditions, SuiteRunInfo
-    from imagebench.suite.resolve import CaseSource, Problem, case_source, pin_suite, verify_suite
+    from imagebench.suite.resolve import (
+        CaseSource,
+        Problem,
+        case_source,
+        pin_suite,
+        verify_suite,
+    )
     from imagebench.suite.sampling import (
         AllTasks,
         Assignment,

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from imagebench.cli import UsageError
+
 if TYPE_CHECKING:
     from imagebench.suite.model import SuiteManifest
     from imagebench.suite.resolve import CaseSource, Problem
@@ -61,7 +63,6 @@ def _console(stderr: bool = False) -> Any:
 
 
 def _usage(message: str) -> Exception:
-    from imagebench.cli import UsageError
 
     return UsageError(message)
 

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from imagebench.cli import UsageError
+
 EXIT_SCORED, EXIT_UNREADABLE, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
 
 
@@ -56,7 +58,6 @@ def _no_subcommand(parser: argparse.ArgumentParser) -> int:
 
 
 def _read_text(path: str, what: str) -> str:
-    from imagebench.cli import UsageError
 
     if path == "-":
         return sys.stdin.read()
@@ -73,7 +74,6 @@ def _refuse_constant(name: str) -> Any:
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
-    from imagebench.cli import UsageError
     from imagebench.scoring.contract import score_pinned
 
     text = _read_text(args.task, "task")
@@ -94,7 +94,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_manifest(args: argparse.Namespace) -> int:
-    from imagebench.scoring.manifest import current_manifest, manifest_problems, write_scorer_manifest
+    from imagebench.scoring.manifest import (
+        current_manifest,
+        manifest_problems,
+        write_scorer_manifest,
+    )
 
     if args.write:
         manifest = write_scorer_manifest(args.write)
