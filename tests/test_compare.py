@@ -173,7 +173,7 @@ def test_mcnemar_matches_the_golden_values() -> None:
 
 
 def test_mcnemar_against_exact_rational_arithmetic() -> None:
-    for n in range(0, 61):
+    for n in range(61):
         for b in range(n + 1):
             exact = _exact_mcnemar(b, n - b)
             got = mcnemar_exact(b, n - b)
@@ -192,6 +192,7 @@ SIX = ([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0.2, 0.1, 0.5, 0.4, 0.9, 0.6])
 BOOTSTRAP_GOLDEN: list[tuple[tuple[list[float], list[float]], dict[str, Any], tuple[float, float] | None]] = [
     (SIX, {"seed": 0}, (-0.016666666666666666, 0.23333333333333336)),
     (SIX, {"seed": 3}, (-0.016666666666666666, 0.2337499999999978)),
+    (SIX, {"seed": 5, "resamples": 1}, (0.25, 0.25)),  # one resample: its mean, without a warning
     (([0.0, 1.0], [1.0, 3.0]), {"seed": 0}, (1.0, 2.0)),  # two pairs
     (([1.0, 2.0, 3.0], [1.5, 2.0, 4.0]), {"seed": 3}, (0.0, 1.0)),
     (([1.0, 1.0], [2.0, 2.0]), {"seed": 0}, (1.0, 1.0)),  # no spread
@@ -207,6 +208,7 @@ BOOTSTRAP_GOLDEN: list[tuple[tuple[list[float], list[float]], dict[str, Any], tu
 ]
 
 
+@pytest.mark.filterwarnings("error")
 @pytest.mark.parametrize(("pairs", "kwargs", "expected"), BOOTSTRAP_GOLDEN)
 def test_paired_bootstrap_matches_the_golden_values(
     pairs: tuple[list[float], list[float]], kwargs: dict[str, Any], expected: tuple[float, float] | None
