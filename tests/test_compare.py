@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +128,104 @@ def test_paired_bootstrap_is_seeded_and_paired() -> None:
     assert paired_bootstrap([1.0, 1.0], [2.0, 2.0], seed=0) == pytest.approx((1.0, 1.0))
     with pytest.raises(ValueError, match="differ in length"):
         paired_bootstrap([1.0], [1.0, 2.0], seed=0)
+
+
+# Golden values, recorded from the hand-written implementations these functions replaced
+# (an exact rational McNemar, and a numpy percentile bootstrap over rng.integers resamples).
+# The McNemar p is exact as a rational; the float the new code returns may differ from the
+# correctly rounded one in the last bits (n >= 15), never by more than a relative 1e-12.
+MCNEMAR_GOLDEN = {
+    (0, 0): 1.0,  # no discordant pair
+    (1, 0): 1.0,  # n = 1
+    (0, 1): 1.0,
+    (3, 0): 0.25,  # all discordant one way
+    (0, 3): 0.25,
+    (8, 0): 0.0078125,
+    (20, 0): 1.9073486328125e-06,
+    (100, 0): 1.5777218104420236e-30,
+    (0, 1000): 1.8665272370064378e-301,  # near the float's floor, not 0
+    (5, 1): 0.21875,
+    (1, 5): 0.21875,
+    (10, 2): 0.03857421875,
+    (4, 4): 1.0,  # balanced
+    (2, 3): 1.0,
+    (25, 30): 0.5900533317766357,
+    (60, 40): 0.05688793364098079,
+    (517, 483): 0.2966893507732786,
+    (1075, 925): 0.000858697892589366,
+}
+
+
+def _exact_mcnemar(b: int, c: int) -> Fraction:
+    """The two-sided exact McNemar p as a rational: min(1, 2 P[X <= min(b, c)]), X ~ Bin(b + c, 1/2)."""
+    n = b + c
+    if n == 0:
+        return Fraction(1)
+    tail = Fraction(sum(math.comb(n, i) for i in range(min(b, c) + 1)), 2**n)
+    return min(Fraction(1), 2 * tail)
+
+
+def test_mcnemar_matches_the_golden_values() -> None:
+    for (b, c), p in MCNEMAR_GOLDEN.items():
+        assert mcnemar_exact(b, c) == pytest.approx(p, rel=1e-12, abs=0), (b, c)
+        if b + c < 15:  # small n: every p is a short dyadic fraction, held bit for bit
+            assert mcnemar_exact(b, c) == p, (b, c)
+
+
+def test_mcnemar_against_exact_rational_arithmetic() -> None:
+    for n in range(61):
+        for b in range(n + 1):
+            exact = _exact_mcnemar(b, n - b)
+            got = mcnemar_exact(b, n - b)
+            assert got == pytest.approx(float(exact), rel=1e-12, abs=0), (b, n - b)
+            if n < 15:
+                assert got == float(exact), (b, n - b)
+    assert mcnemar_exact(5000, 0) == 0.0  # below the smallest float, as the rational rounds
+
+
+def _wave(n: int) -> tuple[list[float], list[float]]:
+    a = [math.sin(i) for i in range(n)]
+    return a, [x + 0.1 * math.cos(3 * i) + 0.05 for i, x in enumerate(a)]
+
+
+SIX = ([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0.2, 0.1, 0.5, 0.4, 0.9, 0.6])
+BOOTSTRAP_GOLDEN: list[tuple[tuple[list[float], list[float]], dict[str, Any], tuple[float, float] | None]] = [
+    (SIX, {"seed": 0}, (-0.016666666666666666, 0.23333333333333336)),
+    (SIX, {"seed": 3}, (-0.016666666666666666, 0.2337499999999978)),
+    (SIX, {"seed": 5, "resamples": 1}, (0.25, 0.25)),  # one resample: its mean, without a warning
+    (([0.0, 1.0], [1.0, 3.0]), {"seed": 0}, (1.0, 2.0)),  # two pairs
+    (([1.0, 2.0, 3.0], [1.5, 2.0, 4.0]), {"seed": 3}, (0.0, 1.0)),
+    (([1.0, 1.0], [2.0, 2.0]), {"seed": 0}, (1.0, 1.0)),  # no spread
+    (([1.0], [2.0]), {"seed": 0}, None),  # n = 1
+    (([], []), {"seed": 0}, None),
+    (_wave(50), {"seed": 0}, (0.02967483812747185, 0.07117704093010219)),
+    (_wave(50), {"seed": 7, "resamples": 7}, (0.03894014822627932, 0.0637086152569726)),
+    (_wave(50), {"seed": 1, "level": 0.9}, (0.033453945071954164, 0.06700568667768955)),
+    (_wave(50), {"seed": 2, "resamples": 2500}, (0.030068258047102905, 0.07019257714116738)),
+    (_wave(1500), {"seed": 0}, (0.04650987899445991, 0.053657008901404235)),
+    (_wave(1500), {"seed": 7, "resamples": 7}, (0.048959076457323704, 0.05297165545517307)),
+    (_wave(1500), {"seed": 1, "level": 0.9}, (0.04705522760839602, 0.05303942061557889)),
+]
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize(("pairs", "kwargs", "expected"), BOOTSTRAP_GOLDEN)
+def test_paired_bootstrap_matches_the_golden_values(
+    pairs: tuple[list[float], list[float]], kwargs: dict[str, Any], expected: tuple[float, float] | None
+) -> None:
+    got = paired_bootstrap(*pairs, **kwargs)
+    if expected is None:
+        assert got is None
+    else:
+        assert got is not None
+        assert got == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+def test_paired_bootstrap_refuses_nonsense() -> None:
+    with pytest.raises(ValueError, match="level"):
+        paired_bootstrap(*SIX, seed=0, level=1.0)
+    with pytest.raises(ValueError, match="resamples"):
+        paired_bootstrap(*SIX, seed=0, resamples=0)
 
 
 # --------------------------------------------------------------------------- when everything holds

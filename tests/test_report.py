@@ -48,11 +48,17 @@ class Page(HTMLParser):
         self._status: str | None = None
         self._cell = 0
         self.scripts = 0
+        self.text = ""
+        self.headings: list[str] = []
+        self._heading = False
+        self._row: dict[str, str] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = {k: v or "" for k, v in attrs}
         if tag == "tr" and "case-row" in a.get("class", ""):
+            a["text"] = ""  # the row's text, entities decoded
             self.rows.append(a)
+            self._row = a
         if tag == "img":
             self.images.append(a["src"])
         if tag == "section":
@@ -65,8 +71,22 @@ class Page(HTMLParser):
             self._cell += 1
         if tag == "script":
             self.scripts += 1
+        if tag == "h2":
+            self._heading = True
+            self.headings.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "h2":
+            self._heading = False
+        if tag == "tr":
+            self._row = None
 
     def handle_data(self, data: str) -> None:
+        self.text += data
+        if self._row is not None:
+            self._row["text"] += data
+        if self._heading:
+            self.headings[-1] += data
         if self._status is not None and self._cell == 2 and data.strip():
             self.status_rows[self._status] = data.strip()
             self._status = None
@@ -110,9 +130,10 @@ def test_rows_failures_first_and_every_status_counted(mixed_run: RunResult) -> N
     assert page.status_rows["timeout"] == "0" and page.status_rows["blocked"] == "0"
     # pass@k with its denominator, for k = 1 and k = samples
     assert "pass@1" in text and "pass@2" in text and "(2/2 scored ok)" in text and "(0/2 scored ok)" in text
-    # the hostile message is shown, escaped
+    # the hostile message is shown, escaped: as text on the page, never as markup
     assert "<script>alert(" not in text
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;quoted&quot;" in text
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &#34;quoted&#34;" in text
+    assert HOSTILE in page.text
     assert page.scripts == 1  # only the page's own
     # metrics against limits
     assert "mask_error" in text and "/ 0.05" in text
@@ -164,6 +185,52 @@ def test_cli_report_and_run_write_the_page(mixed_run: RunResult, tmp_path: Path,
     assert "not a folder" in capsys.readouterr().err
     with pytest.raises(ReportError, match="run.json: file is missing"):
         write_html_report(tmp_path / "pages")
+
+
+def test_markup_in_a_label_subject_or_reason_stays_text(mixed_run: RunResult) -> None:
+    """Text the run wrote (a case label, the subject, a case's reason, a flag) is escaped by the
+    template wherever it lands: element text, an attribute, the title, the anchor."""
+    run_json = mixed_run.run_dir / "run.json"
+    record = json.loads(run_json.read_text())
+    record["cases"].append(HOSTILE)  # a case the run never reached, under a label that is markup
+    record["selection"] = {"k": [HOSTILE]}
+    run_json.write_text(json.dumps(record))
+    case_json = mixed_run.run_dir / "reference/toy/wrong/summary.json"
+    case = json.loads(case_json.read_text())
+    case["extra"]["reasons"] = [HOSTILE]
+    case_json.write_text(json.dumps(case))
+    sample_json = mixed_run.run_dir / "reference/toy/passes/sample-0/summary.json"
+    sample = json.loads(sample_json.read_text())
+    sample["flags"] = [HOSTILE]
+    sample_json.write_text(json.dumps(sample))
+
+    text = write_html_report(mixed_run.run_dir).read_text(encoding="utf-8")
+    page = _parse(text)
+    assert "<script>alert(" not in text and "</script> &" not in text
+    assert text.count("<script>") == 1 and page.scripts == 1  # the page's own, nothing from the run
+    # the label comes back whole: as an attribute value, as the row's link and as a heading
+    rows = {r["data-label"]: r for r in page.rows}
+    assert rows[HOSTILE]["data-verdict"] == "missing" and rows[HOSTILE]["text"].strip().startswith(HOSTILE)
+    assert HOSTILE in page.sections and f"{HOSTILE} missing" in page.headings
+    # the reason is the failing case's first reason, as text in its row
+    assert rows["toy/wrong"]["text"].strip().endswith(HOSTILE)
+    # the flag beside its sample's heading, the selection in the header
+    assert f"sample 0: ok {HOSTILE}" in page.text
+    assert json.dumps({"k": [HOSTILE]}, sort_keys=True) in page.text
+
+
+def test_the_template_ships_as_package_data() -> None:
+    """Every template file is matched by pyproject's package-data, so an installed wheel can render."""
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    package = root / "src" / "imagebench"
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["imagebench"]
+    templates = [p.relative_to(package).as_posix() for p in (package / "templates").rglob("*") if p.is_file()]
+    assert "templates/report.html.j2" in templates
+    for name in templates:
+        assert any(fnmatch.fnmatch(name, pat) for pat in patterns), f"{name} is not package data ({patterns})"
 
 
 # --------------------------------------------------------------------------- in a real browser

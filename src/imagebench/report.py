@@ -18,18 +18,20 @@ The page holds, failures first:
   and the one contrast range they share;
 - the receipt (``receipt.json``) when the run wrote one.
 
-Every piece of text from the run is escaped (``html.escape``). The page sets
-``data-images="loaded"`` on ``<body>`` once every image has decoded (``broken`` otherwise), which
-is what the browser test reads.
+The markup is the Jinja2 template ``imagebench/templates/report.html.j2``; this module gathers
+what it shows into a view-model of plain text and numbers (:func:`page_view`), and the template's
+environment escapes every value it prints (autoescape), so text from the run never becomes markup.
+The page sets ``data-images="loaded"`` on ``<body>`` once every image has decoded (``broken``
+otherwise), which is what the browser test reads.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
+import functools
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,16 +42,13 @@ if TYPE_CHECKING:
     from imagebench.scoring.aggregates import Aggregate
 
 REPORT_NAME = "report.html"
+TEMPLATE_NAME = "report.html.j2"  # in imagebench/templates
 # Case rows and sections come in this order of verdicts: what needs looking at first.
 VERDICT_ORDER = ("fail", "blocked", "error", "incomplete", "missing", "skipped", "pass")
 
 
 class ReportError(ValueError):
     """The folder is not a run folder that a report can be written for (names the file)."""
-
-
-def esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 # --------------------------------------------------------------------------- reading a run
@@ -235,62 +234,10 @@ def _aggregate(run: RunView) -> None:
         run.aggregate_problem = f"{type(exc).__name__}: {exc}"
 
 
-# --------------------------------------------------------------------------- rendering
-
-
-_CSS = """
-:root { --fail:#b3261e; --pass:#1b7f3b; --skip:#8a6d00; --muted:#666; --line:#ddd; --bg:#fafafa; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0 auto; max-width: 1280px;
-       padding: 16px 24px 64px; color: #1d1d1d; }
-h1 { font-size: 22px; margin: 8px 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid var(--line); }
-h3 { font-size: 15px; margin: 18px 0 6px; } code, pre { font: 12px/1.4 ui-monospace, Menlo, Consolas, monospace; }
-pre { background: var(--bg); border: 1px solid var(--line); padding: 8px; overflow: auto; max-height: 420px; }
-table { border-collapse: collapse; width: 100%; margin: 6px 0; }
-th, td { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
-th { background: var(--bg); position: sticky; top: 0; }
-.verdict { font-weight: 600; text-transform: uppercase; font-size: 12px; padding: 1px 6px; border-radius: 3px; color: #fff; }
-.v-pass { background: var(--pass); } .v-fail { background: var(--fail); } .v-skipped { background: var(--skip); }
-.v-missing, .v-incomplete, .v-error { background: #555; } .v-blocked { background: #7a4fa0; }
-.m-fail { color: var(--fail); font-weight: 600; } .m-pass { color: var(--pass); } .m-unavailable { color: var(--skip); }
-.muted { color: var(--muted); } .zero { color: #aaa; } .warn { color: var(--skip); } .problem { color: var(--fail); }
-.reason { color: #333; max-width: 520px; overflow-wrap: anywhere; }
-.artifacts { display: flex; flex-wrap: wrap; gap: 12px; margin: 8px 0 4px; }
-figure { margin: 0; } figure img { width: 256px; height: auto; image-rendering: pixelated; border: 1px solid var(--line);
-       background: #000; display: block; }
-figcaption { font-size: 12px; color: var(--muted); text-align: center; max-width: 256px; overflow-wrap: anywhere; }
-.artifact-error { width: 256px; min-height: 64px; border: 1px dashed var(--fail); color: var(--fail); padding: 6px;
-       font-size: 12px; overflow-wrap: anywhere; }
-img.broken { outline: 3px solid var(--fail); }
-.case { border-left: 4px solid var(--line); padding-left: 12px; margin: 18px 0; }
-.case.v-fail-border { border-left-color: var(--fail); } .case.v-pass-border { border-left-color: var(--pass); }
-.case.v-skipped-border { border-left-color: var(--skip); }
-.sample { margin: 10px 0 14px; }
-dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 6px 0; }
-dl.kv dt { color: var(--muted); } dl.kv dd { margin: 0; overflow-wrap: anywhere; }
-.controls { margin: 8px 0; }
-body.hide-pass .is-pass { display: none; }
-"""
-
-_SCRIPT = """
-(function () {
-  function settle() {
-    var imgs = Array.prototype.slice.call(document.images);
-    var ok = 0;
-    imgs.forEach(function (img) {
-      if (img.complete && img.naturalWidth > 0) { ok += 1; } else { img.classList.add('broken'); }
-    });
-    document.body.setAttribute('data-images-total', String(imgs.length));
-    document.body.setAttribute('data-images-ok', String(ok));
-    document.body.setAttribute('data-images', ok === imgs.length ? 'loaded' : 'broken');
-  }
-  window.addEventListener('load', settle);
-  var toggle = document.getElementById('hide-pass');
-  if (toggle) {
-    toggle.addEventListener('change', function () { document.body.classList.toggle('hide-pass', toggle.checked); });
-  }
-})();
-"""
+# --------------------------------------------------------------------------- the page's view-model
+#
+# What the page shows, as plain text and numbers; the markup is ``templates/report.html.j2``.
+# Nothing here is HTML: the template's environment escapes every value it prints.
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
@@ -299,17 +246,13 @@ def _fmt(value: float | None, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
-def _verdict(v: str) -> str:
-    return f'<span class="verdict v-{esc(v)}">{esc(v)}</span>'
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
 
 
-def _counts(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{esc(k)} {v}" for k, v in sorted(counts.items())) or "-"
-
-
-def _kv(rows: Iterable[tuple[str, Any]]) -> str:
-    items = "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in rows)
-    return f'<dl class="kv">{items}</dl>'
+def _pairs(counts: Mapping[str, int]) -> str:
+    """``"a 1, b 2"``: counts as one line of text."""
+    return ", ".join(f"{k} {v}" for k, v in counts.items())
 
 
 def _order(views: Sequence[CaseView]) -> list[CaseView]:
@@ -317,294 +260,337 @@ def _order(views: Sequence[CaseView]) -> list[CaseView]:
     return [v for _, v in sorted(enumerate(views), key=lambda iv: (rank.get(iv[1].verdict, 0), iv[0]))]
 
 
-def _case_figures(run: RunView) -> dict[int, dict[str, Any]]:
-    """k -> label -> CaseFigures."""
-    return {a.k: {c.label: c for c in a.cases} for a in run.aggregates}
+def _anchor(label: str) -> str:
+    return quote(label, safe="")
 
 
-def _pass_cell(figs: Mapping[int, Mapping[str, Any]], label: str, k: int) -> str:
+@dataclass(frozen=True)
+class PassCell:
+    """pass@k of one case: its value with the samples behind it, or why there is none."""
+
+    value: str | None
+    note: str
+
+
+@dataclass(frozen=True)
+class MetricMean:
+    name: str
+    css: str  # m-fail, m-unavailable or m-pass: the worst verdict any sample gave this metric
+    mean: str
+    limit: str
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    label: str
+    anchor: str
+    verdict: str
+    is_pass: bool
+    counts: str
+    expected: int
+    metrics: list[MetricMean]
+    passes: list[PassCell]  # pass@1, then pass@k when the run drew k > 1 samples per case
+    reason: str
+    more: int  # reasons beyond the first
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    name: str
+    value: str  # with its unit
+    limit: str
+    verdict: str
+    unavailable: str
+
+
+@dataclass(frozen=True)
+class ArtifactView:
+    name: str
+    caption: str
+    src: str = ""  # relative to the page
+    error: str | None = None  # why the image could not be drawn
+
+
+@dataclass(frozen=True)
+class SampleBlock:
+    sample: str
+    status: str
+    flags: str
+    reason: str
+    metrics: list[MetricRow]
+    artifacts: list[ArtifactView]
+    range: str
+    times: str
+
+
+@dataclass(frozen=True)
+class CaseSection:
+    label: str
+    anchor: str
+    verdict: str
+    is_pass: bool
+    info: list[tuple[str, str]]
+    problems: list[str]
+    samples: list[SampleBlock]
+
+
+def _pass_cell(figs: Mapping[int, Mapping[str, Any]], label: str, k: int) -> PassCell:
     fig = figs.get(k, {}).get(label)
     if fig is None:
-        return '<span class="muted">-</span>'
+        return PassCell(None, "-")
     if fig.pass_at_k is None:
-        why = "no scored sample" if fig.scored == 0 else f"{fig.scored} scored &lt; k={k}"
-        return f'<span class="muted">n/a ({why})</span>'
-    return f"{fig.pass_at_k:.3f} <span class=\"muted\">({fig.successes}/{fig.scored} scored ok)</span>"
+        why = "no scored sample" if fig.scored == 0 else f"{fig.scored} scored < k={k}"
+        return PassCell(None, f"n/a ({why})")
+    return PassCell(f"{fig.pass_at_k:.3f}", f"({fig.successes}/{fig.scored} scored ok)")
 
 
-def _metric_means(view: CaseView) -> str:
+def _metric_means(view: CaseView) -> list[MetricMean]:
     if view.summary is None:
-        return '<span class="muted">-</span>'
+        return []
     limits = view.summary.extra.get("limits", {}) or {}
     verdicts: dict[str, set[str]] = {}
     for s in view.samples:
         for m in s.metrics:
             verdicts.setdefault(m.name, set()).add(m.verdict)
-    lines = []
+    means = []
     for name, mean in view.summary.metric_means.items():
         seen = verdicts.get(name, set())
-        cls = "m-fail" if "fail" in seen else ("m-unavailable" if "unavailable" in seen else "m-pass")
-        lines.append(f'<span class="{cls}">{esc(name)}</span> {esc(_fmt(mean))} / {esc(_fmt(limits.get(name)))}')
-    return "<br>".join(lines) or '<span class="muted">-</span>'
+        css = "m-fail" if "fail" in seen else ("m-unavailable" if "unavailable" in seen else "m-pass")
+        means.append(MetricMean(name, css, _fmt(mean), _fmt(limits.get(name))))
+    return means
 
 
-def _first_reason(view: CaseView) -> str:
+def _reasons(view: CaseView) -> list[str]:
     reasons: list[str] = []
     if view.summary is not None:
         reasons = [r for r in view.summary.extra.get("reasons", []) if isinstance(r, str)]
     if not reasons:
         reasons = [s.reason for s in view.samples if s.reason]
-    if view.problems:
-        reasons = [*view.problems, *reasons]
-    if not reasons:
-        return ""
-    text = reasons[0]
-    more = f' <span class="muted">(+{len(reasons) - 1} more)</span>' if len(reasons) > 1 else ""
-    return esc(text) + more
+    return [*view.problems, *reasons]
 
 
-def _results_table(run: RunView, ordered: Sequence[CaseView]) -> str:
-    figs = _case_figures(run)
+def _results(run: RunView, ordered: Sequence[CaseView]) -> dict[str, Any]:
+    figs = {a.k: {c.label: c for c in a.cases} for a in run.aggregates}  # k -> label -> CaseFigures
     k = run.record.samples
-    head = ["case", "verdict", "samples", "metrics (mean / limit)", "pass@1"]
-    if k > 1:
-        head.append(f"pass@{k}")
-    head.append("why (first reason)")
+    ks = [1, k] if k > 1 else [1]
     rows = []
     for view in ordered:
-        cells = [
-            f'<a href="#case-{esc(quote(view.label, safe=""))}">{esc(view.label)}</a>',
-            _verdict(view.verdict),
-            f"{_counts(view.counts)}" + (f' <span class="muted">of {view.expected}</span>' if view.expected else ""),
-            _metric_means(view),
-            _pass_cell(figs, view.label, 1),
-        ]
-        if k > 1:
-            cells.append(_pass_cell(figs, view.label, k))
-        cells.append(f'<span class="reason">{_first_reason(view)}</span>')
-        cls = "case-row is-pass" if view.verdict == "pass" else "case-row"
-        rows.append(f'<tr class="{cls}" data-label="{esc(view.label)}" data-verdict="{esc(view.verdict)}">'
-                    + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    thead = "".join(f"<th>{esc(h)}</th>" for h in head)
-    return f'<table id="results"><thead><tr>{thead}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        reasons = _reasons(view)
+        rows.append(
+            CaseRow(
+                label=view.label,
+                anchor=_anchor(view.label),
+                verdict=view.verdict,
+                is_pass=view.verdict == "pass",
+                counts=_pairs(dict(sorted(view.counts.items()))) or "-",
+                expected=view.expected,
+                metrics=_metric_means(view),
+                passes=[_pass_cell(figs, view.label, j) for j in ks],
+                reason=reasons[0] if reasons else "",
+                more=max(0, len(reasons) - 1),
+            )
+        )
+    head = ["case", "verdict", "samples", "metrics (mean / limit)", *(f"pass@{j}" for j in ks), "why (first reason)"]
+    return {"head": head, "rows": rows}
 
 
-def _figures(run: RunView) -> str:
-    if run.aggregate_problem:
-        return f'<p class="problem">figures not computed: {esc(run.aggregate_problem)}</p>'
+def _figures(run: RunView) -> dict[str, Any]:
     rows = []
     for agg in run.aggregates:
         for f in agg.figures.values():
-            if f.value is None:
-                value = "n/a"
-            else:
-                value = f"{f.value:.3f}"
-                if f.stderr is not None:
-                    value += f" &plusmn; {f.stderr:.3f}"
-                if f.ci_low is not None and f.ci_high is not None:
-                    value += f' <span class="muted">[{f.ci_low:.3f}, {f.ci_high:.3f}] 95% CI</span>'
+            known = f.value is not None
             rows.append(
-                f"<tr><td>{esc(f.name)}</td><td>{value}</td><td>{f.denominator} of {agg.coverage.get('cases', 0)} cases</td></tr>"
+                {
+                    "name": f.name,
+                    "value": f"{f.value:.3f}" if known else "n/a",
+                    "stderr": f"{f.stderr:.3f}" if known and f.stderr is not None else None,
+                    "ci": (f"{f.ci_low:.3f}", f"{f.ci_high:.3f}")
+                    if known and f.ci_low is not None and f.ci_high is not None
+                    else None,
+                    "denominator": f.denominator,
+                    "cases": agg.coverage.get("cases", 0),
+                }
             )
-    if not rows:
-        return '<p class="muted">no figures</p>'
-    policy = esc(run.aggregates[0].policy) if run.aggregates else ""
-    return (
-        '<table id="figures"><thead><tr><th>figure</th><th>value (&plusmn; clustered s.e.)</th><th>denominator</th></tr>'
-        f'</thead><tbody>{"".join(rows)}</tbody></table><p class="muted">{policy}</p>'
-    )
+    policy = run.aggregates[0].policy if run.aggregates else ""
+    return {"problem": run.aggregate_problem, "rows": rows, "policy": policy}
 
 
-def _coverage(run: RunView) -> str:
+def _coverage(run: RunView) -> dict[str, Any]:
     from imagebench.records import STATUSES
 
     counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
     for view in run.cases:
         for k, v in view.counts.items():
             counts[k] = counts.get(k, 0) + v
-    expected = sum(v.expected for v in run.cases)
-    got = sum(counts.values())
-    status_rows = "".join(
-        f'<tr data-status="{esc(k)}"><td>{esc(k)}</td><td class="{"zero" if not v else ""}">{v}</td></tr>'
-        for k, v in counts.items()
-    )
-    parts = [
-        f'<table id="status-counts"><thead><tr><th>status</th><th>samples</th></tr></thead><tbody>{status_rows}'
-        f"<tr><td><b>total</b></td><td><b>{got}</b> of {expected} expected</td></tr></tbody></table>"
-    ]
-    if run.aggregates:
-        cov = run.aggregates[-1].coverage
-        parts.append(
-            f"<p>cases (pass@{run.aggregates[-1].k}): "
-            + ", ".join(f"{esc(k)} {v}" for k, v in cov.items())
-            + "</p>"
-        )
     verdicts: dict[str, int] = {}
     for view in run.cases:
         verdicts[view.verdict] = verdicts.get(view.verdict, 0) + 1
-    parts.append("<p>case verdicts: " + ", ".join(f"{esc(k)} {v}" for k, v in sorted(verdicts.items())) + "</p>")
-    problems = [p for v in run.cases for p in v.problems]
-    if problems:
-        parts.append(
-            '<p class="problem">unreadable records (shown, not counted):</p><ul>'
-            + "".join(f'<li class="problem">{esc(p)}</li>' for p in problems)
-            + "</ul>"
-        )
-    if run.warnings:
-        parts.append(
-            '<p>presentation-coverage warnings:</p><ul id="coverage-warnings">'
-            + "".join(f'<li class="warn">{esc(w)}</li>' for w in run.warnings)
-            + "</ul>"
-        )
-    else:
-        parts.append('<p class="muted">presentation coverage: no warnings</p>')
-    if run.warnings_note:
-        parts.append(f'<p class="muted">presentation coverage {esc(run.warnings_note)}</p>')
-    return "".join(parts)
+    last = run.aggregates[-1] if run.aggregates else None
+    return {
+        "statuses": list(counts.items()),
+        "got": sum(counts.values()),
+        "expected": sum(v.expected for v in run.cases),
+        "cases_k": last.k if last is not None else None,
+        "cases_line": _pairs(last.coverage) if last is not None else None,
+        "verdicts": _pairs(dict(sorted(verdicts.items()))),
+        "problems": [p for v in run.cases for p in v.problems],
+        "warnings": run.warnings,
+        "warnings_note": run.warnings_note,
+    }
 
 
-def _artifacts(run: RunView, view: CaseView, sample: SampleSummary) -> str:
+def _artifacts(run: RunView, view: CaseView, sample: SampleSummary, image_prefix: str) -> list[ArtifactView]:
     folder = view.folder / f"sample-{sample.sample}" if sample.sample is not None else view.folder
-    figures = []
+    shown = []
     for name in sample.artifacts:
         path = folder / name
-        rel = path.relative_to(run.run_dir).as_posix()
         stem = name[: -len(".png.error")] if name.endswith(".png.error") else name.rsplit(".", 1)[0]
         if name.endswith(".error"):
             try:
                 why = path.read_text(encoding="utf-8", errors="replace").strip()
             except OSError as exc:
                 why = f"(the error file could not be read: {exc})"
-            figures.append(
-                f'<figure><div class="artifact-error">this image could not be drawn: {esc(why)}</div>'
-                f"<figcaption>{esc(stem)}</figcaption></figure>"
-            )
+            shown.append(ArtifactView(name=name, caption=stem, error=why))
             continue
-        figures.append(
-            f'<figure><img src="{esc(quote(rel))}" alt="{esc(stem)}" title="{esc(name)}">'
-            f"<figcaption>{esc(stem)}</figcaption></figure>"
-        )
-    if not figures:
-        return ""
+        rel = path.relative_to(run.run_dir).as_posix()
+        shown.append(ArtifactView(name=name, caption=stem, src=quote(f"{image_prefix}{rel}")))
+    return shown
+
+
+def _range(sample: SampleSummary) -> str:
     rng = sample.detail.get("artifact_range")
     if isinstance(rng, list) and len(rng) == 2 and all(isinstance(x, (int, float)) for x in rng):
-        range_text = f"one shared contrast range for these images: [{_fmt(rng[0])}, {_fmt(rng[1])}] mapped to black..white"
-    else:
-        range_text = "one shared contrast range for these images (its value was not recorded)"
-    return f'<div class="artifacts">{"".join(figures)}</div><p class="muted range">{esc(range_text)}</p>'
+        return f"one shared contrast range for these images: [{_fmt(rng[0])}, {_fmt(rng[1])}] mapped to black..white"
+    return "one shared contrast range for these images (its value was not recorded)"
 
 
-def _sample_block(run: RunView, view: CaseView, sample: SampleSummary) -> str:
-    metric_rows = "".join(
-        f'<tr><td>{esc(m.name)}</td><td class="m-{esc(m.verdict)}">{esc(_fmt(m.value))}{(" " + esc(m.unit)) if m.unit else ""}</td>'
-        f"<td>{esc(_fmt(m.limit))}</td><td class=\"m-{esc(m.verdict)}\">{esc(m.verdict)}</td>"
-        f"<td>{esc(m.unavailable or '')}</td></tr>"
+def _sample_block(run: RunView, view: CaseView, sample: SampleSummary, image_prefix: str) -> SampleBlock:
+    metrics = [
+        MetricRow(
+            name=m.name,
+            value=_fmt(m.value) + (f" {m.unit}" if m.unit else ""),
+            limit=_fmt(m.limit),
+            verdict=m.verdict,
+            unavailable=m.unavailable or "",
+        )
         for m in sample.metrics
-    )
-    metrics = (
-        f"<table><thead><tr><th>metric</th><th>value</th><th>limit</th><th>verdict</th><th>why unavailable</th></tr></thead>"
-        f"<tbody>{metric_rows}</tbody></table>"
-        if metric_rows
-        else ""
-    )
-    flags = f' <span class="warn">{esc(", ".join(sample.flags))}</span>' if sample.flags else ""
-    times = ", ".join(f"{esc(k)} {v:.3f}s" for k, v in sorted(sample.times.items()))
-    reason = f'<p class="reason">{esc(sample.reason)}</p>' if sample.reason else ""
-    return (
-        f'<div class="sample" data-sample="{esc(sample.sample)}" data-status="{esc(sample.status)}">'
-        f"<h3>sample {esc(sample.sample)}: {esc(sample.status)}{flags}</h3>{reason}{metrics}"
-        f"{_artifacts(run, view, sample)}"
-        f'<p class="muted">times: {times or "-"}</p></div>'
+    ]
+    return SampleBlock(
+        sample=_text(sample.sample),
+        status=sample.status,
+        flags=", ".join(sample.flags),
+        reason=sample.reason,
+        metrics=metrics,
+        artifacts=_artifacts(run, view, sample, image_prefix),
+        range=_range(sample),
+        times=", ".join(f"{k} {v:.3f}s" for k, v in sorted(sample.times.items())) or "-",
     )
 
 
-def _case_section(run: RunView, view: CaseView) -> str:
-    anchor = esc(quote(view.label, safe=""))
-    info = []
+def _case_section(run: RunView, view: CaseView, image_prefix: str) -> CaseSection:
+    info: list[tuple[str, str]] = []
     first = view.samples[0] if view.samples else None
     if first is not None:
-        info += [("kind", esc(first.kind)), ("class", esc(first.case_class))]
+        info += [("kind", first.kind), ("class", first.case_class)]
         if first.seed is not None:
-            info.append(("seed", esc(first.seed)))
+            info.append(("seed", str(first.seed)))
         if first.provenance:
-            info.append(("provenance", esc(first.provenance)))
-    info.append(("samples", f"{_counts(view.counts)} (of {view.expected} expected)"))
+            info.append(("provenance", first.provenance))
+    info.append(("samples", f"{_pairs(dict(sorted(view.counts.items()))) or '-'} (of {view.expected} expected)"))
     if view.summary is not None:
         consistency = view.summary.extra.get("consistency")
         if isinstance(consistency, Mapping):
-            info.append(("across samples", esc(json.dumps(consistency, sort_keys=True))))
-    problems = "".join(f'<p class="problem">{esc(p)}</p>' for p in view.problems)
-    samples = "".join(_sample_block(run, view, s) for s in view.samples)
-    if not view.samples:
-        samples = '<p class="muted">no sample of this case has a summary (the run did not reach it)</p>'
-    hide = " is-pass" if view.verdict == "pass" else ""
-    return (
-        f'<section class="case v-{esc(view.verdict)}-border{hide}" id="case-{anchor}" data-label="{esc(view.label)}">'
-        f"<h2>{esc(view.label)} {_verdict(view.verdict)}</h2>{_kv(info)}{problems}{samples}</section>"
+            info.append(("across samples", json.dumps(consistency, sort_keys=True)))
+    return CaseSection(
+        label=view.label,
+        anchor=_anchor(view.label),
+        verdict=view.verdict,
+        is_pass=view.verdict == "pass",
+        info=info,
+        problems=list(view.problems),
+        samples=[_sample_block(run, view, s, image_prefix) for s in view.samples],
     )
 
 
-def _receipt(run: RunView) -> str:
-    if run.receipt_problem:
-        return f'<p class="problem">receipt.json could not be read: {esc(run.receipt_problem)}</p>'
-    if run.receipt is None:
-        return '<p class="muted">this run wrote no receipt.json</p>'
+def _receipt(run: RunView) -> dict[str, Any]:
+    if run.receipt_problem or run.receipt is None:
+        return {"problem": run.receipt_problem, "rows": None, "full": ""}
     r = run.receipt
-    packages = ", ".join(f"{esc(k)} {esc(v or 'absent')}" for k, v in r.packages.items())
     rows = [
-        ("created", esc(r.created)),
-        ("platform", esc(r.platform.get("platform", ""))),
-        ("python", esc(f"{r.python.get('implementation', '')} {r.python.get('version', '')}")),
-        ("source revision", esc(r.source_revision)),
-        ("subject", esc(json.dumps(r.subject, sort_keys=True))),
-        ("packages", packages),
+        ("created", _text(r.created)),
+        ("platform", _text(r.platform.get("platform", ""))),
+        ("python", f"{r.python.get('implementation', '')} {r.python.get('version', '')}"),
+        ("source revision", _text(r.source_revision)),
+        ("subject", json.dumps(r.subject, sort_keys=True)),
+        ("packages", ", ".join(f"{k} {v or 'absent'}" for k, v in r.packages.items())),
     ]
-    full = esc(json.dumps(r.model_dump(mode="json"), indent=2, sort_keys=True))
-    return f"{_kv(rows)}<details><summary>the whole receipt</summary><pre id=\"receipt\">{full}</pre></details>"
+    return {"problem": "", "rows": rows, "full": json.dumps(r.model_dump(mode="json"), indent=2, sort_keys=True)}
 
 
-def render(run: RunView) -> str:
-    """The page for ``run`` as one HTML string."""
+def _head(run: RunView) -> dict[str, Any]:
     rec = run.record
-    ordered = _order(run.cases)
     verdicts = [v.verdict for v in run.cases]
-    n_fail = sum(v == "fail" for v in verdicts)
-    state = "complete" if rec.complete else (
-        "incomplete: resume it with <code>imagebench run --resume " + esc(run.run_dir) + "</code>"
-    )
-    resumes = rec.extra.get("resumes") or []
-    header_rows = [
-        ("run", esc(rec.run_id)),
-        ("subject", esc(rec.subject)),
-        ("samples per case", esc(rec.samples)),
-        ("cases", f"{len(rec.cases)} ({n_fail} failed, {verdicts.count('pass')} passed, {verdicts.count('skipped')} skipped)"),
-        ("started", esc(rec.started)),
-        ("finished", esc(rec.finished or "-")),
-        ("state", state),
+    failed, passed, skipped = verdicts.count("fail"), verdicts.count("pass"), verdicts.count("skipped")
+    rows = [
+        ("run", rec.run_id),
+        ("subject", rec.subject),
+        ("samples per case", str(rec.samples)),
+        ("cases", f"{len(rec.cases)} ({failed} failed, {passed} passed, {skipped} skipped)"),
+        ("started", rec.started),
+        ("finished", rec.finished or "-"),
     ]
+    more: list[tuple[str, str]] = []
     if rec.selection:
-        header_rows.append(("selection", esc(json.dumps(rec.selection, sort_keys=True))))
+        more.append(("selection", json.dumps(rec.selection, sort_keys=True)))
+    resumes = rec.extra.get("resumes") or []
     if resumes:
-        header_rows.append(("resumed", esc(", ".join(str(r.get("time", "?")) for r in resumes if isinstance(r, Mapping)))))
+        more.append(("resumed", ", ".join(str(r.get("time", "?")) for r in resumes if isinstance(r, Mapping))))
     if rec.extra.get("executor"):
-        header_rows.append(("executor", esc(rec.extra["executor"])))
-    sections = "".join(_case_section(run, v) for v in ordered)
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>imagebench {esc(rec.run_id)}: {esc(rec.subject)}</title>"
-        f"<style>{_CSS}</style></head>"
-        '<body data-images="pending">'
-        f"<h1>imagebench run {esc(rec.run_id)}</h1>{_kv(header_rows)}"
-        "<h2>Figures</h2>" + _figures(run) + "<h2>Coverage</h2>" + _coverage(run)
-        + "<h2>Results</h2>"
-        '<div class="controls"><label><input type="checkbox" id="hide-pass"> hide passing cases</label></div>'
-        + _results_table(run, ordered)
-        + "<h2>Cases</h2>" + sections
-        + "<h2>Receipt</h2>" + _receipt(run)
-        + f"<script>{_SCRIPT}</script></body></html>\n"
+        more.append(("executor", str(rec.extra["executor"])))
+    return {
+        "run_id": rec.run_id,
+        "subject": rec.subject,
+        "rows": rows,
+        "complete": rec.complete,
+        "run_dir": str(run.run_dir),
+        "more_rows": more,
+    }
+
+
+def page_view(run: RunView, *, image_prefix: str = "") -> dict[str, Any]:
+    """Everything the template prints, as text and numbers (``image_prefix`` goes before each
+    image's path relative to the run folder)."""
+    ordered = _order(run.cases)
+    return {
+        "head": _head(run),
+        "figures": _figures(run),
+        "coverage": _coverage(run),
+        "results": _results(run, ordered),
+        "cases": [_case_section(run, v, image_prefix) for v in ordered],
+        "receipt": _receipt(run),
+    }
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+@functools.cache
+def _environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("imagebench", "templates"),
+        autoescape=True,  # every value from the run is escaped; the template marks nothing safe
+        undefined=jinja2.StrictUndefined,  # a name the view-model lacks is an error, not a blank
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
     )
+
+
+def render(run: RunView, *, image_prefix: str = "") -> str:
+    """The page for ``run`` as one HTML string."""
+    return _environment().get_template(TEMPLATE_NAME).render(page_view(run, image_prefix=image_prefix))
 
 
 def write_html_report(run_dir: str | Path, *, out: str | Path | None = None, progress: bool = False) -> Path:
@@ -619,11 +605,10 @@ def write_html_report(run_dir: str | Path, *, out: str | Path | None = None, pro
 
     run = read_run(run_dir, progress=progress)
     target = Path(out) if out is not None else run.run_dir / REPORT_NAME
-    page = render(run)
+    prefix = ""
     if target.parent.resolve() != run.run_dir.resolve():
-        prefix = Path(os.path.relpath(run.run_dir.resolve(), target.parent.resolve())).as_posix()
-        page = page.replace('<img src="', f'<img src="{esc(quote(prefix))}/')
-    return atomic_write_text(target, page)
+        prefix = Path(os.path.relpath(run.run_dir.resolve(), target.parent.resolve())).as_posix() + "/"
+    return atomic_write_text(target, render(run, image_prefix=prefix))
 
 
 # --------------------------------------------------------------------------- CLI
