@@ -97,3 +97,18 @@ def test_junk_in_place_of_one_leaving_is_unscorable_never_ok(label: str) -> None
         outcome = case.verify(fixture, Attempt("junk", arrays))
         assert not outcome.passed and outcome.status == "unscorable-result", c.name
         assert {m.unavailable_because for m in outcome.metrics if m.value is None} == {"unusable"}
+
+
+@pytest.mark.parametrize("label", sorted(c.label for c in all_cases()))
+def test_every_case_gives_a_number_and_an_artifact_even_for_nothing(label: str) -> None:
+    from imagebench.cases import get_case
+
+    case = get_case(label)
+    ok, why = case.fixture.available(case.namespace, case.case_id)
+    if not ok:
+        pytest.skip(why)
+    fixture = case.fixture.build(case.namespace, case.case_id)
+    outcome = case.verify(fixture, Attempt("nop", {}, notes={"why_not": {}}))
+    assert outcome.metrics and outcome.status == "no-result"
+    assert all(m.unavailable_because == "absent" for m in outcome.metrics)
+    assert outcome.artifacts and all(np.asarray(a).size for a in outcome.artifacts.values())

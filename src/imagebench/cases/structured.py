@@ -21,6 +21,7 @@ truth, magenta the answer; see :mod:`imagebench.cases._overlay`) as the outcome'
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -349,13 +350,14 @@ def reference_pick_nucleus(session: Session) -> None:
 Draw = Callable[[Fixture, dict[str, Any] | None], tuple[dict[str, np.ndarray], str]]
 
 
-def _answer(attempt: Attempt) -> dict[str, Any] | None:
-    """The subject's answer as the scorer reads it (leaving or final message), or None."""
+def _answer(attempt: Attempt) -> tuple[dict[str, Any] | None, bool]:
+    """The subject's answer as the scorer reads it (leaving or final message), or None; and
+    whether it left no answer at all."""
     value, _, why = read_leaving(attempt)
     if why is not None:
-        return None
+        return None, True
     parsed, _ = parse_answer(value)
-    return parsed
+    return parsed, False
 
 
 def drawn(contract: TaskContract, draw: Draw) -> Callable[[Fixture, Attempt], Outcome]:
@@ -366,10 +368,16 @@ def drawn(contract: TaskContract, draw: Draw) -> Callable[[Fixture, Attempt], Ou
 
     def verify(fixture: Fixture, attempt: Attempt) -> Outcome:
         outcome = score(fixture, attempt)
-        if not outcome.detail.get("blocked"):
-            images, legend = draw(fixture, _answer(attempt))
-            outcome.artifacts.update(images)
-            outcome.detail["drawn"] = legend
+        if outcome.detail.get("blocked"):
+            return outcome
+        answer, absent = _answer(attempt)
+        if absent:  # the scorer cannot tell "left nothing" from "left junk"; here it is nothing
+            outcome.metrics = [
+                replace(m, unavailable_because="absent") if m.value is None else m for m in outcome.metrics
+            ]
+        images, legend = draw(fixture, answer)
+        outcome.artifacts.update(images)
+        outcome.detail["drawn"] = legend
         return outcome
 
     verify.contract = contract  # type: ignore[attr-defined]
