@@ -226,7 +226,8 @@ def test_outcome_status_covers_every_ending():
 
 
 def test_the_why_not_of_a_reading_says_whether_anything_was_left():
-    att = Attempt("s", {"m": np.ones(3)}, notes={"why_not": {"gone": "never written", "bad": "not an .npy"}, "unreadable": ["bad"]})
+    notes = {"why_not": {"gone": "never written", "bad": "not an .npy"}, "unreadable": ["bad"]}
+    att = Attempt("s", {"m": np.ones(3)}, notes=notes)
     assert read_array(att, "m", ndim=2)[1].because == "unusable"
     assert read_array(att, "gone")[1].because == "absent"
     assert read_array(att, "nowhere")[1].because == "absent"
