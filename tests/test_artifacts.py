@@ -13,7 +13,7 @@ import pytest
 from imagebench import artifacts, records
 from imagebench.artifacts import artifact_root, report_dir, safe_name, save_png, shared_range, write_report
 from imagebench.fixture import Attempt, Fixture, Metric, Outcome
-from imagebench.records import SampleSummary, read_record
+from imagebench.records import SCHEMA_VERSION, SampleSummary, read_record
 
 
 def _outcome(
@@ -244,5 +244,5 @@ def test_artifact_root_env_then_marker_then_cwd(tmp_path, monkeypatch):
 def test_summary_json_is_plain_json(tmp_path):
     path = write_report(_outcome(detail={"where": Path("/x"), "nan": float("nan")}), tmp_path)
     raw = json.loads(path.read_text())
-    assert raw["detail"] == {"where": "/x", "nan": None} and raw["schema_version"] == 1
+    assert raw["detail"] == {"where": "/x", "nan": None} and raw["schema_version"] == SCHEMA_VERSION
     assert os.path.basename(path) == "summary.json"

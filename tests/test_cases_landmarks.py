@@ -66,7 +66,24 @@ def test_case_and_builder_are_registered() -> None:
 def test_reference_passes(seed: int | None) -> None:
     outcome = solve(build(seed), lm.reference_landmarks)
     assert outcome.passed, outcome.detail
-    assert set(outcome.artifacts) == {"fixed", "moving"}
+    assert set(outcome.artifacts) == {"fixed", "moving", "probes"}
+
+
+def test_the_probes_artifact_shows_the_subjects_answer_beside_the_truth(tmp_path) -> None:
+    from imagebench.artifacts import write_report
+
+    fx = build()
+    right = solve(fx, lm.reference_landmarks).artifacts["probes"]
+    wrong_outcome = solve(fx, identity)
+    wrong = wrong_outcome.artifacts["probes"]
+    nothing = CASE.verify(fx, Attempt(subject="nop")).artifacts["probes"]
+    assert right.shape == wrong.shape == nothing.shape == (*fx.data["fixed"].shape, 3)
+    coloured = [int(np.count_nonzero(np.ptp(a, axis=-1))) for a in (nothing, right, wrong)]
+    assert 0 < coloured[0] < coloured[1] < coloured[2]  # the truth alone; plus crosses; plus long error lines
+    assert not np.array_equal(right, wrong) and not np.array_equal(right, nothing)
+    # drawn in the fixed channel's units: the three PNGs share one contrast range that suits them all
+    summary = write_report(wrong_outcome, tmp_path)
+    assert {p.name for p in summary.parent.glob("*.png")} == {"fixed.png", "moving.png", "probes.png"}
 
 
 def test_nop_is_no_result() -> None:

@@ -59,6 +59,9 @@ def test_reference_passes_exactly(seed: int | None) -> None:
 def test_nop_is_no_result() -> None:
     outcome = CASE.verify(build(), Attempt(subject="nop"))
     assert outcome.status == "no-result" and outcome.metrics[0].value is None
+    assert outcome.metrics[0].unavailable_because == "absent"
+    objects = outcome.artifacts["objects"]  # still something to look at: what should have been measured
+    assert objects.shape == measure.SHAPE[1:] and objects.max() == 1.0
 
 
 def test_ignoring_the_spacing_fails_with_a_hint() -> None:

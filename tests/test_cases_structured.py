@@ -187,3 +187,56 @@ def test_fixtures_are_well_formed() -> None:
     f = _fixture(CASES["tasks/pick-a-nucleus"], 7)
     assert f.data["volume"].shape == (32, 64, 64)
     assert unpack_region(f.truth["largest_nucleus"]).sum() > 100
+
+
+# --------------------------------------------------------------------------- artifacts
+
+WRONG = {
+    "segment-nuclei/count-nuclei": {"count": 3},
+    "drift-correction/drift-vector": {"shift": [0.5, -0.5]},
+    "tasks/fibre-angle": {"angle_deg": 100.0},
+    "tasks/pick-a-nucleus": {"voxel": [2, 3, 4]},
+}
+
+
+def _marked(rgb: np.ndarray, colour: tuple[float, float, float]) -> np.ndarray:
+    """Pixels painted in one overlay colour: the grey image has equal channels, a mark does not."""
+    r, g, b = np.moveaxis(rgb, -1, 0)
+    return (r == b) & ((g > r) if colour[1] > colour[0] else (g < r))
+
+
+@pytest.mark.parametrize("label", sorted(CASES))
+def test_every_structured_case_draws_the_truth_and_the_answer(label: str, tmp_path) -> None:
+    from imagebench.artifacts import write_report
+    from imagebench.cases._overlay import GREEN, MAGENTA
+
+    case = CASES[label]
+    fixture = case.fixture.build(case.namespace, case.case_id)
+    right = case.verify(fixture, Attempt("test", arrays={"answer": _run_reference(case, fixture)}))
+    wrong = case.verify(fixture, Attempt("test", arrays={"answer": WRONG[label]}))
+    nothing = case.verify(fixture, Attempt("test", arrays={}))
+    assert (right.status, wrong.status, nothing.status) == ("ok", "wrong-answer", "no-result")
+    assert right.artifacts and set(right.artifacts) == set(wrong.artifacts) == set(nothing.artifacts)
+    assert "green" in right.detail["drawn"] and "magenta" in right.detail["drawn"]
+    for name, image in right.artifacts.items():
+        assert image.ndim == 3 and image.shape[-1] == 3, name
+        assert not np.array_equal(image, wrong.artifacts[name]), f"{name}: a wrong answer looks like the right one"
+        assert not np.array_equal(image, nothing.artifacts[name]), f"{name}: the answer is not drawn"
+        assert _marked(nothing.artifacts[name], MAGENTA).sum() == 0  # no answer, no magenta
+    assert any(_marked(image, GREEN).any() for image in nothing.artifacts.values())  # the truth, always
+    assert any(_marked(image, MAGENTA).any() for image in wrong.artifacts.values())
+    summary = write_report(wrong, tmp_path)
+    assert {p.name for p in summary.parent.glob("*.png")} == {f"{n}.png" for n in wrong.artifacts}
+
+
+def test_a_wild_answer_is_drawn_off_the_image_without_trouble() -> None:
+    for label, wild in [
+        ("drift-correction/drift-vector", {"shift": [1e300, -1e300]}),
+        ("tasks/pick-a-nucleus", {"voxel": [10**40, -(10**40), 5]}),
+        ("segment-nuclei/count-nuclei", {"count": 10**12}),
+        ("tasks/fibre-angle", {"angle_deg": "ninety"}),
+    ]:
+        case = CASES[label]
+        fixture = case.fixture.build(case.namespace, case.case_id)
+        outcome = case.verify(fixture, Attempt("test", arrays={"answer": wild}))
+        assert outcome.artifacts and outcome.status in ("wrong-answer", "unscorable-result"), label

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -20,6 +21,7 @@ from imagebench.fixture import (
     OnDisk,
     Outcome,
     Procedural,
+    WhyNot,
     read_array,
     read_scalar,
 )
@@ -48,6 +50,104 @@ def test_label_joins_namespace_and_case():
     assert _fixture(skill_id="seg", case_id="one").label == "seg/one"
 
 
+def _gc_cheat(session) -> list[str]:
+    """A dishonest ``python:`` solver: find every live Fixture through gc and zero its answer."""
+    import gc
+
+    refused: list[str] = []
+    for obj in gc.get_objects():
+        if not isinstance(obj, Fixture) or "count" not in obj.truth:
+            continue
+        attempts = {
+            "truth['count'] = 0": lambda fx=obj: fx.truth.__setitem__("count", 0),
+            "truth.update(count=0)": lambda fx=obj: fx.truth.update(count=0),
+            "truth['labels'][...] = 0": lambda fx=obj: fx.truth["labels"].__setitem__(Ellipsis, 0),
+            "labels.flags.writeable = True": lambda fx=obj: setattr(fx.truth["labels"].flags, "writeable", True),
+            "labels.base writeable": lambda fx=obj: setattr(fx.truth["labels"].base.flags, "writeable", True),
+            "data['image'][...] = 0": lambda fx=obj: fx.data["image"].__setitem__(Ellipsis, 0),
+            "tolerance['f1_shortfall'] = 9": lambda fx=obj: fx.tolerance.__setitem__("f1_shortfall", 9.0),
+        }
+        for what, act in attempts.items():
+            try:
+                act()
+            except Exception:
+                refused.append(what)
+    session.namespace["labels"] = np.zeros_like(session.namespace["nuclei"], dtype=np.int32)
+    session.namespace["refused"] = refused
+    return refused
+
+
+def test_a_subject_that_finds_the_fixture_through_gc_cannot_change_its_truth():
+    from conftest import build_case, solve_case
+
+    from imagebench.cases import get_case
+
+    case = get_case("segment-nuclei/synthetic-blobs")
+    fx = build_case(case)
+    labels_before, count_before = np.array(fx.truth["labels"]), fx.truth["count"]
+    image_before = np.array(fx.data["image"])
+    seen: list[str] = []
+    outcome = solve_case(case, fx, lambda session: seen.extend(_gc_cheat(session)))
+    assert len(seen) >= 7 and {"truth['count'] = 0", "truth['labels'][...] = 0"} <= set(seen)
+    assert fx.truth["count"] == count_before and count_before > 0
+    assert np.array_equal(fx.truth["labels"], labels_before) and labels_before.any()
+    assert np.array_equal(fx.data["image"], image_before) and dict(fx.tolerance)["f1_shortfall"] < 1
+    assert outcome.status == "wrong-answer" and not outcome.passed
+
+
+def test_truth_data_and_tolerance_are_frozen_all_the_way_down():
+    fx = _fixture(
+        truth={"labels": np.ones((3, 3), np.int32), "shift": [1.5, -2.0], "nested": {"a": [np.zeros(2)]}},
+        tolerance={"err": 1.0},
+    )
+    with pytest.raises(TypeError, match="read-only"):
+        fx.truth["count"] = 0
+    with pytest.raises(TypeError, match="read-only"):
+        fx.tolerance["err"] = 5.0
+    with pytest.raises(TypeError, match="read-only"):
+        fx.data.pop("image")
+    with pytest.raises(ValueError, match="read-only"):
+        fx.truth["labels"][0, 0] = 7
+    with pytest.raises(ValueError, match="read-only"):
+        fx.truth["nested"]["a"][0][0] = 1.0
+    with pytest.raises(TypeError):
+        fx.truth["shift"][0] = 0.0  # a list became a tuple
+    with pytest.raises(ValueError, match="WRITEABLE"):
+        fx.truth["labels"].flags.writeable = True  # the memory is immutable bytes: no way back
+    fx.truth.__init__({"count": 0})  # re-running the constructor fills nothing
+    assert fx.truth["shift"] == (1.5, -2.0) and "count" not in fx.truth
+    # still a dict to every reader that asks for one, and serialisable
+    assert isinstance(fx.truth, dict) and '"shift": [1.5, -2.0]' in json.dumps(fx.truth, default=lambda a: a.tolist())
+
+
+def test_freezing_copies_what_the_builder_handed_over_and_survives_stamping_and_pickling():
+    import pickle
+
+    handed = np.arange(6).reshape(2, 3)
+    fx = _fixture(truth={"labels": handed})
+    handed[0, 0] = 99  # the builder's own array stays its own, and writeable
+    assert fx.truth["labels"][0, 0] == 0
+    stamped = Procedural(lambda seed: fx).build("seg", "x")
+    assert stamped.truth["labels"] is fx.truth["labels"]  # already frozen: not copied again
+    back = pickle.loads(pickle.dumps(stamped))
+    assert np.array_equal(back.truth["labels"], fx.truth["labels"])
+    with pytest.raises(ValueError, match="read-only"):
+        back.truth["labels"][...] = 0
+    with pytest.raises(TypeError, match="read-only"):
+        back.truth["count"] = 0
+
+
+def test_a_session_still_hands_the_subject_writeable_copies_of_frozen_data():
+    from conftest import build_case
+
+    from imagebench.cases import get_case
+    from imagebench.session import open_session
+
+    case = get_case("segment-nuclei/synthetic-blobs")
+    session = open_session(case, build_case(case))
+    session.namespace["nuclei"][...] = 0  # the subject's own copy
+
+
 # --------------------------------------------------------------------------- Metric
 
 
@@ -67,8 +167,20 @@ def test_an_unavailable_metric_never_passes_and_says_why(value):
 
 
 def test_metric_missing_keeps_the_reason():
-    m = Metric.missing("err", 2.0, "truth has no landmarks")
+    m = Metric.missing("err", 2.0, "truth has no landmarks", because="truth")
     assert m.value is None and m.unavailable == "truth has no landmarks" and not m.passed
+    assert m.excused and not m.failed
+
+
+def test_an_unavailable_metric_is_the_subjects_fault_unless_the_verifier_excuses_it():
+    assert Metric.missing("err", 1.0, "bad shape").unavailable_because == "unusable"
+    assert Metric("err", float("nan"), 1.0).unavailable_because == "unusable"
+    assert Metric.missing("err", 1.0, WhyNot("left nothing", "absent")).unavailable_because == "absent"
+    assert Metric.missing("err", 1.0, WhyNot("left nothing", "absent"), because="truth").unavailable_because == "truth"
+    assert Metric("err", 0.5, 1.0, unavailable_because="truth").unavailable_because is None  # a value is no excuse
+    assert type(Metric.missing("err", 1.0, WhyNot("x")).unavailable) is str  # plain on disk
+    with pytest.raises(ValueError, match="unavailable_because"):
+        Metric.missing("err", 1.0, "x", because="nobody")  # type: ignore[arg-type]
 
 
 def test_infinite_value_is_scored_and_fails():
@@ -85,9 +197,16 @@ def _outcome(metrics, arrays=None, detail=None) -> Outcome:
 
 def test_outcome_needs_at_least_one_scored_metric_to_pass():
     assert not _outcome([]).passed
-    assert not _outcome([Metric.missing("a", 1.0, "no truth")]).passed
-    assert _outcome([Metric("a", 0.1, 1.0), Metric.missing("b", 1.0, "no truth")]).passed
+    assert not _outcome([Metric.missing("a", 1.0, "no truth", because="truth")]).passed
+    assert _outcome([Metric("a", 0.1, 1.0), Metric.missing("b", 1.0, "no truth", because="truth")]).passed
     assert not _outcome([Metric("a", 0.1, 1.0), Metric("b", 3.0, 1.0)]).passed
+
+
+@pytest.mark.parametrize("because", ["absent", "unusable"])
+def test_a_leaving_the_subject_failed_to_give_fails_the_outcome_however_good_the_rest(because):
+    out = _outcome([Metric("a", 0.1, 1.0), Metric.missing("b", 1.0, "wrong", because=because)], arrays={"x": 1})
+    assert not out.passed
+    assert out.status == {"absent": "no-result", "unusable": "unscorable-result"}[because]
 
 
 def test_outcome_status_covers_every_ending():
@@ -97,6 +216,23 @@ def test_outcome_status_covers_every_ending():
     assert _outcome([Metric.missing("a", 1.0, "bad shape")], arrays={"x": "junk"}).status == "unscorable-result"
     blocked = _outcome([Metric("a", 0.1, 1.0)], arrays={"x": 1}, detail={"blocked": "no contract"})
     assert blocked.status == "blocked" and not blocked.passed
+    # a wrong number outranks a missing leaving; an unusable leaving outranks a missing one
+    wrong = [Metric("a", 5.0, 1.0), Metric.missing("b", 1.0, "gone", because="absent")]
+    assert _outcome(wrong, arrays={"x": 1}).status == "wrong-answer"
+    both = [Metric.missing("a", 1.0, "bad", because="unusable"), Metric.missing("b", 1.0, "gone", because="absent")]
+    assert _outcome(both, arrays={"x": 1}).status == "unscorable-result"
+    only_truth = [Metric.missing("a", 1.0, "no truth", because="truth")]
+    assert _outcome(only_truth, arrays={"x": 1}).status == "unscorable-result"
+
+
+def test_the_why_not_of_a_reading_says_whether_anything_was_left():
+    notes = {"why_not": {"gone": "never written", "bad": "not an .npy"}, "unreadable": ["bad"]}
+    att = Attempt("s", {"m": np.ones(3)}, notes=notes)
+    assert read_array(att, "m", ndim=2)[1].because == "unusable"
+    assert read_array(att, "gone")[1].because == "absent"
+    assert read_array(att, "nowhere")[1].because == "absent"
+    assert read_scalar(att, "bad")[1].because == "unusable"  # left, but nobody could read it
+    assert read_scalar(att, "m")[1].because == "unusable"
 
 
 # --------------------------------------------------------------------------- read_array / read_scalar

@@ -227,7 +227,13 @@ def _metric_record(m: Any) -> MetricRecord:
     # An infinite value has no JSON spelling: it is stored as null, and the verdict keeps the truth.
     value = None if m.value is None else json_safe(float(m.value))
     return MetricRecord(
-        name=m.name, value=value, limit=float(m.limit), unit=m.unit, unavailable=m.unavailable, verdict=m.verdict
+        name=m.name,
+        value=value,
+        limit=float(m.limit),
+        unit=m.unit,
+        unavailable=m.unavailable,
+        unavailable_because=getattr(m, "unavailable_because", None),
+        verdict=m.verdict,
     )
 
 

@@ -15,7 +15,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
+#: The version every record is written with. 2 added ``MetricRecord.unavailable_because``; a
+#: version-1 record is a version-2 record without it (read as None), so both are read.
+SCHEMA_VERSION = 2
+READABLE_VERSIONS: tuple[int, ...] = (1, 2)
+Version = Literal[1, 2]
 
 Status = Literal[
     "ok",  # scored, every scored metric within its limit
@@ -43,13 +47,16 @@ class MetricRecord(_Record):
     limit: float | None  # None when the limit is infinite (JSON has no infinity)
     unit: str = ""
     unavailable: str | None = None
+    # Whose fault an unavailable value is: "absent" / "unusable" (the subject's leavings: the
+    # sample fails) or "truth" (the fixture cannot support it: neutral). None when there is a value.
+    unavailable_because: Literal["absent", "unusable", "truth"] | None = None
     verdict: Literal["pass", "fail", "unavailable"]
 
 
 class SampleSummary(_Record):
     """One sample of one case for one subject: ``<subject>/<namespace>/<case_id>/sample-<n>/summary.json``."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Version = SCHEMA_VERSION
     label: str
     namespace: str
     case_id: str
@@ -74,7 +81,7 @@ class SampleSummary(_Record):
 class CaseSummary(_Record):
     """All samples of one case for one subject: ``<subject>/<namespace>/<case_id>/summary.json``."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Version = SCHEMA_VERSION
     label: str
     subject: str
     kind: str = "synthetic"
@@ -90,7 +97,7 @@ class CaseSummary(_Record):
 class RunRecord(_Record):
     """``run-<UTC timestamp>/run.json``: what was run, by whom, and how each sample ended."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Version = SCHEMA_VERSION
     run_id: str
     started: str
     finished: str | None = None
@@ -186,8 +193,10 @@ def read_record(path: str | os.PathLike[str], model: type[BaseModel]) -> Any:
     if not isinstance(raw, dict):
         raise RecordError(f"{path}: expected a JSON object, got {type(raw).__name__}")
     version = raw.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise RecordError(f"{path}: field 'schema_version' is {version!r}, expected {SCHEMA_VERSION}")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        raise RecordError(
+            f"{path}: field 'schema_version' is {version!r}, expected one of {list(READABLE_VERSIONS)}"
+        )
     from pydantic import ValidationError
 
     try:

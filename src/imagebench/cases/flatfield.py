@@ -136,7 +136,7 @@ def verify_flatfield(fixture: Fixture, attempt: Attempt) -> Outcome:
     residual = profile_residual(corrected, specimen)
     if residual is None:
         why = "the corrected fields have no positive signal"
-        profile = Metric.missing("profile_residual", tol["profile_residual"], why)
+        profile = Metric.missing("profile_residual", tol["profile_residual"], why, because="unusable")
     else:
         profile = Metric("profile_residual", residual, tol["profile_residual"])
     metrics = [profile, Metric("relative_error", rel, tol["relative_error"])]

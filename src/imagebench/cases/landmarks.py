@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from imagebench.case import NO_SKILL, Case, Collect, Layer, Skill
+from imagebench.cases._overlay import GREEN, MAGENTA, Overlay
 from imagebench.fixture import Attempt, Fixture, FixtureError, Metric, Outcome, Procedural, read_array
 
 if TYPE_CHECKING:
@@ -249,7 +250,25 @@ def verify_landmarks(fixture: Fixture, attempt: Attempt) -> Outcome:
         swapped = np.linalg.norm(predicted[:, ::-1].astype(np.float64) - truth, axis=1)
         if np.median(swapped) < 0.5 * np.median(err):
             detail["hint"] = "the columns look swapped: points are (row, col), napari's order"
+    artifacts["probes"] = _draw_probes(artifacts["fixed"], truth, predicted)
+    detail["drawn"] = (
+        "probes: the fixed channel with each probe's true position (green circle) and the answered one "
+        "(magenta cross, joined to its truth by a magenta line)"
+    )
     return Outcome(fixture=fixture, attempt=attempt, metrics=metrics, detail=detail, artifacts=artifacts)
+
+
+def _draw_probes(fixed: np.ndarray, truth: np.ndarray, predicted: np.ndarray | None) -> np.ndarray:
+    view = Overlay(fixed)
+    if predicted is not None:
+        for t, p in zip(truth, predicted, strict=True):
+            view.line(t, p, MAGENTA)
+    for t in truth:
+        view.circle(t, 3, GREEN)
+    if predicted is not None:
+        for p in predicted:
+            view.cross(p, 2, MAGENTA)
+    return view.rgb
 
 
 # --------------------------------------------------------------------------- reference

@@ -370,7 +370,11 @@ def verify_nuclei(fixture: Fixture, attempt: Attempt) -> Outcome:
     for name, _ in NUCLEI_METRICS:
         value = values[name]
         if value is None:
-            metrics.append(Metric.missing(name, limits[name], "no predicted object matched a truth nucleus"))
+            # No matched pair: with nuclei in the truth that is the subject's doing (and F1 fails
+            # too); with none, the truth has no boundary to compare and the metric is excused.
+            because = "unusable" if r.n_true else "truth"
+            why = "no predicted object matched a truth nucleus" if r.n_true else "the truth has no nucleus"
+            metrics.append(Metric.missing(name, limits[name], why, because=because))
         else:
             metrics.append(Metric(name, value, limits[name]))
     return Outcome(
@@ -627,7 +631,8 @@ def verify_qc(fixture: Fixture, attempt: Attempt) -> Outcome:
             metrics.append(Metric.missing(f"{name}_error", limit, why or "unreadable"))
             continue
         if not 0.0 <= float(value) <= 1.0:
-            metrics.append(Metric.missing(f"{name}_error", limit, f"{name!r} is {value!r}, expected a ratio in [0, 1]"))
+            why = f"{name!r} is {value!r}, expected a ratio in [0, 1]"
+            metrics.append(Metric.missing(f"{name}_error", limit, why, because="unusable"))
             continue
         metrics.append(Metric(f"{name}_error", abs(float(value) - float(fixture.truth[name])), limit))
     annotation = np.asarray(fixture.data["annotation"])

@@ -2,9 +2,9 @@
 
 Each case's ``answer`` is a :class:`imagebench.scoring.TaskContract` whose ground truth refers
 to the fixture's held-out truth (``{"from_truth": key}``), so the case carries no answer; the
-verifier is :func:`imagebench.scoring.structured_verifier`. A subject leaves ``answer`` (a dict
-bound in the namespace, ``outputs/answer.json`` for a command) or ends its final message with a
-line ``IMAGEBENCH_FINAL_JSON: {...}``.
+verifier is :func:`imagebench.scoring.structured_verifier` followed by a drawing (:func:`drawn`).
+A subject leaves ``answer`` (a dict bound in the namespace, ``outputs/answer.json`` for a
+command) or ends its final message with a line ``IMAGEBENCH_FINAL_JSON: {...}``.
 
 - ``segment-nuclei/count-nuclei``: how many nuclei (``integer_equal``);
 - ``drift-correction/drift-vector``: the sub-pixel shift between two frames (``vector_abs_tolerance``);
@@ -13,18 +13,25 @@ line ``IMAGEBENCH_FINAL_JSON: {...}``.
 
 Field tolerances were calibrated against the reference solutions over seeds 0-9 (see
 ``docs/scoring.md``): each limit is the stated margin times the worst reference error.
+
+After scoring, each verifier draws the answer and the truth on the case's image (green the
+truth, magenta the answer; see :mod:`imagebench.cases._overlay`) as the outcome's artifact.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from imagebench.case import NO_SKILL, Case, Collect, Layer, Skill
-from imagebench.fixture import Fixture, FixtureError, Procedural
-from imagebench.scoring.comparators import pack_region
-from imagebench.scoring.contract import FieldRule, ScorerSpec, TaskContract, structured_verifier
+from imagebench.cases._overlay import GREEN, MAGENTA, Overlay, numbers
+from imagebench.fixture import Attempt, Fixture, FixtureError, Outcome, Procedural
+from imagebench.scoring.answer import parse_answer
+from imagebench.scoring.comparators import pack_region, unpack_region
+from imagebench.scoring.contract import FieldRule, ScorerSpec, TaskContract, read_leaving, structured_verifier
 
 if TYPE_CHECKING:
     from imagebench.session import Session
@@ -337,6 +344,109 @@ def reference_pick_nucleus(session: Session) -> None:
     session.namespace["answer"] = {"voxel": [int(i) for i in index]}
 
 
+# --------------------------------------------------------------------------- drawing the verdict
+
+#: ``draw(fixture, answer)`` -> ``(images, legend)``; ``answer`` is the parsed answer or None.
+Draw = Callable[[Fixture, dict[str, Any] | None], tuple[dict[str, np.ndarray], str]]
+
+
+def _answer(attempt: Attempt) -> tuple[dict[str, Any] | None, bool]:
+    """The subject's answer as the scorer reads it (leaving or final message), or None; and
+    whether it left no answer at all."""
+    value, _, why = read_leaving(attempt)
+    if why is not None:
+        return None, True
+    parsed, _ = parse_answer(value)
+    return parsed, False
+
+
+def drawn(contract: TaskContract, draw: Draw) -> Callable[[Fixture, Attempt], Outcome]:
+    """The structured verifier for ``contract``, followed by ``draw``: the fixture's image with the
+    truth and the subject's answer marked on it becomes the outcome's artifacts (and what the
+    marks mean goes to ``detail["drawn"]``). A blocked outcome is left as it is."""
+    score = structured_verifier(contract)
+
+    def verify(fixture: Fixture, attempt: Attempt) -> Outcome:
+        outcome = score(fixture, attempt)
+        if outcome.detail.get("blocked"):
+            return outcome
+        answer, absent = _answer(attempt)
+        if absent:  # the scorer cannot tell "left nothing" from "left junk"; here it is nothing
+            outcome.metrics = [
+                replace(m, unavailable_because="absent") if m.value is None else m for m in outcome.metrics
+            ]
+        images, legend = draw(fixture, answer)
+        outcome.artifacts.update(images)
+        outcome.detail["drawn"] = legend
+        return outcome
+
+    verify.contract = contract  # type: ignore[attr-defined]
+    verify.__qualname__ = f"drawn[{contract.task_id}]"
+    return verify
+
+
+def draw_count(fixture: Fixture, answer: dict[str, Any] | None) -> tuple[dict[str, np.ndarray], str]:
+    given = answer.get("count") if answer else None
+    count = given if isinstance(given, int) and not isinstance(given, bool) else None
+    view = Overlay(fixture.data["nuclei"])
+    view.tally([(int(fixture.truth["count"]), GREEN), (count, MAGENTA)])
+    legend = "under the image, one green square per true nucleus and one magenta square per nucleus counted"
+    return {"count": view.rgb}, legend
+
+
+def draw_drift_vector(fixture: Fixture, answer: dict[str, Any] | None) -> tuple[dict[str, np.ndarray], str]:
+    frames = np.asarray(fixture.data["frames"])
+    view = Overlay(frames[0])
+    truth = np.asarray(fixture.truth["shift"], dtype=np.float64)
+    given = numbers(answer.get("shift") if answer else None, 2)
+    centre = np.array(view.shape, dtype=np.float64) / 2.0
+    # Drawn longer than life so that a tenth of a pixel shows: the truth spans about a third of the frame.
+    scale = float(max(1.0, min(10.0, 0.35 * min(view.shape) / max(float(np.abs(truth).max()), 1e-9))))
+    view.line(centre, centre + scale * truth, GREEN)
+    view.circle(centre + scale * truth, 3, GREEN)
+    if given is not None:
+        view.line(centre, centre + scale * np.asarray(given), MAGENTA)
+        view.cross(centre + scale * np.asarray(given), 3, MAGENTA)
+    legend = (
+        f"on frame 0, the drift (dy, dx) from the centre, {scale:.3g}x longer than life: green the truth "
+        "(ending in a circle), magenta the answer (ending in a cross)"
+    )
+    return {"shift": view.rgb}, legend
+
+
+def draw_fibre_angle(fixture: Fixture, answer: dict[str, Any] | None) -> tuple[dict[str, np.ndarray], str]:
+    view = Overlay(fixture.data["fibres"])
+    view.through_centre(float(fixture.truth["angle_deg"]), GREEN)
+    given = numbers(answer.get("angle_deg") if answer else None, 1)
+    if given is not None:
+        view.through_centre(given[0], MAGENTA)
+    return {"angle": view.rgb}, "a line through the centre at the fibre direction: green the truth, magenta the answer"
+
+
+def draw_pick_nucleus(fixture: Fixture, answer: dict[str, Any] | None) -> tuple[dict[str, np.ndarray], str]:
+    volume = np.asarray(fixture.data["volume"])
+    mask = unpack_region(fixture.truth["largest_nucleus"])
+    given = numbers(answer.get("voxel") if answer else None, 3)
+    # The slice through the answered voxel (the truth's middle slice when there is none), and the
+    # projection: a voxel off in z can sit inside the nucleus's outline in one and not the other.
+    z = int(round(given[0])) if given is not None else int(np.round(np.nonzero(mask)[0].mean()))
+    in_volume = 0 <= z < volume.shape[0]
+    where = volume[z] if in_volume else np.full(volume.shape[1:], float(volume.min()), np.float32)
+    plane = Overlay(where)
+    if in_volume:
+        plane.outline(mask[z], GREEN)
+    projection = Overlay(volume.max(axis=0))
+    projection.outline(mask.any(axis=0), GREEN)
+    if given is not None:
+        for view in (plane, projection):
+            view.cross(given[1:], 3, MAGENTA)
+    legend = (
+        f"slice z={z} (the answered voxel's; blank when outside the volume) and the projection over z: "
+        "green the outline of the largest nucleus, magenta a cross at the answered (y, x)"
+    )
+    return {"slice": plane.rgb, "projection": projection.rgb}, legend
+
+
 # --------------------------------------------------------------------------- the cases
 
 COUNT_CONTRACT = _contract(
@@ -370,7 +480,7 @@ CASES: list[Case] = [
         fixture=Procedural(build_count_nuclei, seed=2026, tolerance=TOLERANCE),
         layers=(Layer("nuclei", "nuclei", kind="image"),),
         collect=_COLLECT,
-        verify=structured_verifier(COUNT_CONTRACT),
+        verify=drawn(COUNT_CONTRACT, draw_count),
         reference=reference_count_nuclei,
         answer=COUNT_CONTRACT,
         about="6-14 separated nuclei; the count must be exact (integer_equal)",
@@ -389,7 +499,7 @@ CASES: list[Case] = [
         fixture=Procedural(build_drift_vector, seed=2026, tolerance=TOLERANCE),
         layers=(Layer("frames", "frames", kind="image"),),
         collect=_COLLECT,
-        verify=structured_verifier(DRIFT_CONTRACT),
+        verify=drawn(DRIFT_CONTRACT, draw_drift_vector),
         reference=reference_drift_vector,
         answer=DRIFT_CONTRACT,
         about="sub-pixel translation of 1.5-6 px per axis between two textured frames (vector_abs_tolerance)",
@@ -409,7 +519,7 @@ CASES: list[Case] = [
         fixture=Procedural(build_fibre_angle, seed=2026, tolerance=TOLERANCE),
         layers=(Layer("fibres", "fibres", kind="image"),),
         collect=_COLLECT,
-        verify=structured_verifier(FIBRE_CONTRACT),
+        verify=drawn(FIBRE_CONTRACT, draw_fibre_angle),
         reference=reference_fibre_angle,
         answer=FIBRE_CONTRACT,
         about="dominant orientation of an oriented line texture, modulo 180 (circular_tolerance)",
@@ -427,7 +537,7 @@ CASES: list[Case] = [
         fixture=Procedural(build_pick_nucleus, seed=2026, tolerance=TOLERANCE),
         layers=(Layer("volume", "volume", kind="image"),),
         collect=_COLLECT,
-        verify=structured_verifier(PICK_CONTRACT),
+        verify=drawn(PICK_CONTRACT, draw_pick_nucleus),
         reference=reference_pick_nucleus,
         answer=PICK_CONTRACT,
         about="one voxel inside the largest of six ellipsoidal nuclei; the truth mask is the tolerance",
