@@ -18,7 +18,15 @@ import numpy as np
 import pytest
 
 from imagebench.case import Case, Collect, Layer
-from imagebench.fixture import Attempt, Fixture, Metric, Outcome, Procedural, read_array, read_scalar
+from imagebench.fixture import (
+    Attempt,
+    Fixture,
+    Metric,
+    Outcome,
+    read_array,
+    read_scalar,
+)
+from imagebench.specs import Procedural
 
 TOY_TOLERANCE = {"mask_error": 0.05, "area_error": 0.05}
 TOY_TASK = (

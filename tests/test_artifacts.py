@@ -11,7 +11,14 @@ import numpy as np
 import pytest
 
 from imagebench import artifacts, records
-from imagebench.artifacts import artifact_root, report_dir, safe_name, save_png, shared_range, write_report
+from imagebench.artifacts import (
+    artifact_root,
+    report_dir,
+    safe_name,
+    save_png,
+    shared_range,
+    write_report,
+)
 from imagebench.fixture import Attempt, Fixture, Metric, Outcome
 from imagebench.records import SCHEMA_VERSION, SampleSummary, read_record
 

@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from imagebench.bundle.grading import ClassVerifier, RerunVerifier, carries_planted, is_degenerate, skill_activated
+from imagebench.bundle.grading import (
+    ClassVerifier,
+    RerunVerifier,
+    carries_planted,
+    is_degenerate,
+    skill_activated,
+)
 from imagebench.fixture import Attempt, Fixture, FixtureError
 from imagebench.records import SampleSummary
 

@@ -16,8 +16,8 @@ import pytest
 from imagebench import cli
 from imagebench.bundle import coverage_table, load_bundle
 from imagebench.bundle.coverage import coverage_report
-from imagebench.records import CaseSummary, read_record
 from imagebench.executor import run_cases
+from imagebench.records import CaseSummary, read_record
 from imagebench.subjects import CommandSubject, NopSubject, PythonSubject, parse_subject
 
 ROOT = Path(__file__).resolve().parent.parent

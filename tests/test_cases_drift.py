@@ -16,8 +16,9 @@ from scipy import ndimage
 import imagebench.cases.drift as drift
 from imagebench.case import Case
 from imagebench.cases import all_cases, builders, skills
-from imagebench.fixture import Attempt, Fixture, Outcome, Procedural
+from imagebench.fixture import Attempt, Fixture, Outcome
 from imagebench.session import Session, collect_attempt, open_session
+from imagebench.specs import Procedural
 
 CASES = {c.case_id: c for c in drift.CASES}
 GOLDEN = CASES["beads-subpixel"]

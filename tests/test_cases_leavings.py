@@ -13,9 +13,10 @@ from conftest import build_case
 from imagebench.artifacts import write_report
 from imagebench.case import Case
 from imagebench.cases import all_cases
-from imagebench.fixture import Attempt, Fixture, Procedural
+from imagebench.fixture import Attempt, Fixture
 from imagebench.records import SampleSummary, read_record
 from imagebench.session import collect_attempt, open_session
+from imagebench.specs import Procedural
 
 
 def _several() -> list[Case]:

@@ -19,9 +19,10 @@ from skimage.filters import threshold_otsu
 import imagebench.cases.segmentation as seg
 from imagebench.case import Case
 from imagebench.cases import all_cases, builders, skills
-from imagebench.fixture import Attempt, Fixture, FixtureError, Procedural
+from imagebench.fixture import Attempt, Fixture, FixtureError
 from imagebench.matching import label_overlaps, match_labels
 from imagebench.session import collect_attempt, open_session
+from imagebench.specs import Procedural
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = {c.case_id: c for c in seg.CASES}

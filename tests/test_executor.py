@@ -16,11 +16,11 @@ from conftest import TOY_TOLERANCE, make_toy_case, toy_fixture
 
 from imagebench import cli
 from imagebench import executor as ex
-from imagebench.executor import cluster as ex_cluster
 from imagebench.case import Layer
+from imagebench.executor import cluster as ex_cluster
+from imagebench.executor import run_cases
 from imagebench.fixture import Fixture, Outcome
 from imagebench.records import CaseSummary, RunRecord, SampleSummary, read_record
-from imagebench.executor import run_cases
 from imagebench.runfolder import RunResult
 from imagebench.runner import presents_tensor
 from imagebench.subjects import ReferenceSubject

@@ -11,7 +11,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import TOY_TOLERANCE, make_toy_case, toy_fixture, toy_reference, toy_verify
+from conftest import (
+    TOY_TOLERANCE,
+    make_toy_case,
+    toy_fixture,
+    toy_reference,
+    toy_verify,
+)
 
 from imagebench import tree
 from imagebench.case import Collect, Layer
@@ -31,7 +37,8 @@ from imagebench.fingerprint import (
     role_of,
     scrub,
 )
-from imagebench.fixture import Fixture, OnDisk, Procedural
+from imagebench.fixture import Fixture
+from imagebench.specs import OnDisk, Procedural
 
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 # The toy fixture as built: its pixels and truth, each by digest.

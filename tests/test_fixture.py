@@ -16,15 +16,13 @@ from imagebench.fixture import (
     Attempt,
     Fixture,
     FixtureError,
-    FixtureSpec,
     Metric,
-    OnDisk,
     Outcome,
-    Procedural,
     WhyNot,
     read_array,
     read_scalar,
 )
+from imagebench.specs import FixtureSpec, OnDisk, Procedural
 
 
 def _fixture(**kw) -> Fixture:

@@ -30,7 +30,12 @@ from imagebench.plane.protocol import (  # noqa: E402
     UploadRequest,
     downsample_block,
 )
-from imagebench.plane.server import UPLOAD_SCHEMA, NotLoopback, PlaneServer, binary_column  # noqa: E402
+from imagebench.plane.server import (  # noqa: E402
+    UPLOAD_SCHEMA,
+    NotLoopback,
+    PlaneServer,
+    binary_column,
+)
 
 
 class CountingServer(PlaneServer):

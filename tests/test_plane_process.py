@@ -15,7 +15,13 @@ import pytest
 
 pytest.importorskip("pyarrow.flight")
 
-from imagebench.plane import PlaneProcess, PlaneUnavailable, RunPlane, shared_plane, start_plane  # noqa: E402
+from imagebench.plane import (  # noqa: E402
+    PlaneProcess,
+    PlaneUnavailable,
+    RunPlane,
+    shared_plane,
+    start_plane,
+)
 from imagebench.plane import process as plane_process  # noqa: E402
 
 

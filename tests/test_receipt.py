@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from imagebench.fixture import OnDisk
 from imagebench.receipt import (
     RECEIPT_NAME,
     Receipt,
@@ -21,6 +20,7 @@ from imagebench.receipt import (
     write_receipt,
 )
 from imagebench.scoring.manifest import current_manifest
+from imagebench.specs import OnDisk
 
 REAL_HOME = os.path.expanduser("~")
 SECRET = "sk-live-0123456789abcdefSECRET"

@@ -15,9 +15,9 @@ import pytest
 from conftest import UnavailableSpec, make_toy_case
 
 from imagebench import cli
+from imagebench.executor import run_cases
 from imagebench.fixture import Attempt, Fixture, Outcome
 from imagebench.report import REPORT_NAME, ReportError, read_run, write_html_report
-from imagebench.executor import run_cases
 from imagebench.runfolder import RunResult
 from imagebench.subjects import ReferenceSubject
 

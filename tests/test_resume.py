@@ -16,6 +16,7 @@ from conftest import make_toy_case
 
 from imagebench import cli
 from imagebench import executor as ex
+from imagebench.executor import run_cases
 from imagebench.journal import (
     JOURNAL_NAME,
     Journal,
@@ -25,7 +26,6 @@ from imagebench.journal import (
     read_journal,
 )
 from imagebench.records import CaseSummary, RunRecord, SampleSummary, read_record
-from imagebench.executor import run_cases
 from imagebench.runfolder import RunResult
 from imagebench.subjects import ReferenceSubject, parse_subject
 

@@ -13,13 +13,17 @@ import pytest
 from conftest import CountingSpec, UnavailableSpec, make_toy_case, truth_leaks
 
 from imagebench import cli
-from imagebench.case import Layer
+from imagebench.case import Layer, select_cases
+from imagebench.executor import run_cases
 from imagebench.fixture import Outcome
 from imagebench.records import CaseSummary, RunRecord, SampleSummary, read_record
-from imagebench.case import select_cases
-from imagebench.executor import run_cases
 from imagebench.runner import TENSOR_SKIP_REASON, prepare_fixture, run_unit
-from imagebench.subjects import CommandSubject, NopSubject, ReferenceSubject, parse_subject
+from imagebench.subjects import (
+    CommandSubject,
+    NopSubject,
+    ReferenceSubject,
+    parse_subject,
+)
 
 PY = shlex.quote(sys.executable)
 

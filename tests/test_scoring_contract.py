@@ -24,7 +24,6 @@ from imagebench.scoring.contract import (
 )
 
 
-
 def patch_comparator(monkeypatch, name: str, func) -> None:
     """Swap the function a registered comparator runs, for one test (its registry hash changes with it)."""
     monkeypatch.setitem(cmp.REGISTRY, name, dataclasses.replace(cmp.REGISTRY[name], compare=func))

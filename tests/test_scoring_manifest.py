@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from test_scoring_contract import patch_comparator, run_cli
 
 from imagebench.scoring import comparators as cmp
 from imagebench.scoring import manifest as mf
 from imagebench.scoring.contract import structured_verifier
 from imagebench.scoring.selftest import run_selftest
-from test_scoring_contract import patch_comparator, run_cli
 
 
 def test_the_shipped_manifest_pins_this_code() -> None:

@@ -7,8 +7,15 @@ import pytest
 from conftest import make_toy_case, toy_fixture, truth_leaks
 
 from imagebench.case import Case, Collect, Layer
-from imagebench.fixture import Fixture, Procedural
-from imagebench.session import SessionError, SessionLayer, case_prompt, collect_attempt, open_session
+from imagebench.fixture import Fixture
+from imagebench.session import (
+    SessionError,
+    SessionLayer,
+    case_prompt,
+    collect_attempt,
+    open_session,
+)
+from imagebench.specs import Procedural
 
 
 def _built(case: Case) -> Fixture:

@@ -44,10 +44,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _shoot(out: Path, label: str) -> int:
     import napari
+    import numpy as np
     from qtpy.QtCore import Qt
     from qtpy.QtWidgets import QApplication
-
-    import numpy as np
 
     from napari_imagebench._artifacts import artifact_layers, viewer_grid
     from napari_imagebench._model import INTERACTIVE

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Run the whole test suite: the Qt tests need a display, so everything runs under Xvfb.
+# Run every check: the import contracts, then the whole test suite (the Qt tests need a display,
+# so everything runs under Xvfb).
 set -euo pipefail
 BIN=${1:-.venv/bin}
+# The house's layers first (pyproject.toml [tool.importlinter]): a broken contract fails the run.
+"$BIN/lint-imports" --no-cache
 if command -v xvfb-run >/dev/null 2>&1; then
   exec xvfb-run -a -s "-screen 0 1600x1200x24" "$BIN/python" -m pytest -q
 fi

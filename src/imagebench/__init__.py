@@ -18,10 +18,10 @@ _EXPORTS: dict[str, str] = {
     "Attempt": "imagebench.fixture",
     "Metric": "imagebench.fixture",
     "Outcome": "imagebench.fixture",
-    "FixtureSpec": "imagebench.fixture",
+    "FixtureSpec": "imagebench.specs",
     "FixtureError": "imagebench.fixture",
-    "Procedural": "imagebench.fixture",
-    "OnDisk": "imagebench.fixture",
+    "Procedural": "imagebench.specs",
+    "OnDisk": "imagebench.specs",
     "read_array": "imagebench.fixture",
     "read_scalar": "imagebench.fixture",
     # handles
@@ -75,22 +75,26 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover
     from imagebench.artifacts import artifact_root, save_png, shared_range, write_report
     from imagebench.case import Case, Collect, Layer, Skill
+    from imagebench.executor import run_cases
     from imagebench.fixture import (
         Attempt,
         Fixture,
         FixtureError,
-        FixtureSpec,
         Metric,
-        OnDisk,
         Outcome,
-        Procedural,
         read_array,
         read_scalar,
     )
     from imagebench.receipt import build_receipt, write_receipt
     from imagebench.refs import ArrayRef, FileRef, NpzRef, ref_missing
-    from imagebench.executor import run_cases
     from imagebench.runner import run_unit
-    from imagebench.scoring import TaskContract, parse_answer, pass_at_k, score_answer, structured_verifier
+    from imagebench.scoring import (
+        TaskContract,
+        parse_answer,
+        pass_at_k,
+        score_answer,
+        structured_verifier,
+    )
     from imagebench.session import Session, collect_attempt, open_session
+    from imagebench.specs import FixtureSpec, OnDisk, Procedural
     from imagebench.subjects import parse_subject

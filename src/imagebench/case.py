@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from imagebench.fixture import Attempt, Fixture, FixtureSpec, Outcome
+from imagebench.fixture import Attempt, Fixture, Outcome
+from imagebench.specs import FixtureSpec
 
 if TYPE_CHECKING:
     from imagebench.session import Session

@@ -33,7 +33,6 @@ import dataclasses
 import functools
 import hashlib
 import inspect
-import json
 import math
 import re
 import sys
@@ -41,10 +40,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from imagebench.digest import (
+    FingerprintError,
+    canonical_json,
+    digest_bytes,
+    digest_json,
+    digest_text,
+    is_digest,
+    scrub,
+)
+
 if TYPE_CHECKING:
     from imagebench.case import Case
 
-PREFIX = "sha256:"
 
 # Names that move: a revision must never be one of these (an alias file may map some to a pin).
 FLOATING_REVISIONS: frozenset[str] = frozenset(
@@ -77,15 +85,10 @@ FLOATING_REVISIONS: frozenset[str] = frozenset(
 )
 _VERSION = re.compile(r"^v?\d+(?:\.\d+){1,3}(?:[-+.][0-9A-Za-z]+)*$")
 _COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 class RevisionError(ValueError):
     """A revision is not pinned (empty, a moving name such as ``latest``, or not a version/commit)."""
-
-
-class FingerprintError(ValueError):
-    """A case cannot be fingerprinted (an input cannot be read or has no stable form)."""
 
 
 # --------------------------------------------------------------------------- revisions
@@ -122,35 +125,6 @@ def check_revision(revision: Any, what: str = "revision") -> str:
     if problem is not None:
         raise RevisionError(f"{what} {problem}")
     return revision
-
-
-# --------------------------------------------------------------------------- canonical JSON and digests
-
-
-def canonical_json(obj: Any) -> str:
-    """Sorted keys, no whitespace, ASCII, no NaN: the only text this module hashes."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-
-
-def digest_bytes(data: bytes) -> str:
-    return PREFIX + hashlib.sha256(data).hexdigest()
-
-
-def digest_text(text: str) -> str:
-    """Digest of ``text`` as UTF-8; a string that is not valid Unicode text raises FingerprintError."""
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise FingerprintError(f"not valid UTF-8 text ({exc.reason} at character {exc.start})") from None
-    return digest_bytes(data)
-
-
-def digest_json(obj: Any) -> str:
-    return digest_bytes(canonical_json(obj).encode("ascii"))
-
-
-def is_digest(value: Any) -> bool:
-    return isinstance(value, str) and bool(_DIGEST.match(value))
 
 
 def plain(value: Any, where: str = "value") -> Any:
@@ -291,7 +265,7 @@ def tree_location(case: Case) -> tuple[Path | None, str, str] | None:
     An :class:`~imagebench.fixture.OnDisk` case reads its own label from the tree; a bundle's
     ``CuratedRef`` reads another tree case under its own label. None for any other fixture.
     """
-    from imagebench.fixture import OnDisk
+    from imagebench.specs import OnDisk
 
     spec = case.fixture
     if isinstance(spec, OnDisk):
@@ -350,7 +324,7 @@ def _on_disk_parts(label: str, root: Path | None, ns: str, case_id: str) -> dict
 
 
 def _fixture_parts(case: Case) -> dict[str, str]:
-    from imagebench.fixture import Procedural
+    from imagebench.specs import Procedural
 
     spec = case.fixture
     label = case.label
@@ -564,16 +538,6 @@ def agent_visible(case: Case) -> dict[str, Any]:
         "collect": [{"name": c.name, "what": c.what, "description": c.description} for c in case.collect],
         "data_keys": sorted({layer.key for layer in case.layers}),
     }
-
-
-# --------------------------------------------------------------------------- reasons without paths
-
-_PATH = re.compile(r"(?:(?<=[\s'\"(=])|^)(?:/|~/|[A-Za-z]:\\)[^\s'\"():,;]*")
-
-
-def scrub(text: str) -> str:
-    """``text`` with every absolute path replaced by ``<path>`` (reasons name roles, never locators)."""
-    return _PATH.sub("<path>", text)
 
 
 __all__ = [

@@ -17,7 +17,7 @@ never produce the same stream:
 - None, a bool, an int, a float (its IEEE-754 bytes, so NaN and infinities have a form too), a
   string (UTF-8), bytes; a pydantic model as its JSON dump.
 
-Anything else has no stable byte form and raises :class:`~imagebench.fingerprint.FingerprintError`.
+Anything else has no stable byte form and raises :class:`~imagebench.digest.FingerprintError`.
 Big arrays are hashed in place: a C-contiguous little-endian array is read through a byte view and
 never copied; any other array is copied a block of rows at a time.
 """
@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagebench.fingerprint import PREFIX, FingerprintError, canonical_json, digest_json, scrub
+from imagebench.digest import (
+    PREFIX,
+    FingerprintError,
+    canonical_json,
+    digest_json,
+    scrub,
+)
 
 if TYPE_CHECKING:
     from imagebench.fixture import Fixture

@@ -228,7 +228,8 @@ def fixture_manifest_digests(
     ``extra`` adds ``{role: manifest path}`` pairs. A manifest that is absent is recorded as
     ``"absent"``.
     """
-    from imagebench.fixture import FIXTURES_ENV, OnDisk
+    from imagebench.fixture import FIXTURES_ENV
+    from imagebench.specs import OnDisk
 
     package_dir = Path(__file__).resolve().parent
     roles: dict[str, Path] = {}
@@ -273,7 +274,11 @@ def _case_entry(case: Any) -> dict[str, Any]:
 
 def _scorer_entry() -> dict[str, Any]:
     try:
-        from imagebench.scoring.manifest import check_scorer_manifest, current_manifest, packaged_manifest_path
+        from imagebench.scoring.manifest import (
+            check_scorer_manifest,
+            current_manifest,
+            packaged_manifest_path,
+        )
 
         running = current_manifest(revision="unknown")
         problem = check_scorer_manifest(packaged_manifest_path())

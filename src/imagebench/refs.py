@@ -29,13 +29,12 @@ tifffile, nibabel and dask are imported only when a ref of that kind is actually
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-
 import importlib
 import json
 import os
 import struct
 import zipfile
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property

@@ -27,10 +27,8 @@ otherwise), which is what the browser test reads.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -609,35 +607,3 @@ def write_html_report(run_dir: str | Path, *, out: str | Path | None = None, pro
     if target.parent.resolve() != run.run_dir.resolve():
         prefix = Path(os.path.relpath(run.run_dir.resolve(), target.parent.resolve())).as_posix() + "/"
     return atomic_write_text(target, render(run, image_prefix=prefix))
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def add_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "report",
-        help="write a static HTML report of a run folder",
-        description=(
-            "Write RUN_DIR/report.html: figures, coverage, one row per case (failures first) and each "
-            "sample's images side by side. It needs no server and opens from disk."
-        ),
-    )
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (run-<UTC timestamp>) holding run.json")
-    p.add_argument("--out", metavar="FILE", help="write the page here instead of RUN_DIR/report.html")
-    p.add_argument("--quiet", action="store_true", help="no progress bar; print only the page's path")
-    p.set_defaults(func=_cmd_report)
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    from imagebench.cli import UsageError
-
-    try:
-        path = write_html_report(args.run_dir, out=args.out, progress=not args.quiet)
-    except ReportError as exc:
-        raise UsageError(str(exc)) from None
-    except OSError as exc:
-        print(f"imagebench report: could not write the page: {exc}", file=sys.stderr)
-        return 1
-    print(path)
-    return 0

@@ -365,7 +365,7 @@ def parse_summary(path: Path, data: bytes) -> SampleSummary:
     """A sample summary from its bytes; RecordError naming the file and the field."""
     from pydantic import ValidationError
 
-    from imagebench.records import SCHEMA_VERSION, RecordError, SampleSummary
+    from imagebench.records import READABLE_VERSIONS, RecordError, SampleSummary
 
     try:
         raw = json.loads(data.decode("utf-8"))
@@ -373,8 +373,9 @@ def parse_summary(path: Path, data: bytes) -> SampleSummary:
         raise RecordError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(raw, dict):
         raise RecordError(f"{path}: expected a JSON object, got {type(raw).__name__}")
-    if raw.get("schema_version") != SCHEMA_VERSION:
-        raise RecordError(f"{path}: field 'schema_version' is {raw.get('schema_version')!r}, expected {SCHEMA_VERSION}")
+    version = raw.get("schema_version")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        raise RecordError(f"{path}: field 'schema_version' is {version!r}, expected one of {list(READABLE_VERSIONS)}")
     try:
         return SampleSummary.model_validate(raw)
     except ValidationError as exc:

@@ -59,7 +59,6 @@ __all__ = [
     "Manifest",
     "ManifestEntry",
     "SCHEMAS",
-    "add_cli",
     "case_available",
     "file_entry",
     "load_fixture",

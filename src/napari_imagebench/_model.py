@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from psygnal import Signal, SignalGroup
 
 from imagebench.case import Case, Collect, Layer
-from imagebench.fixture import FIXTURES_ENV, Fixture, FixtureError, OnDisk
+from imagebench.fixture import FIXTURES_ENV, Fixture, FixtureError
+from imagebench.specs import OnDisk
 from napari_imagebench._runs import ResultRow, RunFolder
 
 if TYPE_CHECKING:

@@ -100,7 +100,7 @@ def test_unavailable_case_is_greyed_with_its_reason_and_cannot_load(make_napari_
 def test_fixture_tree_picker_reroots_curated_cases_and_lists_unused_fixtures(
     make_napari_viewer: Any, qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from imagebench.fixture import OnDisk
+    from imagebench.specs import OnDisk
     from imagebench.tree import write_case_layout, write_manifest_entry
     from napari_imagebench._reader import napari_get_reader
 

@@ -6,8 +6,8 @@ field, with only the wall-clock times set aside.
 
 from __future__ import annotations
 
-import os
 import json
+import os
 from pathlib import Path
 from typing import Any
 

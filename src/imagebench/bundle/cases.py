@@ -26,7 +26,8 @@ from imagebench.bundle.grading import (
     carries_planted,
     is_degenerate,
 )
-from imagebench.fixture import Fixture, FixtureSpec, Kind, OnDisk, Procedural
+from imagebench.fixture import Fixture, Kind
+from imagebench.specs import FixtureSpec, OnDisk, Procedural
 
 if TYPE_CHECKING:
     from imagebench.bundle.load import CaseFolder

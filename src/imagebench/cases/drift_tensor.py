@@ -22,7 +22,15 @@ import scipy.fft
 
 from imagebench.case import Case, Collect, Layer, Skill
 from imagebench.cases.drift import trajectory_metrics
-from imagebench.fixture import Attempt, Fixture, FixtureError, Metric, Outcome, Procedural, read_array
+from imagebench.fixture import (
+    Attempt,
+    Fixture,
+    FixtureError,
+    Metric,
+    Outcome,
+    read_array,
+)
+from imagebench.specs import Procedural
 
 if TYPE_CHECKING:
     from imagebench.session import Session

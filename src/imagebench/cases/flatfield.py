@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from imagebench.case import Case, Collect, Layer, Skill
-from imagebench.fixture import Attempt, Fixture, FixtureError, Metric, Outcome, Procedural, read_array
+from imagebench.fixture import (
+    Attempt,
+    Fixture,
+    FixtureError,
+    Metric,
+    Outcome,
+    read_array,
+)
+from imagebench.specs import Procedural
 
 if TYPE_CHECKING:
     from imagebench.session import Session

@@ -21,7 +21,15 @@ import numpy as np
 
 from imagebench.case import NO_SKILL, Case, Collect, Layer, Skill
 from imagebench.cases._overlay import GREEN, MAGENTA, Overlay
-from imagebench.fixture import Attempt, Fixture, FixtureError, Metric, Outcome, Procedural, read_array
+from imagebench.fixture import (
+    Attempt,
+    Fixture,
+    FixtureError,
+    Metric,
+    Outcome,
+    read_array,
+)
+from imagebench.specs import Procedural
 
 if TYPE_CHECKING:
     from imagebench.session import Session

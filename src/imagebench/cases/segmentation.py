@@ -34,13 +34,12 @@ from imagebench.fixture import (
     Fixture,
     FixtureError,
     Metric,
-    OnDisk,
     Outcome,
-    Procedural,
     read_array,
     read_scalar,
 )
 from imagebench.matching import match_labels
+from imagebench.specs import OnDisk, Procedural
 
 SEGMENT = "segment-nuclei"
 QC = "segmentation-qc-metrics"

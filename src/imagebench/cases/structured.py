@@ -28,10 +28,17 @@ import numpy as np
 
 from imagebench.case import NO_SKILL, Case, Collect, Layer, Skill
 from imagebench.cases._overlay import GREEN, MAGENTA, Overlay, numbers
-from imagebench.fixture import Attempt, Fixture, FixtureError, Outcome, Procedural
+from imagebench.fixture import Attempt, Fixture, FixtureError, Outcome
 from imagebench.scoring.answer import parse_answer
 from imagebench.scoring.comparators import pack_region, unpack_region
-from imagebench.scoring.contract import FieldRule, ScorerSpec, TaskContract, read_leaving, structured_verifier
+from imagebench.scoring.contract import (
+    FieldRule,
+    ScorerSpec,
+    TaskContract,
+    read_leaving,
+    structured_verifier,
+)
+from imagebench.specs import Procedural
 
 if TYPE_CHECKING:
     from imagebench.session import Session

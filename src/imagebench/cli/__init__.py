@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "coverage": ("imagebench.cli.bundle", "claims coverage of a bundle and validation by graded runs"),
     "suite": ("imagebench.cli.suite", "pin and verify suites"),
     "compare": ("imagebench.cli.suite", "compare two runs case by case, when they are comparable"),
-    "report": ("imagebench.report", "write a static HTML report of a run folder"),
+    "report": ("imagebench.cli.report", "write a static HTML report of a run folder"),
     "schema": ("imagebench.cli.schema", "print the JSON schema of an on-disk record"),
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))

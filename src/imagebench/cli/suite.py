@@ -292,7 +292,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def run_suite(args: argparse.Namespace) -> int:
     """``imagebench run --suite SUITE [--sample POLICY] [--seed S]``: verify, assign, run exactly that."""
-    from imagebench.cli.run import checked_run_args
+    from imagebench.cli.common import checked_run_args
     from imagebench.cli.tables import results_table, tally_line
     from imagebench.executor import run_cases
     from imagebench.suite.model import SuiteError
@@ -343,7 +343,7 @@ def run_suite(args: argparse.Namespace) -> int:
     bundles = _bundles(args)
     if len(bundles) == 1:
         selection["bundle"] = bundles[0]  # what `run --resume` reads to find the bundle's cases again
-    from imagebench.cli.run import parallel_from_args
+    from imagebench.cli.common import parallel_from_args
     from imagebench.executor import ExecutorError
 
     parallel = parallel_from_args(args)

@@ -37,7 +37,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from imagebench.scoring.comparators import COMPARATORS, FAMILIES
-from imagebench.scoring.contract_schema import CONTRACTS, FieldRule, ScorerSpec, TaskContract
+from imagebench.scoring.contract_schema import (
+    CONTRACTS,
+    FieldRule,
+    ScorerSpec,
+    TaskContract,
+)
 
 MANIFEST_SCHEMA_VERSION = 1
 MANIFEST_NAME = "scorer_manifest.json"

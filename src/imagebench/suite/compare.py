@@ -35,7 +35,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from imagebench.fingerprint import scrub
 from imagebench.suite.record import SuiteRunInfo, run_info
-from imagebench.suite.sampling import AssignmentError, assignment_mismatches, verify_assignment
+from imagebench.suite.sampling import (
+    AssignmentError,
+    assignment_mismatches,
+    verify_assignment,
+)
 
 COMPARISON_SCHEMA_VERSION = 1
 PASS = frozenset({"ok"})

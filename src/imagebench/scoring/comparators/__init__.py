@@ -36,7 +36,14 @@ from imagebench.scoring.canonical import (
 )
 
 # The families register their comparators as they are imported.
-from imagebench.scoring.comparators import identifiers, numeric, region, sets, text, typed
+from imagebench.scoring.comparators import (
+    identifiers,
+    numeric,
+    region,
+    sets,
+    text,
+    typed,
+)
 from imagebench.scoring.comparators.identifiers import (
     canonical_asset_id_equal,
     canonical_atom_id_equal,
@@ -44,7 +51,11 @@ from imagebench.scoring.comparators.identifiers import (
     canonical_residue_equal,
     canonical_space_group_equal,
 )
-from imagebench.scoring.comparators.numeric import abs_tolerance, circular_tolerance, vector_abs_tolerance
+from imagebench.scoring.comparators.numeric import (
+    abs_tolerance,
+    circular_tolerance,
+    vector_abs_tolerance,
+)
 from imagebench.scoring.comparators.region import voxel_member_of_set
 from imagebench.scoring.comparators.sets import canonical_set_equal
 from imagebench.scoring.comparators.text import (

@@ -10,7 +10,11 @@ from typing import Any
 # Helpers are bound under the names the comparator bodies have always used: the registry hash
 # pins each comparator's source text from its ``def`` line, so a body reads the same wherever
 # its helpers live.
-from imagebench.scoring.canonical import canonical_citation, canonical_enum, canonical_string
+from imagebench.scoring.canonical import (
+    canonical_citation,
+    canonical_enum,
+    canonical_string,
+)
 from imagebench.scoring.registry import ContractError, Example, FieldResult, comparator
 from imagebench.scoring.registry import check_config as _config
 from imagebench.scoring.registry import is_str_list as _is_str_list

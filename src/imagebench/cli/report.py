@@ -1,0 +1,36 @@
+"""``imagebench report RUN_DIR``: write the run's static HTML page."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from imagebench.cli import UsageError
+from imagebench.report import ReportError, write_html_report
+
+
+def add_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="write a static HTML report of a run folder",
+        description=(
+            "Write RUN_DIR/report.html: figures, coverage, one row per case (failures first) and each "
+            "sample's images side by side. It needs no server and opens from disk."
+        ),
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (run-<UTC timestamp>) holding run.json")
+    p.add_argument("--out", metavar="FILE", help="write the page here instead of RUN_DIR/report.html")
+    p.add_argument("--quiet", action="store_true", help="no progress bar; print only the page's path")
+    p.set_defaults(func=_cmd_report)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    try:
+        path = write_html_report(args.run_dir, out=args.out, progress=not args.quiet)
+    except ReportError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        print(f"imagebench report: could not write the page: {exc}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
