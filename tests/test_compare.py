@@ -79,10 +79,19 @@ def suite_run(
     return result.run_dir
 
 
-def edit(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+def edit(path: Path, change: Callable[[dict[str, Any]], None], *, journal: bool = True) -> None:
+    """Change a record as a run that produced it would have written it. For a sample summary the
+    run's journal takes the new digest too (``journal=False``: a hand edit the journal never saw)."""
     raw = json.loads(path.read_text())
     change(raw)
     path.write_text(json.dumps(raw))
+    if journal and path.parent.name.startswith("sample-"):
+        from imagebench.journal import Journal
+        from imagebench.records import SampleSummary
+
+        run_dir = next(p for p in path.parents if (p / "run.json").is_file())
+        with Journal.open(run_dir) as j:
+            j.unit(run_dir, path, SampleSummary.model_validate(raw), path.read_bytes())
 
 
 def conditions(result: Any) -> dict[str, Any]:
@@ -329,13 +338,13 @@ def test_c2_forged_assignments_are_refused_when_the_suite_is_at_hand(world: dict
     for run in (a, b):
         edit(run / "run.json", forge)
     # the two claims agree with each other ...
-    unverified = compare_runs(a, b)
+    unverified = compare_runs(a, b, allow_missing=True)
     assert conditions(unverified)["C2"].holds and all("unverified" in n for n in conditions(unverified)["C2"].notes)
     # ... but not with the suite
-    assert_only(compare_runs(a, b, suite=world["suite"]), "C2", "run A: tasks only the suite gives")
+    assert_only(compare_runs(a, b, suite=world["suite"], allow_missing=True), "C2", "run A: tasks only the suite gives")
     # a run that did not run its own assignment
     edit(a / "run.json", lambda raw: raw.update(cases=real))
-    result = compare_runs(a, b)
+    result = compare_runs(a, b, allow_missing=True)
     assert any("not exactly its assignment" in p for p in conditions(result)["C2"].problems)
 
 
@@ -428,7 +437,7 @@ def test_unmatched_cases_are_listed_not_pooled(world: dict[str, Any]) -> None:
     for n in range(2):
         edit(b / "sloppy" / "toy" / "beta" / f"sample-{n}" / "summary.json", lambda raw: raw.update(status="harness-error", passed=False))
     (b / "sloppy" / "toy" / "gamma" / "sample-1" / "summary.json").unlink()
-    result = compare_runs(a, b, suite=world["suite"])
+    result = compare_runs(a, b, suite=world["suite"], allow_missing=True)
     assert result.comparable
     assert [u.label for u in result.unmatched] == ["toy/beta"]
     assert "sample 0: A ok, B harness-error" in result.unmatched[0].reason
@@ -447,3 +456,15 @@ def test_the_table_prints_reasons_with_brackets_literally(world: dict[str, Any],
     out = capsys.readouterr().out
     assert "[/px]" in out  # printed as text, not taken for a closing tag
     assert "not comparable" in out
+
+
+def test_a_summary_edited_after_the_run_makes_runs_not_comparable(world: dict[str, Any]) -> None:
+    """A forged summary (nop turned ok by hand) is named and refused; --allow-missing leaves it out."""
+    a = suite_run(world["out"], world["suite"], world["cases"], ReferenceSubject(), policy="seeded:2", seed=0)
+    b = suite_run(world["out"], world["suite"], world["cases"], NopSubject(), policy="seeded:2", seed=0)
+    forged = next(Path(b).rglob("sample-0/summary.json"))
+    edit(forged, lambda raw: raw.update(status="ok", passed=True), journal=False)
+    refused = compare_runs(a, b)
+    assert not refused.comparable and any("changed after it was journaled" in p for p in refused.problems)
+    allowed = compare_runs(a, b, allow_missing=True)
+    assert not allowed.problems

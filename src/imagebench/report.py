@@ -69,13 +69,15 @@ class CaseView:
 
         if not self.samples and self.summary is None:
             return "missing"
-        if self.summary is not None:
-            v = self.summary.extra.get("verdict")
-            if isinstance(v, str):
-                return v
         if self.expected and len(self.samples) < self.expected:
             return "incomplete"
-        return case_verdict(self.samples)
+        # From the checked samples, never a case summary's say-so; only its check across samples
+        # (a bundle's rerun class) can turn a pass into a fail.
+        verdict = case_verdict(self.samples)
+        consistency = self.summary.extra.get("consistency") if self.summary is not None else None
+        if verdict == "pass" and isinstance(consistency, dict) and not consistency.get("consistent"):
+            return "fail"
+        return verdict
 
     @property
     def counts(self) -> dict[str, int]:
@@ -106,53 +108,38 @@ def _sample_index(path: Path) -> int:
 
 
 def read_run(run_dir: str | Path, *, progress: bool = False) -> RunView:
-    """Everything the page shows, read from the run folder; a record that cannot be read is a
-    problem shown on the page (only a missing or unreadable ``run.json`` is an error)."""
-    from imagebench.artifacts import report_dir
-    from imagebench.records import (
-        CaseSummary,
-        RecordError,
-        RunRecord,
-        SampleSummary,
-        read_record,
-    )
-
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise ReportError(f"{run_dir}: not a folder; expected a run folder (run-<UTC timestamp>) holding run.json")
-    try:
-        record: RunRecord = read_record(run_dir / "run.json", RunRecord)
-    except RecordError as exc:
-        raise ReportError(str(exc)) from None
-    from imagebench.runfolder import samples_for
+    """Everything the page shows, read through the run folder's one reader
+    (:func:`imagebench.runfolder.read_run`): a sample summary that is unreadable, misplaced, changed
+    after it was journaled or never journaled is left out and named on the page as a problem (only
+    a missing or unreadable ``run.json`` or journal is an error)."""
+    from imagebench.progress import Bar
+    from imagebench.runfolder import RunFolderError, label_dir, samples_for
+    from imagebench.runfolder import read_run as read_folder
 
     known = _known_cases()
-    views: list[CaseView] = []
-    bar, task = _bar(len(record.cases)) if progress else (None, None)
     try:
+        record = read_folder(run_dir, expected={}).record
+        expected = {
+            label: samples_for(known[label], record.samples) if label in known else record.samples
+            for label in record.cases
+        }
+        contents = read_folder(run_dir, expected=expected)
+    except RunFolderError as exc:
+        raise ReportError(str(exc)) from None
+    run_dir = Path(run_dir)
+    views: list[CaseView] = []
+    with Bar(len(record.cases), description="reading", enabled=progress) as bar:
         for label in record.cases:
-            namespace, _, case_id = label.partition("/")
-            folder = report_dir(run_dir, record.subject, namespace, case_id)
-            view = CaseView(label=label, folder=folder)
-            case = known.get(label)
-            view.expected = samples_for(case, record.samples) if case is not None else record.samples
-            path = folder / "summary.json"
-            if path.is_file():
-                try:
-                    view.summary = read_record(path, CaseSummary)
-                except RecordError as exc:
-                    view.problems.append(str(exc))
-            for spath in sorted(folder.glob("sample-*/summary.json"), key=_sample_index):
-                try:
-                    view.samples.append(read_record(spath, SampleSummary))
-                except RecordError as exc:
-                    view.problems.append(str(exc))
+            view = CaseView(label=label, folder=label_dir(run_dir, record.subject, label), expected=expected[label])
+            view.summary = contents.case_summaries.get(label)
+            view.problems.extend(contents.case_problems.get(label, []))
+            for entry in contents.entries(label):
+                if entry.usable and entry.summary is not None:
+                    view.samples.append(entry.summary)
+                elif entry.problem != "missing":
+                    view.problems.append(f"sample {entry.sample}: {entry.problem}")
             views.append(view)
-            if bar is not None:
-                bar.advance(task)
-    finally:
-        if bar is not None:
-            bar.stop()
+            bar.advance()
     run = RunView(run_dir=run_dir, record=record, cases=views)
     _read_receipt(run)
     _coverage_warnings(run, known)

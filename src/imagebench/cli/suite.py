@@ -48,6 +48,11 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     cmp_.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cmp_.add_argument("--bootstrap-seed", type=int, default=0, metavar="S", help="seed of the bootstrap intervals (default 0)")
     cmp_.add_argument("--resamples", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
+    cmp_.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="compare even when a sample summary is missing or was changed after its run journaled it (those pairs are left out and named)",
+    )
     cmp_.set_defaults(func=_cmd_compare)
 
 
@@ -278,7 +283,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 except SuiteError:
                     suite = None
     result = compare_runs(
-        args.run_a, args.run_b, suite=suite, suite_explicit=explicit, seed=args.bootstrap_seed, resamples=args.resamples
+        args.run_a, args.run_b, suite=suite, suite_explicit=explicit, seed=args.bootstrap_seed, resamples=args.resamples,
+        allow_missing=args.allow_missing,
     )
     if args.json:
         print(result.model_dump_json(indent=2))

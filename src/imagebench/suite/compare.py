@@ -223,8 +223,7 @@ def _run_folder(path: str | Path) -> Path:
 
 def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
     """Read run ``name`` (``"A"``/``"B"``): its record, suite info and every sample summary."""
-    from imagebench.artifacts import report_dir
-    from imagebench.records import RecordError, RunRecord, SampleSummary, read_record
+    from imagebench.records import RecordError, RunRecord, read_record
 
     folder = _run_folder(path)
     who = f"run {name} ({folder.name})"
@@ -257,24 +256,20 @@ def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             run.receipt_problem = f"receipt.json is not readable ({type(exc).__name__})"
     labels = info.assignment.labels if info is not None else list(record.cases)
+    from imagebench.runfolder import RunFolderError
+    from imagebench.runfolder import read_run as read_folder
+
+    try:  # the run folder's one reader: every summary checked against its journal line
+        contents = read_folder(folder, expected={label: record.samples for label in labels})
+    except RunFolderError as exc:
+        return None, [f"{who}: {scrub(str(exc).split(': ', 1)[-1])}"]
     for label in labels:
-        ns, _, case_id = label.partition("/")
         got: dict[int, Any] = {}
-        for n in range(record.samples):
-            where = report_dir(folder, record.subject, ns, case_id, n) / "summary.json"
-            try:
-                summary = read_record(where, SampleSummary)
-            except RecordError as exc:
-                why = str(exc).split(": ", 1)[-1]
-                run.missing.setdefault(label, []).append(f"sample {n}: summary {scrub(why)}")
-                continue
-            except ValueError as exc:  # an unsafe folder name
-                run.missing.setdefault(label, []).append(f"sample {n}: {scrub(str(exc))}")
-                continue
-            if summary.label != label or summary.sample not in (None, n):
-                run.missing.setdefault(label, []).append(f"sample {n}: its summary is for {summary.label} sample {summary.sample}")
-                continue
-            got[n] = summary
+        for entry in contents.entries(label):
+            if entry.usable and entry.summary is not None:
+                got[entry.sample] = entry.summary
+            else:
+                run.missing.setdefault(label, []).append(f"sample {entry.sample}: {scrub(entry.problem)}")
         run.samples[label] = got
     return run, []
 
@@ -509,12 +504,27 @@ def compare_runs(
     suite_explicit: bool = False,
     seed: int = 0,
     resamples: int = 2000,
+    allow_missing: bool = False,
 ) -> Comparison:
-    """Load two run folders, check C1..C4 and, only when all hold, compare them."""
+    """Load two run folders, check C1..C4 and, only when all hold, compare them.
+
+    A sample summary that is missing, changed after its run journaled it, or never journaled makes
+    the two runs not comparable (each is named), unless ``allow_missing``: then those pairs are
+    left out and named in each case's exclusions."""
     a, pa = load_run(run_a, "A")
     b, pb = load_run(run_b, "B")
     if a is None or b is None:
         return Comparison(a=a.side if a else None, b=b.side if b else None, problems=pa + pb)
+    if not allow_missing:
+        gaps = [f"run {r.name} {label} {why}" for r in (a, b) for label, whys in r.missing.items() for why in whys]
+        if gaps:
+            more = f" (and {len(gaps) - 10} more)" if len(gaps) > 10 else ""
+            return Comparison(
+                a=a.side,
+                b=b.side,
+                problems=[*gaps[:10], f"not comparable: {len(gaps)} sample(s) cannot be used{more}; "
+                          "compare them anyway with --allow-missing"],
+            )
     conditions = check_conditions(a, b, suite=suite, suite_explicit=suite_explicit)
     return compare_loaded(a, b, conditions, seed=seed, resamples=resamples)
 
