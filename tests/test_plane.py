@@ -276,11 +276,11 @@ def test_list_shows_stored_ids(client: Client, capsys: Any) -> None:
     sid = client.upload(np.zeros((4, 6), np.uint8), name, chunks=(2, 2))
     assert sid == source_id(name)
     assert sid in client.list()
-    from imagebench.plane.__main__ import main
+    from imagebench.cli import main
 
-    assert main(["list", client.url]) == 0
+    assert main(["plane", "list", client.url]) == 0
     assert f"{sid}  4x6 uint8  chunks [2, 2]  levels 3" in capsys.readouterr().out
-    assert main(["list", "http://nowhere"]) == 2
+    assert main(["plane", "list", "http://nowhere"]) == 2
 
 
 # --------------------------------------------------------------------------- refusals
