@@ -388,10 +388,12 @@ def test_built_fixture_digest_reads_array_refs_and_sees_tampered_truth(tmp_path:
     by_ref = _fixture({"image": FileRef(tmp_path / "image.npy")}, {"mask": NpzRef(tmp_path / "truth.npz", "mask")})
     assert built_fixture_digest(by_ref) == built_fixture_digest(in_memory)
     assert set(built_parts(in_memory)) == {"data:image", "truth:mask"}
-    # a sample that writes into the truth it was handed is caught
+    # the fixture holds its own read-only copy: writing into it fails, the digest stays
     before = built_fixture_digest(in_memory)
     mask[0, 0] = False
-    assert built_fixture_digest(in_memory) != before
+    with pytest.raises(ValueError):
+        in_memory.truth["mask"][0, 0] = False
+    assert built_fixture_digest(in_memory) == before
     # a ref whose file is gone is named by role, never by path
     (tmp_path / "truth.npz").unlink()
     with pytest.raises(FingerprintError, match=r"built truth 'mask' of the fixture: cannot be read as an array") as info:

@@ -448,14 +448,14 @@ def test_loopback_only(tmp_path: Path) -> None:
     for host in ("0.0.0.0", "192.168.1.10", "example.org", "::"):
         with pytest.raises(NotLoopback):
             PlaneServer(tmp_path, host=host)
-    from imagebench.plane.__main__ import main
+    from imagebench.cli import main
 
-    assert main(["serve", "--host", "0.0.0.0", "--data-dir", str(tmp_path)]) == 2
+    assert main(["plane", "serve", "--host", "0.0.0.0", "--data-dir", str(tmp_path)]) == 2
 
 
 def test_import_is_light() -> None:
     code = (
-        "import sys, imagebench, imagebench.plane, imagebench.cli; imagebench.plane.add_cli; "
+        "import sys, imagebench, imagebench.plane, imagebench.cli, imagebench.cli.plane; "
         "print(sorted(m for m in ('pyarrow', 'dask', 'zarr') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
