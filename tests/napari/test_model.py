@@ -68,6 +68,6 @@ def test_a_subject_that_raises_is_scored_and_reported(tmp_path: Path, monkeypatc
     model.finish_run(job, job.work())
     assert any("raised RuntimeError: no idea" in m.text for m in model.messages)
     row = model.score(spec)
-    assert row.status == "no-result" and "the subject raised RuntimeError: no idea" in row.reason
+    assert row.status == "subject-error" and "the subject raised RuntimeError: no idea" in row.reason
     with pytest.raises(PanelError, match="python: solvers only"):
         model.add_subject("command:echo hi")
