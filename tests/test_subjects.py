@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 from conftest import make_toy_case, toy_fixture
 
+from imagebench.case import Case
+from imagebench.fixture import Attempt, Fixture
 from imagebench.session import open_session
 from imagebench.subjects import (
     CommandSubject,
@@ -247,3 +249,68 @@ def test_cancel_kills_a_running_command(tmp_path: Path, policy: SandboxPolicy) -
     assert not thread.is_alive()
     assert session.notes["exit_code"] < 0  # killed by a signal
     assert _wait_until(lambda: not _sleepers(mark))
+
+
+# --------------------------------------------------------------------------- answers that are not text
+
+
+def _answer_case() -> Case:
+    from imagebench.case import Case, Collect
+    from imagebench.fixture import Metric, Outcome, Procedural, read_scalar
+
+    def build(*, seed: int) -> Fixture:
+        return Fixture(provenance="nothing", data={"image": np.zeros((4, 4), np.float32)}, truth={"count": 3})
+
+    def verify(fixture: Fixture, attempt: Attempt) -> Outcome:
+        value, why = read_scalar(attempt, "answer")
+        metric = Metric.missing("count_error", 0.0, why or "none") if value is None else Metric("count_error", 1.0, 0.0)
+        return Outcome(fixture=fixture, attempt=attempt, metrics=[metric])
+
+    return Case(
+        case_id="answer", namespace="toy", task="Leave `answer`.", persona="a tester",
+        fixture=Procedural(build, seed=0, tolerance={"count_error": 0.0}), layers=(),
+        collect=(Collect("answer", "json"),), verify=verify,
+    )  # fmt: skip
+
+
+def _answer(command: str, tmp_path: Path):
+    case = _answer_case()
+    session = open_session(case, case.build())
+    ctx = UnitContext(sample_dir=tmp_path / "sample-0", timeout_s=20)
+    run = run_subject(bind_subject(CommandSubject(command), case, ctx), session, 20)
+    assert run.error is None and not run.timed_out
+    return session
+
+
+def test_a_final_message_that_is_not_utf8_is_unreadable_and_named(tmp_path: Path) -> None:
+    session = _answer("printf 'IMAGEBENCH_FINAL_JSON: {\"count\": 3}\\377\\n'", tmp_path)
+    assert "final_message" not in session.notes  # never replaced by U+FFFD and scored
+    assert session.notes["unreadable"] == ["answer"]
+    why = session.notes["why_not"]["answer"]
+    assert "final message" in why and "not UTF-8" in why and "byte 0xff at offset 35 of stdout" in why
+
+
+def test_an_answer_file_that_is_not_utf8_is_unreadable_and_named(tmp_path: Path) -> None:
+    session = _answer("printf '{\"count\": \"\\377\"}' > outputs/answer.json", tmp_path)
+    assert session.notes["unreadable"] == ["answer"]
+    assert "outputs/answer.json is not UTF-8 text: byte 0xff at offset 11" in session.notes["why_not"]["answer"]
+
+
+def test_talk_without_an_answer_is_no_result(tmp_path: Path) -> None:
+    from imagebench.runner import run_unit
+
+    session = _answer("echo 'I think there are three.'", tmp_path / "a")
+    assert "final_message" not in session.notes and not session.notes.get("unreadable")
+    assert "holds no answer" in session.notes["why_not"]["answer"]
+    summary = run_unit(_answer_case(), CommandSubject("echo 'I think there are three.'"), 0, tmp_path / "run")
+    assert summary.status == "no-result", summary.reason
+    session = _answer("echo 'thinking'; echo 'IMAGEBENCH_FINAL_JSON: {\"count\": 3}'", tmp_path / "b")
+    assert session.notes["final_message"].endswith('IMAGEBENCH_FINAL_JSON: {"count": 3}\n')
+
+
+def test_final_message_cut_inside_a_character_is_still_text() -> None:
+    from imagebench.subjects import final_message
+
+    assert final_message("é".encode()[1:] + b"done", 4096) == ("done", None)
+    text, why = final_message("é".encode() + b"\xff", 100)
+    assert text is None and why is not None and "byte 0xff at offset 102" in why

@@ -203,6 +203,27 @@ def harness_paths() -> list[str]:
     return found
 
 
+def _exposed(policy: SandboxPolicy, secret: list[str]) -> list[str]:
+    exposed: list[str] = []
+    for path in policy.expose:
+        real = _real(path)
+        if not os.path.exists(real):
+            raise SandboxUnavailable(f"cannot expose {path} to the subject: no such file or folder")
+        clash = next((s for s in secret if _inside(real, s)), None)  # a secret inside it is masked instead
+        if clash is not None:
+            raise SandboxUnavailable(f"cannot expose {path} to the subject: it lies inside {clash}, which it must not see")
+        exposed.append(real)
+    return _outermost(exposed)
+
+
+def check_policy(policy: SandboxPolicy) -> None:
+    """Raise :class:`SandboxUnavailable` for a policy that cannot be honoured (a missing
+    ``env_prefix``, an ``expose`` path inside the harness)."""
+    if policy.enabled:
+        tool_trees(policy)
+        _exposed(policy, harness_paths())
+
+
 def mount_args(policy: SandboxPolicy, workspace: Path, hidden: Iterable[Path] = ()) -> list[str]:
     """The bwrap options (no command) for ``policy``, with ``workspace`` at :data:`WORKSPACE`.
 
@@ -223,16 +244,8 @@ def mount_args(policy: SandboxPolicy, workspace: Path, hidden: Iterable[Path] = 
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     trees = [t for t in tool_trees(policy) if not any(_inside(t, b) for b in bound)]
     secret = [*harness_paths(), *(_real(h) for h in hidden)]
-    exposed: list[str] = []
-    for path in policy.expose:
-        real = _real(path)
-        if not os.path.exists(real):
-            raise SandboxUnavailable(f"cannot expose {path} to the subject: no such file or folder")
-        clash = next((s for s in secret if _inside(real, s)), None)  # a secret inside it is masked below
-        if clash is not None:
-            raise SandboxUnavailable(f"cannot expose {path} to the subject: it lies inside {clash}, which it must not see")
-        exposed.append(real)
-    for tree in [*trees, *_outermost(exposed)]:
+    exposed = _exposed(policy, secret)
+    for tree in [*trees, *exposed]:
         if not any(_inside(tree, b) for b in bound):
             args += ["--ro-bind", tree, tree]
             bound.append(tree)

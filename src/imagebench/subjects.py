@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from imagebench import command as _command
 from imagebench.command import KILL_GRACE_S, TENSOR_URL_ENV, CommandHarnessError
-from imagebench.sandbox import SandboxKind, SandboxPolicy, unavailable_reason
+from imagebench.sandbox import SandboxKind, SandboxPolicy, SandboxUnavailable, check_policy, unavailable_reason
 
 if TYPE_CHECKING:
     from imagebench.case import Case
@@ -184,6 +184,10 @@ class CommandSubject:
             why = unavailable_reason()
             if why is not None:
                 raise SubjectError(why)
+            try:
+                check_policy(self.sandbox)
+            except SandboxUnavailable as exc:
+                raise SubjectError(str(exc)) from None
 
     def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
         self.check_sandbox()
@@ -320,11 +324,15 @@ def final_message(tail: bytes, offset: int) -> tuple[str | None, str | None]:
         return None, f"the final message (the end of stdout) is not UTF-8 text: byte 0x{tail[skip + exc.start]:02x} at offset {at} of stdout ({exc.reason})"
 
 
-def _utf8(data: bytes, what: str) -> str:
+class _NotText(ValueError):
+    """A file that should hold JSON text holds bytes that are not UTF-8."""
+
+
+def _utf8(data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{what} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} ({exc.reason})") from None
+        raise _NotText(f"is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} ({exc.reason})") from None
 
 
 def _load_output(path: Path) -> Any:
@@ -335,7 +343,7 @@ def _load_output(path: Path) -> Any:
         if not isinstance(value, np.ndarray):
             raise ValueError("it is an .npz archive, expected one array saved with numpy.save")
         return value
-    return json.loads(_utf8(path.read_bytes(), "it"))
+    return json.loads(_utf8(path.read_bytes()))
 
 
 # A final message that is an answer starts with a JSON object or has an IMAGEBENCH_FINAL_JSON:
@@ -364,6 +372,8 @@ def _read_outputs(session: Session, outputs: Path, rc: int, finished: _command.F
         path = found[0]
         try:
             session.namespace[c.name] = _load_output(path)
+        except _NotText as exc:
+            session.why_not(c.name, f"outputs/{path.name} {exc}", unreadable=True)
         except Exception as exc:
             session.why_not(
                 c.name,
