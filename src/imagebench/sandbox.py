@@ -203,13 +203,27 @@ def harness_paths() -> list[str]:
     return found
 
 
+def _never_exposed(secret: list[str]) -> list[str]:
+    """Where no ``expose`` path may lie: every secret, except that inside a checkout only its
+    code, tests and history are off limits (a subject's own solver may live in ``examples/``;
+    a bundle's answers there are hidden by the run, see ``UnitContext.hidden``)."""
+    out: list[str] = []
+    for path in secret:
+        if os.path.isfile(os.path.join(path, "pyproject.toml")) or os.path.exists(os.path.join(path, ".git")):
+            out += [os.path.join(path, part) for part in ("src", "tests", ".git")]
+            out += [p for p in secret if _inside(p, path) and p != path]
+        else:
+            out.append(path)
+    return out
+
+
 def _exposed(policy: SandboxPolicy, secret: list[str]) -> list[str]:
     exposed: list[str] = []
     for path in policy.expose:
         real = _real(path)
         if not os.path.exists(real):
             raise SandboxUnavailable(f"cannot expose {path} to the subject: no such file or folder")
-        clash = next((s for s in secret if _inside(real, s)), None)  # a secret inside it is masked instead
+        clash = next((s for s in _never_exposed(secret) if _inside(real, s)), None)  # one inside it is masked
         if clash is not None:
             raise SandboxUnavailable(f"cannot expose {path} to the subject: it lies inside {clash}, which it must not see")
         exposed.append(real)
