@@ -22,9 +22,9 @@ import pytest
 from conftest import make_toy_case
 
 import imagebench
+from imagebench.sandbox import SandboxPolicy
 from imagebench.session import open_session
 from imagebench.subjects import CommandSubject, SubjectError, UnitContext, bind_subject, parse_subject, run_subject
-from imagebench.sandbox import SandboxPolicy
 
 PY = shlex.quote(sys.executable)
 SRC = Path(imagebench.__file__).resolve().parents[1]
@@ -100,7 +100,9 @@ def test_parent_environment_is_out_of_reach(tmp_path: Path) -> None:
     script, env = _driver(tmp_path, {"IMAGEBENCH_FIXTURES": secret})
     command = "cat /proc/$PPID/environ /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep IMAGEBENCH_FIXTURES"
     sample = tmp_path / "sample-0"
-    done = subprocess.run([sys.executable, str(script), command, str(sample), "1"], env=env, timeout=60, capture_output=True)
+    done = subprocess.run(
+        [sys.executable, str(script), command, str(sample), "1"], env=env, timeout=60, capture_output=True, check=False
+    )
     assert done.returncode == 0, done.stderr.decode()
     assert secret not in (sample / "stdout.txt").read_text()
 
@@ -142,6 +144,7 @@ def test_packaged_masks_cannot_be_copied(tmp_path: Path) -> None:
         f"for d in $(python -c {shlex.quote(site)}); do find \"$d\" -name 'mask2d*' -exec sha256sum {{}} +; done"
     )
     session, run, _, out = _run(command, tmp_path)
+    assert run.error is None and not run.timed_out
     assert digest.encode() not in out
     assert session.workspace is not None and not (session.workspace / "outputs" / "mask2d.tif").exists()
 
@@ -172,6 +175,7 @@ def test_exposed_code_is_seen_and_hidden_folders_inside_it_are_not(tmp_path: Pat
     (agent / "secret" / "key.txt").write_text("the-answer-key\n")
     command = f"sh {shlex.quote(str(agent / 'tool.sh'))}; cat {shlex.quote(str(agent / 'secret' / 'key.txt'))}"
     _, run, _, out = _run(command, tmp_path, policy=SandboxPolicy(expose=(agent,)), hidden=(agent / "secret",))
+    assert run.error is None
     assert b"tool-ran" in out  # what it was shown, it sees
     assert b"the-answer-key" not in out  # a hidden folder inside it is masked
     with pytest.raises(SubjectError, match="must not see"):
@@ -235,7 +239,7 @@ def test_stale_workspaces_of_dead_runners_are_swept(tmp_path: Path) -> None:
 
 def test_a_flood_of_stdout_is_capped_with_a_marker(tmp_path: Path) -> None:
     code = "import sys; sys.stdout.write('x' * 50_000_000 + '\\n'); print('the end')"
-    _, run, ctx, out = _run(f"python -c {shlex.quote(code)}", tmp_path)
+    _, run, _, out = _run(f"python -c {shlex.quote(code)}", tmp_path)
     assert run.error is None and not run.timed_out
     assert len(out) < 8 * 1024 * 1024 + 200
     marker = next(line for line in out.splitlines() if line.startswith(b"[imagebench:"))
@@ -313,5 +317,6 @@ def test_no_bubblewrap_refuses_command_subjects_unless_asked(monkeypatch: pytest
     subject = parse_subject("command: echo 4 > outputs/area.json", sandbox=SandboxPolicy(enabled=False))
     assert isinstance(subject, CommandSubject) and subject.sandbox_kind == "none"
     session, run, _, _ = _run("echo 4 > outputs/area.json", tmp_path, policy=subject.sandbox)
+    assert run.error is None and run.harness_error is None
     assert session.namespace["area"] == 4
     assert CommandSubject("true").sandbox_kind == "bubblewrap"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shlex
 import sys
@@ -17,6 +16,7 @@ from conftest import make_toy_case, toy_fixture
 
 from imagebench.case import Case
 from imagebench.fixture import Attempt, Fixture
+from imagebench.sandbox import SandboxPolicy
 from imagebench.session import open_session
 from imagebench.subjects import (
     CommandSubject,
@@ -30,7 +30,6 @@ from imagebench.subjects import (
     parse_subject,
     run_subject,
 )
-from imagebench.sandbox import SandboxPolicy
 
 PY = shlex.quote(sys.executable)
 
@@ -196,7 +195,7 @@ def _wait_until(check: Callable[[], bool], seconds: float = 5.0) -> bool:
 def test_hang_is_killed_with_its_whole_process_group(tmp_path: Path, policy: SandboxPolicy) -> None:
     mark = 600_000 + os.getpid() % 10_000
     start = time.monotonic()
-    session, run, _, _ = _run_command(f"sleep {mark} & sleep 60", tmp_path / "s", timeout=1.0, sandbox=policy)
+    _, run, _, _ = _run_command(f"sleep {mark} & sleep 60", tmp_path / "s", timeout=1.0, sandbox=policy)
     assert run.timed_out
     assert "1 s limit" in run.timeout_reason
     assert time.monotonic() - start < 30  # not the 60 s the command wanted

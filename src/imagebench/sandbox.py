@@ -94,7 +94,7 @@ def _probe(bwrap: str) -> str | None:
     argv = [bwrap, *_CORE, "--unshare-net", "--ro-bind", "/usr", "/usr", *_system_links(), "--proc", "/proc",
             "--dev", "/dev", "--", "/usr/bin/true"]  # fmt: skip
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not run: {exc}"
     if done.returncode != 0:
