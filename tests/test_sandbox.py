@@ -320,3 +320,19 @@ def test_no_bubblewrap_refuses_command_subjects_unless_asked(monkeypatch: pytest
     assert run.error is None and run.harness_error is None
     assert session.namespace["area"] == 4
     assert CommandSubject("true").sandbox_kind == "bubblewrap"
+
+
+def test_a_real_data_plane_answers_through_the_bridge(tmp_path: Path) -> None:
+    """Arrow Flight (gRPC over HTTP/2) works across the bridge, with pyarrow alone (no imagebench)."""
+    pytest.importorskip("pyarrow.flight")
+    from imagebench.plane import RunPlane
+
+    code = (
+        "import os, pyarrow.flight as fl\n"
+        "client = fl.connect(os.environ['IMAGEBENCH_TENSOR_URL'])\n"
+        "print('flights', len(list(client.list_flights())))\n"
+    )
+    with RunPlane.start() as plane:
+        _, run, ctx, out = _run(f"python -c {shlex.quote(code)}", tmp_path, tensor_url=plane.url)
+    assert run.error is None and not run.timed_out
+    assert out.startswith(b"flights "), (ctx.sample_dir / "stderr.txt").read_text()
