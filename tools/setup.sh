@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Set up everything napari-imagebench needs on a fresh Debian/Ubuntu machine:
-# the system packages for the Qt tests (Xvfb, Mesa, xcb libraries) and for the report test
-# (Chromium), then a virtual environment with the package and its test extras.
+# bubblewrap (the sandbox every command: subject runs in), the system packages for the Qt tests
+# (Xvfb, Mesa, xcb libraries) and for the report test (Chromium), then a virtual environment
+# with the package and its test extras.
 set -euo pipefail
 PYTHON=${1:-python3}
 VENV=${2:-.venv}
 
 SYSTEM_PACKAGES=(
+  bubblewrap
   xvfb xauth
   libgl1 libgl1-mesa-dri libegl1 libglib2.0-0 libfontconfig1 libdbus-1-3
   libxkbcommon-x11-0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
@@ -49,4 +51,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -e ".[test]"
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "setup: bwrap (package bubblewrap) is missing: command: subjects will be refused unless run with --no-sandbox" >&2
+fi
 echo "setup: ready ($("$VENV/bin/python" --version), $VENV)"

@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+# ``__version__`` is the installed distribution's (pyproject.toml is the one place it is written);
+# resolved on first use, see __getattr__.
+_DISTRIBUTION = "napari-imagebench"
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
@@ -59,7 +61,29 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
 
+def _version() -> str:
+    """The installed version; in a checkout that is not installed, pyproject.toml's; else 0+unknown."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(_DISTRIBUTION)
+    except PackageNotFoundError:
+        pass
+    import tomllib
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    try:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+    except (OSError, ValueError):
+        return "0+unknown"
+    return str(project.get("version", "0+unknown")) if project.get("name") == _DISTRIBUTION else "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'imagebench' has no attribute {name!r}")

@@ -7,7 +7,9 @@ A subject is anything with a ``name`` (usable as a folder name) that can be call
 - ``reference``: the case's own reference solution;
 - ``nop``: does nothing (the floor: it never passes);
 - ``python:package.module:function``: ``function(session)`` called in this process;
-- ``command:<shell command>``: the command run with bash in a fresh workspace folder.
+- ``command:<shell command>``: the command run with bash in a fresh workspace folder, inside a
+  bubblewrap sandbox unless its :class:`~imagebench.sandbox.SandboxPolicy` says otherwise
+  (:mod:`imagebench.command` runs it, :mod:`imagebench.sandbox` says what it can see).
 
 A subject that needs to know more than the session (the case, the sample folder, the time
 limit) defines ``bind(case, context) -> callable(session)``; the runner calls it once per sample.
@@ -19,9 +21,8 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -31,6 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from imagebench import command as _command
+from imagebench.command import KILL_GRACE_S, TENSOR_URL_ENV, CommandHarnessError
+from imagebench.sandbox import SandboxKind, SandboxPolicy, SandboxUnavailable, check_policy, unavailable_reason
+
 if TYPE_CHECKING:
     from imagebench.case import Case
     from imagebench.session import Session
@@ -39,15 +44,14 @@ SUBJECT_FORMS: tuple[tuple[str, str], ...] = (
     ("reference", "the case's own reference solution"),
     ("nop", "does nothing; a floor that never passes"),
     ("python:package.module:function", "calls function(session) in this process"),
-    ("command:<shell command>", "runs the command with bash in a fresh workspace (prompt.md, inputs/, outputs/)"),
+    ("command:<shell command>", "runs the command with bash in a sandboxed fresh workspace (prompt.md, inputs/, outputs/)"),
 )
 
 WORKSPACE_ENV = "IMAGEBENCH_WORKSPACE"
-TENSOR_URL_ENV = "IMAGEBENCH_TENSOR_URL"
 # Never inherited by a command subject: where truth lives on disk and where reports go.
 _WITHHELD_ENV = ("IMAGEBENCH_FIXTURES", "IMAGEBENCH_OUTCOME_DIR", TENSOR_URL_ENV)
-# How long a timed-out process group gets between SIGTERM and SIGKILL.
-_KILL_GRACE_S = 2.0
+# The leaving a command's final message may stand for (a structured answer; see read_leaving).
+ANSWER_LEAVING = "answer"
 
 
 class SubjectError(ValueError):
@@ -87,6 +91,9 @@ class UnitContext:
     # environment variables for a command (a bundle case's setup.env; never the withheld ones).
     files: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
+    # More paths a sandboxed command must not see where they lie inside what it is shown (the
+    # run folder, a bundle); the checkout, the packages and $IMAGEBENCH_FIXTURES always are.
+    hidden: tuple[Path, ...] = ()
 
 
 # --------------------------------------------------------------------------- the subjects
@@ -145,25 +152,50 @@ class CommandSubject:
     tensors. The command runs there with ``$IMAGEBENCH_WORKSPACE`` set (and
     ``$IMAGEBENCH_TENSOR_URL`` only when the runner gives a data-plane address); when it ends,
     each ``outputs/<name>.npy`` or ``outputs/<name>.json`` is read into the session namespace.
-    Its stdout and stderr go to ``stdout.txt``/``stderr.txt`` in the sample folder. Past the time
-    limit the whole process group is killed.
+    Its stdout and stderr go to ``stdout.txt``/``stderr.txt`` in the sample folder (8 MiB each at
+    most, with a marker saying what was dropped). When it returns or runs past the time limit,
+    everything it started is killed.
 
-    The workspace is a temporary folder removed afterwards, unless ``keep_workspace`` is set: then
-    it is ``<sample folder>/workspace`` and stays.
+    ``sandbox`` says what it can see and reach (by default: a bubblewrap sandbox, no network, the
+    harness's Python without imagebench; see :mod:`imagebench.sandbox`); ``sandbox_kind`` is what
+    a run records. Where bubblewrap cannot start, binding refuses the subject unless the policy
+    is ``SandboxPolicy(enabled=False)``.
+
+    The workspace is a temporary folder removed afterwards (even when this process is killed),
+    unless ``keep_workspace`` is set: then it is ``<sample folder>/workspace`` and stays.
     """
 
     command: str
     keep_workspace: bool = False
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
 
     @property
     def name(self) -> str:
         return f"command-{hashlib.sha256(self.command.encode('utf-8')).hexdigest()[:8]}"
 
+    @property
+    def sandbox_kind(self) -> SandboxKind:
+        """``"bubblewrap"`` or ``"none"``: what a run records about how this subject was confined."""
+        return self.sandbox.kind
+
+    def check_sandbox(self) -> None:
+        """Raise :class:`SubjectError` (saying how to install bubblewrap) when the sandbox cannot start."""
+        if self.sandbox.enabled:
+            why = unavailable_reason()
+            if why is not None:
+                raise SubjectError(why)
+            try:
+                check_policy(self.sandbox)
+            except SandboxUnavailable as exc:
+                raise SubjectError(str(exc)) from None
+
     def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
+        self.check_sandbox()
         return _BoundCommand(self, context)
 
     def __call__(self, session: Session) -> None:
         # Without a runner: outputs beside a temporary folder, the session's own limit unknown.
+        self.check_sandbox()
         with tempfile.TemporaryDirectory(prefix="imagebench-sample-") as tmp:
             _BoundCommand(self, UnitContext(sample_dir=Path(tmp), timeout_s=120.0))(session)
 
@@ -173,12 +205,12 @@ class _BoundCommand:
     subject: CommandSubject
     context: UnitContext
     enforces_timeout: bool = True
-    _running: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
+    _running: list[_command.Running] = field(default_factory=list, repr=False)
 
     def cancel(self) -> None:
-        """Kill the command's whole process group now (the run is being interrupted)."""
-        for proc in list(self._running):
-            _kill_group(proc)
+        """Kill everything the command started, now (the run is being interrupted)."""
+        for job in list(self._running):
+            job.end(graceful=True)
 
     def __call__(self, session: Session) -> None:
         ctx = self.context
@@ -189,20 +221,33 @@ class _BoundCommand:
                 if workspace.exists():
                     shutil.rmtree(workspace)
                 workspace.mkdir()
+                self._work(session, workspace, None)
             else:
-                workspace = Path(tempfile.mkdtemp(prefix="imagebench-ws-"))
-        except OSError as exc:
-            raise SubjectHarnessError(f"could not create the workspace: {exc}") from exc
+                with _command.temporary_workspace() as (workspace, reaper):
+                    self._work(session, workspace, reaper)
+        except (OSError, CommandHarnessError) as exc:
+            raise SubjectHarnessError(str(exc) if isinstance(exc, CommandHarnessError) else f"workspace: {exc}") from exc
+
+    def _work(self, session: Session, workspace: Path, reaper: _command.Reaper | None) -> None:
+        ctx = self.context
         session.workspace = workspace
-        try:
-            _prepare_workspace(session, workspace, ctx.files)
-            rc = _run_in_workspace(self.subject.command, workspace, ctx, self._running)
-            session.notes["exit_code"] = rc
-            session.notes["final_message"] = _final_message(ctx.sample_dir / "stdout.txt")
-            _read_outputs(session, workspace / "outputs", rc)
-        finally:
-            if not self.subject.keep_workspace:
-                shutil.rmtree(workspace, ignore_errors=True)
+        _prepare_workspace(session, workspace, ctx.files)
+        finished = _command.run(
+            self.subject.command,
+            workspace,
+            sample_dir=ctx.sample_dir,
+            timeout_s=ctx.timeout_s,
+            env=_child_env(workspace, ctx.tensor_url, ctx.env),
+            policy=self.subject.sandbox,
+            tensor_url=ctx.tensor_url,
+            hidden=(ctx.sample_dir, *ctx.hidden),
+            running=self._running,
+            reaper=reaper,
+        )
+        session.notes["exit_code"] = finished.returncode
+        if finished.timed_out:
+            raise SubjectTimeout(f"the command ran past its {ctx.timeout_s:g} s limit and was killed")
+        _read_outputs(session, workspace / "outputs", finished.returncode, finished)
 
 
 def readonly_files(files: Path) -> Path:
@@ -261,84 +306,33 @@ def _child_env(workspace: Path, tensor_url: str | None, extra: dict[str, str] | 
     return env
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the process group, give it a moment, then SIGKILL whatever is left."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        return
-    try:
-        proc.wait(timeout=_KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def final_message(tail: bytes, offset: int) -> tuple[str | None, str | None]:
+    """The end of a command's stdout as text: ``(text, None)``, or ``(None, why)`` naming the byte
+    that is not UTF-8 (its offset in stdout). Never replaced: a message nobody can read is named so.
 
-
-def _run_in_workspace(
-    command: str, workspace: Path, ctx: UnitContext, running: list[subprocess.Popen[bytes]]
-) -> int:
-    bash = shutil.which("bash")
-    if bash is None:
-        raise SubjectHarnessError("bash is not on PATH; a command: subject needs it")
-    try:
-        out = open(ctx.sample_dir / "stdout.txt", "wb")
-        err = open(ctx.sample_dir / "stderr.txt", "wb")
-    except OSError as exc:
-        raise SubjectHarnessError(f"could not open stdout.txt/stderr.txt in {ctx.sample_dir}: {exc}") from exc
-    with out, err:
-        try:
-            proc = subprocess.Popen(
-                [bash, "-c", command],
-                cwd=workspace,
-                env=_child_env(workspace, ctx.tensor_url, ctx.env),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,  # its own process group, so a timeout kills everything it started
-            )
-        except OSError as exc:
-            raise SubjectHarnessError(f"could not start bash: {exc}") from exc
-        running.append(proc)
-        try:
-            rc = proc.wait(timeout=ctx.timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            proc.wait()
-            raise SubjectTimeout(f"the command ran past its {ctx.timeout_s:g} s limit and was killed") from None
-        except BaseException:
-            _kill_group(proc)
-            proc.wait()
-            raise
-        finally:
-            running.remove(proc)
-        # Anything it left running in the background goes with it.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    return rc
-
-
-FINAL_MESSAGE_BYTES = 64 * 1024
-
-
-def _final_message(stdout: Path) -> str:
-    """The end of a command's stdout: its final message, where a structured answer may stand.
-
-    Only the last 64 KiB are kept (an answer is the end of the output, and a chatty agent must
-    not cost memory); bytes that are not UTF-8 are replaced rather than refused.
+    ``tail`` is the last :data:`imagebench.command.FINAL_MESSAGE_BYTES` of stdout, starting at ``offset``; when it was
+    cut inside a character, those first continuation bytes are skipped.
     """
+    skip = 0
+    if offset > 0:
+        while skip < min(3, len(tail)) and 0x80 <= tail[skip] <= 0xBF:
+            skip += 1
     try:
-        with open(stdout, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - FINAL_MESSAGE_BYTES))
-            return fh.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+        return tail[skip:].decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        at = offset + skip + exc.start
+        return None, f"the final message (the end of stdout) is not UTF-8 text: byte 0x{tail[skip + exc.start]:02x} at offset {at} of stdout ({exc.reason})"
+
+
+class _NotText(ValueError):
+    """A file that should hold JSON text holds bytes that are not UTF-8."""
+
+
+def _utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _NotText(f"is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} ({exc.reason})") from None
 
 
 def _load_output(path: Path) -> Any:
@@ -349,23 +343,37 @@ def _load_output(path: Path) -> Any:
         if not isinstance(value, np.ndarray):
             raise ValueError("it is an .npz archive, expected one array saved with numpy.save")
         return value
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(_utf8(path.read_bytes()))
 
 
-def _read_outputs(session: Session, outputs: Path, rc: int) -> None:
+# A final message that is an answer starts with a JSON object or has an IMAGEBENCH_FINAL_JSON:
+# line (imagebench.scoring.answer reads it); other text is talk, not an answer.
+_ANSWER_TEXT = re.compile(r"\A\s*\{|^[ \t]*IMAGEBENCH_FINAL_JSON:", re.MULTILINE)
+
+
+def _read_outputs(session: Session, outputs: Path, rc: int, finished: _command.Finished | None = None) -> None:
     for c in session.collect:
         order = (".npy", ".json") if c.what == "array" else (".json", ".npy")
         found = [outputs / f"{c.name}{ext}" for ext in order if (outputs / f"{c.name}{ext}").is_file()]
         if not found:
             expected = f"outputs/{c.name}{order[0]}"
-            if rc != 0:
-                session.why_not(c.name, f"the command exited with code {rc} and wrote no {expected}")
-            else:
-                session.why_not(c.name, f"the command exited with code 0 but wrote no {expected}")
+            why = f"the command exited with code {rc} {'and' if rc else 'but'} wrote no {expected}"
+            if c.name == ANSWER_LEAVING and finished is not None:
+                text, unreadable = final_message(finished.final, finished.final_offset)
+                if unreadable is not None:
+                    session.why_not(c.name, f"{why}, and {unreadable}", unreadable=True)
+                    continue
+                if text and _ANSWER_TEXT.search(text):
+                    session.notes["final_message"] = text  # the answer's other source (read_leaving)
+                elif text and text.strip():
+                    why += " (its final message holds no answer: no JSON object, no IMAGEBENCH_FINAL_JSON: line)"
+            session.why_not(c.name, why)
             continue
         path = found[0]
         try:
             session.namespace[c.name] = _load_output(path)
+        except _NotText as exc:
+            session.why_not(c.name, f"outputs/{path.name} {exc}", unreadable=True)
         except Exception as exc:
             session.why_not(
                 c.name,
@@ -400,8 +408,13 @@ def _import_function(spec: str, target: str) -> Callable[..., Any]:
     return obj
 
 
-def parse_subject(spec: str) -> Subject:
-    """Turn a command-line spec into a subject; an invalid spec raises SubjectError listing the valid forms."""
+def parse_subject(spec: str, *, sandbox: SandboxPolicy | None = None) -> Subject:
+    """Turn a command-line spec into a subject; an invalid spec raises SubjectError listing the valid forms.
+
+    ``sandbox`` is how a ``command:`` subject is confined (default: :class:`SandboxPolicy()`, a
+    bubblewrap sandbox without network); a command is refused here, saying how to install
+    bubblewrap, when that sandbox cannot start on this machine.
+    """
     spec = spec.strip()
     if spec == "reference":
         return ReferenceSubject()
@@ -414,7 +427,9 @@ def parse_subject(spec: str) -> Subject:
         command = spec[len("command:") :].strip()
         if not command:
             raise SubjectError(f"subject {spec!r}: the command is empty; valid subjects:\n{valid_forms()}")
-        return CommandSubject(command=command)
+        subject = CommandSubject(command=command, sandbox=sandbox or SandboxPolicy())
+        subject.check_sandbox()
+        return subject
     raise SubjectError(f"unknown subject {spec!r}; valid subjects:\n{valid_forms()}")
 
 
@@ -469,7 +484,7 @@ def run_subject(work: Callable[[Session], None], session: Session, timeout_s: fl
     thread = threading.Thread(target=target, name=f"imagebench-subject:{session.label}", daemon=True)
     thread.start()
     try:
-        thread.join(timeout_s + (_KILL_GRACE_S + 10.0 if own_limit else 0.0))
+        thread.join(timeout_s + (KILL_GRACE_S + 10.0 if own_limit else 0.0))
     except BaseException:  # interrupted (Ctrl-C): take the subject's processes down with us
         cancel = getattr(work, "cancel", None)
         if cancel is not None:
