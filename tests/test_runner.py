@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import shlex
 import sys
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -227,15 +230,15 @@ def test_prepare_fixture_never_raises() -> None:
 
 
 def test_command_statuses_and_the_run_goes_on(tmp_path: Path) -> None:
-    script = tmp_path / "solve.py"
-    script.write_text(
+    # the solver is in the command line: a file under tmp_path is outside the subject's sandbox
+    script = (
         "import json, numpy as np\n"
         "m = np.load('inputs/image.npy') > 0.5\n"
         "np.save('outputs/mask.npy', m)\n"
         "json.dump(int(m.sum()), open('outputs/area.json', 'w'))\n"
     )
     commands = {
-        "good": f"{PY} {shlex.quote(str(script))}",
+        "good": f"{PY} -c {shlex.quote(script)}",
         "crash": "echo bye >&2; exit 7",
         "hang": "sleep 30",
         "garbage": "echo junk > outputs/mask.npy; echo '[1,' > outputs/area.json",
@@ -257,11 +260,16 @@ def test_command_statuses_and_the_run_goes_on(tmp_path: Path) -> None:
 
 
 def test_truth_never_reaches_the_workspace(tmp_path: Path) -> None:
-    copy = tmp_path / "seen"
-    command = f'cp -r "$IMAGEBENCH_WORKSPACE" {shlex.quote(str(copy))}'
+    # the sandbox lets nothing out but stdout: the command sends its whole workspace there as a tar
+    command = 'tar -cf - -C "$IMAGEBENCH_WORKSPACE" . | base64 -w0'
     case = make_toy_case()
     result = run_cases([case], CommandSubject(command), out=tmp_path / "out", progress=False)
     assert result.samples["toy/rectangle"][0].status == "no-result"
+    (stdout,) = result.run_dir.rglob("sample-0/stdout.txt")
+    copy = tmp_path / "seen"
+    copy.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(stdout.read_bytes()))) as tar:
+        tar.extractall(copy, filter="data")
     fx = case.build()
     files = [p for p in copy.rglob("*") if p.is_file()]
     assert sorted(p.relative_to(copy).as_posix() for p in files) == ["inputs/image.npy", "prompt.md"]

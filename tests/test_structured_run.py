@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 import numpy as np
 import pytest
@@ -48,14 +49,13 @@ CASE = Case(
     [
         ('I looked carefully.\nIMAGEBENCH_FINAL_JSON: {"count": 3}', "ok"),
         ('IMAGEBENCH_FINAL_JSON: {"count": "3"}', "wrong-answer"),
-        ("There are three bright pixels.", "unscorable-result"),
+        ("There are three bright pixels.", "no-result"),  # talk without an answer left nothing
         ('IMAGEBENCH_FINAL_JSON: {"count": 3}\nand one more thing', "unscorable-result"),
     ],
 )
 def test_final_message_of_a_command_is_the_answer(tmp_path, stdout, status):
-    script = tmp_path / "say.txt"
-    script.write_text(stdout)
-    subject = parse_subject(f"command:cat {script}")
+    # the text is in the command itself: a file under tmp_path is outside the subject's sandbox
+    subject = parse_subject(f"command:printf %s {shlex.quote(stdout)}")
     result = run_cases([CASE], subject, out=tmp_path / "out", progress=False)
     (summary,) = result.samples[CASE.label]
     assert summary.status == status, summary.reason

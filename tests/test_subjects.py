@@ -255,7 +255,8 @@ def test_cancel_kills_a_running_command(tmp_path: Path, policy: SandboxPolicy) -
 
 def _answer_case() -> Case:
     from imagebench.case import Case, Collect
-    from imagebench.fixture import Metric, Outcome, Procedural, read_scalar
+    from imagebench.fixture import Metric, Outcome, read_scalar
+    from imagebench.specs import Procedural
 
     def build(*, seed: int) -> Fixture:
         return Fixture(provenance="nothing", data={"image": np.zeros((4, 4), np.float32)}, truth={"count": 3})
