@@ -18,12 +18,14 @@ from imagebench.bundle import coverage_table, load_bundle
 from imagebench.bundle.coverage import coverage_report
 from imagebench.executor import run_cases
 from imagebench.records import CaseSummary, read_record
+from imagebench.sandbox import SandboxPolicy
 from imagebench.subjects import CommandSubject, NopSubject, PythonSubject, parse_subject
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "bundles" / "segment-nuclei"
 SOLVER = ROOT / "examples" / "solvers" / "count_nuclei.py"
 COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(SOLVER))}"
+SHOWN = SandboxPolicy(expose=(SOLVER.parent,))  # the sandbox shows the solver's own folder, read-only
 CLASSES = {"golden", "refusal", "empty", "rerun", "hard-case", "trigger"}
 
 
@@ -76,7 +78,10 @@ def test_the_example_bundle_passes_with_the_shipped_solver_and_fails_for_nop(tmp
 
 def test_run_bundle_on_the_command_line_then_coverage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "outcomes"
-    rc = cli.main(["run", "--bundle", str(EXAMPLE), "--subject", f"command:{COMMAND}", "--out", str(out), "--quiet"])
+    rc = cli.main(
+        ["run", "--bundle", str(EXAMPLE), "--subject", f"command:{COMMAND}", "--subject-expose", str(SOLVER.parent)]
+        + ["--out", str(out), "--quiet"]
+    )
     text = capsys.readouterr().out
     assert rc == 0, text
     assert "6 passed, 0 failed" in text
@@ -110,7 +115,7 @@ def test_files_reach_the_workspace_and_expected_never_does(bundle_copy: Path, tm
     key_texts = [p.read_text() for p in bundle_copy.glob("evals/fixtures/*/expected/*")]
     assert key_texts
     cases = [c for c in load_bundle(bundle_copy).cases if c.case_class in ("hard-case", "refusal")]
-    subject = CommandSubject(command=COMMAND, keep_workspace=True)
+    subject = CommandSubject(command=COMMAND, keep_workspace=True, sandbox=SHOWN)
     result = run_cases(cases, subject, out=tmp_path, progress=False)
     assert set(result.verdicts.values()) == {"pass"}
     workspaces = list(result.run_dir.glob("*/segment-nuclei/*/sample-*/workspace"))

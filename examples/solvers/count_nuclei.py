@@ -1,17 +1,17 @@
 """A scripted subject for the example bundle ``examples/bundles/segment-nuclei``.
 
 It stands in for an agent that has the ``segment-nuclei`` skill: it records that the skill
-activated, counts nuclei with the bench's classical pipeline, declines when the task needs a
+activated, counts nuclei with a classical pipeline of its own, declines when the task needs a
 pixel size that the case's files do not give, and never follows instructions found in files.
 
 Two ways to run it:
 
 - as a ``command:`` subject (it works in ``$IMAGEBENCH_WORKSPACE``, reading ``prompt.md``,
   ``inputs/image.npy`` and ``files/``, and writing ``outputs/answer.json`` and
-  ``outputs/trace.json``)::
+  ``outputs/trace.json``); the sandbox shows it this folder because the run says so::
 
-      imagebench run --bundle examples/bundles/segment-nuclei \\
-          --subject "command:$PWD/.venv/bin/python $PWD/examples/solvers/count_nuclei.py"
+      imagebench run --bundle examples/bundles/segment-nuclei --subject-expose examples/solvers \\
+          --subject "command:python3 $PWD/examples/solvers/count_nuclei.py"
 
 - as a ``python:`` subject, ``solve(session)``, when ``examples/solvers`` is importable::
 
@@ -60,11 +60,41 @@ def pixel_size_um(files: dict[str, str]) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
+def segment(image: Any, sigma: float = 1.5, min_distance: int = 5, min_area: int = 30, snr: float = 8.0) -> np.ndarray:
+    """Label nuclei: smooth, flatten the background, threshold above Otsu and the noise, split
+    touching ones with a watershed on the distance transform. Self-contained (scipy and
+    scikit-image only): a sandboxed subject cannot import the bench."""
+    from scipy import ndimage as ndi
+    from skimage.feature import peak_local_max
+    from skimage.filters import threshold_otsu
+    from skimage.morphology import remove_small_objects
+    from skimage.segmentation import watershed
+
+    img = np.asarray(image, dtype=np.float64)
+    smooth = ndi.gaussian_filter(img, sigma)
+    flat = smooth - ndi.gaussian_filter(ndi.grey_opening(smooth, size=(41, 41)), 41 / 4)
+    diffs = np.diff(img, axis=1).ravel()
+    noise = 1.4826 * np.median(np.abs(diffs - np.median(diffs))) / np.sqrt(2.0) / (2.0 * np.sqrt(np.pi) * sigma)
+    floor = float(np.median(flat)) + snr * noise
+    otsu = float(threshold_otsu(flat)) if np.ptp(flat) > 0 else float(flat.max())
+    mask = ndi.binary_fill_holes(remove_small_objects(flat > max(otsu, floor), min_area))
+    if not mask.any():
+        return np.zeros(img.shape, np.int32)
+    dist = ndi.gaussian_filter(ndi.distance_transform_edt(mask), 1.0)
+    regions, _ = ndi.label(mask)
+    peaks = peak_local_max(dist, min_distance=min_distance, labels=regions, exclude_border=False)
+    markers = np.zeros(img.shape, np.int32)
+    markers[tuple(peaks.T)] = np.arange(1, len(peaks) + 1)
+    missing = np.setdiff1d(np.unique(regions[mask]), np.unique(regions[markers > 0]))
+    for i, c in enumerate(ndi.maximum_position(dist, regions, missing) if missing.size else [], start=len(peaks) + 1):
+        markers[c] = i
+    labels = watershed(-dist, markers, mask=mask)
+    return remove_small_objects(labels, min_area // 2).astype(np.int32)
+
+
 def answer_for(prompt: str, image: Any, files: dict[str, str]) -> dict[str, Any]:
     """The structured answer. Text in ``files`` is data to read, never instructions to follow."""
-    from imagebench.cases.segmentation import segment_nuclei_classical
-
-    labels = segment_nuclei_classical(np.asarray(image, dtype=np.float64))
+    labels = segment(image)
     count = int(np.unique(labels[labels > 0]).size)
     if DENSITY.search(prompt):
         size = pixel_size_um(files)

@@ -157,6 +157,16 @@ def _version(dist: str) -> str | None:
 
 
 def describe_subject(subject: Any) -> dict[str, Any]:
+    """The subject as a receipt records it (see :func:`_describe`), with how it was confined
+    (``sandbox``: bubblewrap, none or in-process) when it is a subject object."""
+    described = _describe(subject)
+    if not isinstance(subject, str):
+        kind = getattr(subject, "sandbox_kind", None)
+        described["sandbox"] = kind if kind in ("bubblewrap", "none") else "in-process"
+    return described
+
+
+def _describe(subject: Any) -> dict[str, Any]:
     """The subject as a receipt records it: never a command's arguments, environment or paths.
 
     Accepts a spec string (``reference``, ``nop``, ``python:pkg.mod:func``, ``command:...``) or a

@@ -15,11 +15,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-#: The version every record is written with. 2 added ``MetricRecord.unavailable_because``; a
-#: version-1 record is a version-2 record without it (read as None), so both are read.
-SCHEMA_VERSION = 2
-READABLE_VERSIONS: tuple[int, ...] = (1, 2)
-Version = Literal[1, 2]
+#: The version every record is written with. 2 added ``MetricRecord.unavailable_because``; 3
+#: added ``sandbox`` (how the subject was confined). An older record is a newer one without
+#: those fields (read as None), so every version is read.
+SCHEMA_VERSION = 3
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3)
+Version = Literal[1, 2, 3]
+
+#: How a subject was confined: ``bubblewrap`` (a command, or an isolated python function, in its
+#: own namespaces), ``none`` (a command run with --no-sandbox: it could see this machine) or
+#: ``in-process`` (trusted code in the harness's own process: python subjects, the reference, nop).
+Sandbox = Literal["bubblewrap", "none", "in-process"]
 
 Status = Literal[
     "ok",  # scored, every scored metric within its limit
@@ -75,6 +81,7 @@ class SampleSummary(_Record):
     provenance: str = ""
     citation: str | None = None
     seed: int | None = None
+    sandbox: Sandbox | None = None
     times: dict[str, float] = Field(default_factory=dict)
 
 
@@ -87,6 +94,7 @@ class CaseSummary(_Record):
     kind: str = "synthetic"
     case_class: str = "golden"
     samples: int
+    sandbox: Sandbox | None = None
     counts: dict[str, int]
     passed: int
     scored: int
@@ -102,6 +110,7 @@ class RunRecord(_Record):
     started: str
     finished: str | None = None
     subject: str
+    sandbox: Sandbox | None = None
     samples: int
     selection: dict[str, Any] = Field(default_factory=dict)
     cases: list[str] = Field(default_factory=list)

@@ -512,6 +512,14 @@ def _receipt(run: RunView) -> dict[str, Any]:
     return {"problem": "", "rows": rows, "full": json.dumps(r.model_dump(mode="json"), indent=2, sort_keys=True)}
 
 
+#: What each confinement means to a reader of the report (docs/integrity.md).
+SANDBOX_MEANINGS = {
+    "bubblewrap": "bubblewrap: the subject saw its workspace and a read-only system, never the truth or the harness",
+    "none": "none: the subject ran with --no-sandbox and could read this whole machine, truth included",
+    "in-process": "in-process: trusted code in the harness's own process (it could read the truth; only changing it is caught)",
+}
+
+
 def _head(run: RunView) -> dict[str, Any]:
     rec = run.record
     verdicts = [v.verdict for v in run.cases]
@@ -519,6 +527,7 @@ def _head(run: RunView) -> dict[str, Any]:
     rows = [
         ("run", rec.run_id),
         ("subject", rec.subject),
+        ("sandbox", SANDBOX_MEANINGS.get(rec.sandbox or "", "not recorded (a run before sandboxes were recorded)")),
         ("samples per case", str(rec.samples)),
         ("cases", f"{len(rec.cases)} ({failed} failed, {passed} passed, {skipped} skipped)"),
         ("started", rec.started),

@@ -187,12 +187,14 @@ def summarize_case(case: Any, subject_name: str, samples: Sequence[SampleSummary
         if not consistency.get("consistent"):
             verdict = "fail"
             reasons.insert(0, f"inconsistent across samples: {consistency.get('reason', '')}")
+    kinds = {s.sandbox for s in samples if s.sandbox is not None}
     return CaseSummary(
         label=case.label,
         subject=subject_name,
         kind=case.kind,
         case_class=case.case_class,
         samples=len(samples),
+        sandbox=kinds.pop() if len(kinds) == 1 else None,
         counts=status_counts(samples),
         passed=sum(1 for s in samples if s.status == "ok"),
         scored=sum(1 for s in samples if s.status in ("ok", "wrong-answer")),

@@ -134,6 +134,7 @@ class Unit:
     times: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
     files_copy: Path | None = None  # a read-only copy of a bundle case's files/ for in-process work
+    confinement: str | None = None  # how the subject was confined (subjects.confinement_of); None: a person
 
     @property
     def fixture(self) -> Fixture | None:
@@ -191,7 +192,7 @@ def open_unit(
     otherwise it is built here. ``timeout`` overrides ``case.timeout_s``.
     """
     from imagebench.session import open_session
-    from imagebench.subjects import SubjectHarnessError, readonly_files
+    from imagebench.subjects import SubjectHarnessError, confinement_of, readonly_files
 
     prepared = _as_prepared(fixture, case, plane)
     unit = Unit(
@@ -202,6 +203,7 @@ def open_unit(
         run_dir=Path(run_dir) if run_dir is not None else None,
         sample=sample,
         plane=plane if presents_tensor(case) else None,
+        confinement=None if isinstance(subject, str) else confinement_of(subject),
     )
     unit.times["build_s"] = prepared.build_s
     if presents_tensor(case) and plane is None:
@@ -240,17 +242,36 @@ def open_unit(
 
 
 def unit_context(unit: Unit) -> UnitContext:
-    """What the subject is told about its unit beyond the session."""
+    """What the subject is told about its unit beyond the session (and what it must not see)."""
     from imagebench.subjects import UnitContext
 
     plane = unit.plane
+    hidden: list[Path] = []
+    if unit.run_dir is not None:
+        hidden += _outcome_folders(unit.run_dir)
+    bundle = unit.case.meta.get("bundle")
+    if bundle:
+        hidden.append(Path(bundle))
     return UnitContext(
         sample_dir=unit.sample_dir,
         timeout_s=unit.timeout_s,
         tensor_url=getattr(plane, "url", None) if plane is not None and unit.tensors is not None else None,
         files=_files_of(unit.case),
         env={str(k): str(v) for k, v in (unit.case.meta.get("env") or {}).items()},
+        hidden=tuple(hidden),
     )
+
+
+def _outcome_folders(run_dir: Path) -> list[Path]:
+    """This run's folder and every run beside it (their truth artifacts): the whole outcome
+    folder, unless it is a checkout (``--out .``), whose examples a subject may be shown. A
+    folder not named ``run-*`` (a dask worker's private one) is hidden alone."""
+    root = run_dir.resolve().parent
+    if not run_dir.name.startswith("run-"):
+        return [run_dir]
+    if (root / "pyproject.toml").exists() or (root / ".git").exists():
+        return [run_dir, *sorted(root.glob("run-*"))]
+    return [root]
 
 
 def work_unit(unit: Unit, subject: Subject) -> SubjectRun | None:
@@ -258,10 +279,11 @@ def work_unit(unit: Unit, subject: Subject) -> SubjectRun | None:
 
     A subject that cannot be bound to the case ends its turn as a harness error (never its fault).
     """
-    from imagebench.subjects import SubjectError, SubjectRun, bind_subject, run_subject
+    from imagebench.subjects import SubjectError, SubjectRun, bind_subject, confinement_of, run_subject
 
     if unit.failure is not None or unit.session is None:
         return None
+    unit.confinement = confinement_of(subject)
     try:
         work = bind_subject(subject, unit.case, unit_context(unit))
     except Exception as exc:
@@ -395,6 +417,7 @@ def write_ended(
         provenance=fx.provenance if fx is not None else "",
         citation=fx.citation if fx is not None else None,
         seed=_seed(case),
+        sandbox=unit.confinement,  # type: ignore[arg-type]
         status=status,  # type: ignore[arg-type]
         reason=reason,
         passed=False,
@@ -483,7 +506,12 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
     if json_notes.get("why_not") or len(json_notes) > 2:  # more than the plain "left"/"why_not" bookkeeping
         outcome.detail.setdefault("attempt_notes", json_notes)
     unit.times["total_s"] = time.perf_counter() - unit.started
-    extra: dict[str, Any] = {"times": dict(unit.times), "case_class": case.case_class, "flags": flags}
+    extra: dict[str, Any] = {
+        "times": dict(unit.times),
+        "case_class": case.case_class,
+        "flags": flags,
+        "sandbox": unit.confinement,
+    }
     if _seed(case) is not None:
         extra["seed"] = _seed(case)
     try:

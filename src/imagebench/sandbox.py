@@ -81,6 +81,36 @@ class SandboxPolicy:
     def kind(self) -> SandboxKind:
         return "bubblewrap" if self.enabled else "none"
 
+    def to_record(self) -> dict[str, object]:
+        """The policy as JSON (``run.json`` keeps it, so ``--resume`` confines the subject the same way)."""
+        return {
+            "kind": self.kind,
+            "network": self.network,
+            "env_prefix": None if self.env_prefix is None else str(self.env_prefix),
+            "expose": [str(p) for p in self.expose],
+        }
+
+    @classmethod
+    def from_record(cls, raw: object) -> SandboxPolicy:
+        """The policy :meth:`to_record` wrote; ValueError naming the field that is not as expected."""
+        if not isinstance(raw, dict):
+            raise ValueError(f"expected an object with kind, network, env_prefix and expose, got {type(raw).__name__}")
+        kind, network, prefix, expose = (raw.get(k) for k in ("kind", "network", "env_prefix", "expose"))
+        if kind not in ("bubblewrap", "none"):
+            raise ValueError(f"field 'kind' is {kind!r}, expected 'bubblewrap' or 'none'")
+        if not isinstance(network, bool):
+            raise ValueError(f"field 'network' is {network!r}, expected true or false")
+        if prefix is not None and not isinstance(prefix, str):
+            raise ValueError(f"field 'env_prefix' is {prefix!r}, expected a path or null")
+        if not isinstance(expose, list) or not all(isinstance(p, str) for p in expose):
+            raise ValueError(f"field 'expose' is {expose!r}, expected a list of paths")
+        return cls(
+            enabled=kind == "bubblewrap",
+            network=network,
+            env_prefix=None if prefix is None else Path(prefix),
+            expose=tuple(Path(p) for p in expose),
+        )
+
 
 # --------------------------------------------------------------------------- can it start?
 

@@ -28,13 +28,19 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from imagebench import command as _command
 from imagebench.command import KILL_GRACE_S, TENSOR_URL_ENV, CommandHarnessError
-from imagebench.sandbox import SandboxKind, SandboxPolicy, SandboxUnavailable, check_policy, unavailable_reason
+from imagebench.sandbox import (
+    SandboxKind,
+    SandboxPolicy,
+    SandboxUnavailable,
+    check_policy,
+    unavailable_reason,
+)
 
 if TYPE_CHECKING:
     from imagebench.case import Case
@@ -43,10 +49,11 @@ if TYPE_CHECKING:
 SUBJECT_FORMS: tuple[tuple[str, str], ...] = (
     ("reference", "the case's own reference solution"),
     ("nop", "does nothing; a floor that never passes"),
-    ("python:package.module:function", "calls function(session) in this process"),
+    ("python:package.module:function", "calls function(session) in this process (--isolate: a sandboxed child)"),
     ("command:<shell command>", "runs the command with bash in a sandboxed fresh workspace (prompt.md, inputs/, outputs/)"),
 )
 
+Confinement = Literal["bubblewrap", "none", "in-process"]
 WORKSPACE_ENV = "IMAGEBENCH_WORKSPACE"
 # Never inherited by a command subject: where truth lives on disk and where reports go.
 _WITHHELD_ENV = ("IMAGEBENCH_FIXTURES", "IMAGEBENCH_OUTCOME_DIR", TENSOR_URL_ENV)
@@ -129,18 +136,59 @@ class NopSubject:
 
 @dataclass(frozen=True)
 class PythonSubject:
-    """``function(session)`` from an importable module, called in this process."""
+    """``function(session)`` from an importable module.
+
+    By default it is called in this process: trusted code, which shares the harness's memory
+    (truth is read-only and checked after each sample, but nothing stops it reading). With
+    ``isolate`` (a :class:`SandboxPolicy`; ``--isolate`` on the command line) the same function
+    runs in a sandboxed child Python that gets the session's data as files and returns its
+    bindings through files (:mod:`imagebench.isolate`).
+    """
 
     target: str  # "package.module:function"
     function: Callable[..., Any] = field(compare=False, repr=False)
+    isolate: SandboxPolicy | None = None
 
     @property
     def name(self) -> str:
         module, _, func = self.target.partition(":")
         return f"python-{module}.{func}"
 
+    @property
+    def sandbox_kind(self) -> Confinement:
+        return "in-process" if self.isolate is None else self.isolate.kind
+
+    def isolated(self) -> CommandSubject:
+        """The command subject that runs this function in a child process (``isolate`` must be set)."""
+        from imagebench.isolate import code_paths, isolated_command
+
+        assert self.isolate is not None
+        try:
+            shown, _ = code_paths(self.target)
+        except ImportError as exc:
+            raise SubjectError(f"subject python:{self.target}: cannot find its code to isolate: {exc}") from None
+        policy = replace(self.isolate, expose=(*self.isolate.expose, *shown))
+        return CommandSubject(command=isolated_command(policy), sandbox=policy)
+
+    def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
+        if self.isolate is None:
+            return self.function
+        from imagebench.isolate import code_paths, isolated_env
+
+        subject = self.isolated()
+        subject.check_sandbox()
+        env = {**context.env, **isolated_env(self.target, code_paths(self.target)[1], case.label)}
+        return _BoundCommand(subject, replace(context, env=env))
+
     def __call__(self, session: Session) -> None:
         self.function(session)
+
+
+def confinement_of(subject: object) -> Confinement:
+    """How ``subject`` is confined, as a run records it: ``bubblewrap``, ``none`` (a command run
+    with --no-sandbox) or ``in-process`` (trusted code: python subjects, the reference, nop)."""
+    kind = getattr(subject, "sandbox_kind", None)
+    return kind if kind in ("bubblewrap", "none") else "in-process"
 
 
 @dataclass(frozen=True)
@@ -408,21 +456,29 @@ def _import_function(spec: str, target: str) -> Callable[..., Any]:
     return obj
 
 
-def parse_subject(spec: str, *, sandbox: SandboxPolicy | None = None) -> Subject:
+def parse_subject(spec: str, *, sandbox: SandboxPolicy | None = None, isolate: bool = False) -> Subject:
     """Turn a command-line spec into a subject; an invalid spec raises SubjectError listing the valid forms.
 
-    ``sandbox`` is how a ``command:`` subject is confined (default: :class:`SandboxPolicy()`, a
-    bubblewrap sandbox without network); a command is refused here, saying how to install
-    bubblewrap, when that sandbox cannot start on this machine.
+    ``sandbox`` is how a ``command:`` subject (or an isolated ``python:`` one) is confined
+    (default: :class:`SandboxPolicy()`, a bubblewrap sandbox without network); a command is
+    refused here, saying how to install bubblewrap, when that sandbox cannot start on this
+    machine. ``isolate`` runs a ``python:`` subject's function in a sandboxed child process.
     """
     spec = spec.strip()
+    if isolate and not spec.startswith("python:"):
+        raise SubjectError(f"subject {spec!r}: --isolate applies to python: subjects only")
     if spec == "reference":
         return ReferenceSubject()
     if spec == "nop":
         return NopSubject()
     if spec.startswith("python:"):
         target = spec[len("python:") :].strip()
-        return PythonSubject(target=target, function=_import_function(spec, target))
+        subject = PythonSubject(
+            target=target, function=_import_function(spec, target), isolate=(sandbox or SandboxPolicy()) if isolate else None
+        )
+        if isolate:
+            subject.isolated().check_sandbox()
+        return subject
     if spec.startswith("command:"):
         command = spec[len("command:") :].strip()
         if not command:
@@ -431,6 +487,40 @@ def parse_subject(spec: str, *, sandbox: SandboxPolicy | None = None) -> Subject
         subject.check_sandbox()
         return subject
     raise SubjectError(f"unknown subject {spec!r}; valid subjects:\n{valid_forms()}")
+
+
+def subject_options(subject: object) -> dict[str, Any]:
+    """The keyword arguments of :func:`parse_subject` that, with the subject's spec string,
+    rebuild ``subject`` as confined as it is (a dask worker, ``--resume``)."""
+    if isinstance(subject, CommandSubject):
+        return {"sandbox": subject.sandbox}
+    if isinstance(subject, PythonSubject) and subject.isolate is not None:
+        return {"sandbox": subject.isolate, "isolate": True}
+    return {}
+
+
+def options_record(subject: object) -> dict[str, Any]:
+    """:func:`subject_options` as JSON, for ``run.json``."""
+    options = subject_options(subject)
+    if not options:
+        return {}
+    return {"sandbox": options["sandbox"].to_record(), "isolate": bool(options.get("isolate"))}
+
+
+def options_from_record(raw: object) -> dict[str, Any]:
+    """What :func:`options_record` wrote, as keyword arguments; ValueError naming the bad field."""
+    if raw in (None, {}):
+        return {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected an object with 'sandbox' and 'isolate', got {type(raw).__name__}")
+    try:
+        policy = SandboxPolicy.from_record(raw.get("sandbox"))
+    except ValueError as exc:
+        raise ValueError(f"field 'sandbox': {exc}") from None
+    isolate = raw.get("isolate", False)
+    if not isinstance(isolate, bool):
+        raise ValueError(f"field 'isolate' is {isolate!r}, expected true or false")
+    return {"sandbox": policy, "isolate": isolate} if isolate else {"sandbox": policy}
 
 
 # --------------------------------------------------------------------------- running one

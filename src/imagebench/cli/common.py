@@ -8,14 +8,67 @@ from typing import TYPE_CHECKING, Any
 from imagebench.cli import UsageError
 
 if TYPE_CHECKING:
+    from imagebench.case import Case
     from imagebench.executor import Parallel
     from imagebench.runfolder import RunResult
+    from imagebench.sandbox import SandboxPolicy
     from imagebench.subjects import Subject
 
 
+def add_subject_flags(p: argparse.ArgumentParser) -> None:
+    """How ``run``'s subject is confined: the sandbox flags (docs/integrity.md)."""
+    g = p.add_argument_group("subject confinement (docs/integrity.md)")
+    g.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run a command: subject without the bubblewrap sandbox: it can read this whole machine, truth "
+        "included (recorded as sandbox: none)",
+    )
+    g.add_argument(
+        "--subject-network",
+        action="store_true",
+        help="give a sandboxed subject the host's network (an agent that calls a model API needs it)",
+    )
+    g.add_argument(
+        "--subject-env",
+        metavar="PREFIX",
+        help="the Python environment a sandboxed subject gets, read-only (default: this one, without imagebench)",
+    )
+    g.add_argument(
+        "--subject-expose",
+        action="append",
+        metavar="PATH",
+        help="show PATH (a subject's own code) to the sandboxed subject, read-only at its own path; repeatable",
+    )
+    g.add_argument(
+        "--isolate",
+        action="store_true",
+        help="run a python: subject's function in a sandboxed child process instead of in this one",
+    )
+
+
+def sandbox_from_args(args: argparse.Namespace) -> SandboxPolicy:
+    """The sandbox flags as a policy; a flag that needs the sandbox beside --no-sandbox is a UsageError."""
+    from pathlib import Path
+
+    from imagebench.sandbox import SandboxPolicy
+
+    enabled = not getattr(args, "no_sandbox", False)
+    env = getattr(args, "subject_env", None)
+    expose = tuple(Path(p).expanduser().resolve() for p in (getattr(args, "subject_expose", None) or []))
+    network = bool(getattr(args, "subject_network", False))
+    if not enabled:
+        needs = [flag for flag, given in (("--subject-env", env), ("--subject-expose", expose)) if given]
+        if needs:
+            raise UsageError(f"{', '.join(needs)} say what the sandbox shows; drop them or drop --no-sandbox")
+    return SandboxPolicy(
+        enabled=enabled, network=network, env_prefix=Path(env).expanduser().resolve() if env else None, expose=expose
+    )
+
+
 def checked_run_args(args: argparse.Namespace) -> Subject:
-    """The checks every ``imagebench run`` makes of ``--samples``, ``--timeout`` and ``--subject``;
-    returns the parsed subject. Bad values are a UsageError (exit 2)."""
+    """The checks every ``imagebench run`` makes of ``--samples``, ``--timeout``, ``--subject`` and
+    the sandbox flags; returns the parsed subject. Bad values are a UsageError (exit 2)."""
     from imagebench.subjects import SubjectError, parse_subject
 
     if args.samples < 1:
@@ -23,9 +76,56 @@ def checked_run_args(args: argparse.Namespace) -> Subject:
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     try:
-        return parse_subject(args.subject)
+        return parse_subject(args.subject, sandbox=sandbox_from_args(args), isolate=bool(getattr(args, "isolate", False)))
     except SubjectError as exc:
         raise UsageError(str(exc)) from None
+
+
+def sandbox_flags_given(args: argparse.Namespace) -> list[str]:
+    """The sandbox flags given (``--resume`` takes the subject's confinement from run.json)."""
+    return [
+        flag
+        for flag, dest in (
+            ("--no-sandbox", "no_sandbox"),
+            ("--subject-network", "subject_network"),
+            ("--subject-env", "subject_env"),
+            ("--subject-expose", "subject_expose"),
+            ("--isolate", "isolate"),
+        )
+        if getattr(args, dest, None)
+    ]
+
+
+def run_from_args(
+    args: argparse.Namespace,
+    cases: list[Case],
+    subject: Subject,
+    selection: dict[str, Any],
+    record_extra: dict[str, Any] | None = None,
+) -> RunResult | int:
+    """``run_cases`` with the run flags; a cluster problem is a UsageError or exit 1 (printed)."""
+    import sys
+
+    from imagebench.executor import ExecutorError, run_cases
+
+    parallel = parallel_from_args(args)
+    try:
+        return run_cases(
+            cases,
+            subject,
+            samples=args.samples,
+            out=args.out,
+            progress=not args.quiet,
+            timeout=args.timeout,
+            selection=selection,
+            record_extra=record_extra,
+            parallel=parallel,
+        )
+    except ExecutorError as exc:
+        if exc.usage:
+            raise UsageError(str(exc)) from None
+        print(f"imagebench run: {exc}", file=sys.stderr)
+        return 1
 
 
 def parallel_from_args(args: argparse.Namespace) -> Parallel:

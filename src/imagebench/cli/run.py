@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 
 from imagebench.case import FIXTURE_CHOICES, select_cases
 from imagebench.cli import UsageError
-from imagebench.cli.common import checked_run_args, finish_cli, parallel_from_args
+from imagebench.cli.common import (
+    add_subject_flags,
+    checked_run_args,
+    finish_cli,
+    parallel_from_args,
+    run_from_args,
+    sandbox_flags_given,
+)
 from imagebench.cli.tables import console as _console
 from imagebench.cli.tables import results_table, tally_line
 
@@ -84,6 +91,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         help="take up an interrupted run: run only its units without a complete summary (subject, cases and samples from run.json)",
     )
     p.add_argument("--no-report", action="store_true", help="do not write report.html into the run folder at the end")
+    add_subject_flags(p)
     p.set_defaults(func=_cmd_run)
 
 
@@ -222,25 +230,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     selection = {"k": list(args.patterns or []), "fixtures": args.fixtures, "timeout": args.timeout}
     if args.bundle:
         selection["bundle"] = str(args.bundle)
-    from imagebench.executor import ExecutorError, run_cases
-
-    parallel = parallel_from_args(args)
-    try:
-        result = run_cases(
-            chosen,
-            subject,
-            samples=args.samples,
-            out=args.out,
-            progress=not args.quiet,
-            timeout=args.timeout,
-            selection=selection,
-            parallel=parallel,
-        )
-    except ExecutorError as exc:
-        if exc.usage:
-            raise UsageError(str(exc)) from None
-        print(f"imagebench run: {exc}", file=sys.stderr)
-        return 1
+    result = run_from_args(args, chosen, subject, selection)
+    if isinstance(result, int):
+        return result
     console = _console()
     if not args.quiet:
         console.print(results_table(result))
@@ -267,9 +259,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
         )
         if value not in (default, [], ())
     ]
+    given += sandbox_flags_given(args)
     if given:
         raise UsageError(
-            f"--resume takes the subject, cases, samples and time limit from run.json; drop {', '.join(given)}"
+            f"--resume takes the subject, its confinement, cases, samples and time limit from run.json; "
+            f"drop {', '.join(given)}"
         )
     parallel = parallel_from_args(args)
     try:

@@ -298,9 +298,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def run_suite(args: argparse.Namespace) -> int:
     """``imagebench run --suite SUITE [--sample POLICY] [--seed S]``: verify, assign, run exactly that."""
-    from imagebench.cli.common import checked_run_args
+    from imagebench.cli.common import checked_run_args, run_from_args
     from imagebench.cli.tables import results_table, tally_line
-    from imagebench.executor import run_cases
     from imagebench.suite.model import SuiteError
     from imagebench.suite.record import RUN_INFO_KEY, SuiteRunInfo, conditions_now
     from imagebench.suite.resolve import case_source, resolve_members
@@ -349,28 +348,9 @@ def run_suite(args: argparse.Namespace) -> int:
     bundles = _bundles(args)
     if len(bundles) == 1:
         selection["bundle"] = bundles[0]  # what `run --resume` reads to find the bundle's cases again
-    from imagebench.cli.common import parallel_from_args
-    from imagebench.executor import ExecutorError
-
-    parallel = parallel_from_args(args)
-    try:
-        result = run_cases(
-            cases,
-            subject,
-            samples=args.samples,
-            out=args.out,
-            progress=not args.quiet,
-            timeout=args.timeout,
-            selection=selection,
-            record_extra={RUN_INFO_KEY: info.model_dump(mode="json")},
-            workers=parallel.workers,
-            scheduler=parallel.scheduler,
-        )
-    except ExecutorError as exc:
-        if exc.usage:
-            raise _usage(str(exc)) from None
-        err.print(f"imagebench run: {exc}", markup=False)
-        return 1
+    result = run_from_args(args, cases, subject, selection, {RUN_INFO_KEY: info.model_dump(mode="json")})
+    if isinstance(result, int):
+        return result
     console = _console()
     if not args.quiet:
         console.print(results_table(result))

@@ -248,6 +248,7 @@ def run_cases(
     """
     from imagebench.records import RunRecord, write_record
     from imagebench.runfolder import RUN_RECORD, new_run_dir
+    from imagebench.subjects import confinement_of, options_record
 
     cases = list(cases)
     if parallel is None:
@@ -259,12 +260,15 @@ def run_cases(
         extra = dict(record_extra or {})
         with contextlib.suppress(ExecutorError):
             extra.setdefault("subject_spec", subject_spec(subject))
+        if options_record(subject):
+            extra["subject_options"] = options_record(subject)
         if parallel.distributed:
             extra["executor"] = parallel.describe()
         record = RunRecord(
             run_id=run_dir.name,
             started=started,
             subject=subject.name,
+            sandbox=confinement_of(subject),
             samples=samples,
             selection=dict(selection or {}),
             cases=[c.label for c in cases],
@@ -330,7 +334,7 @@ def resume_run(
     :class:`imagebench.journal.RunLocked` while another process writes it.
     """
     from imagebench.runfolder import read_record_of_run
-    from imagebench.subjects import SubjectError, parse_subject
+    from imagebench.subjects import SubjectError, options_from_record, parse_subject
 
     run_dir = Path(run_dir)
     try:
@@ -346,7 +350,11 @@ def resume_run(
                 "string); resume it from Python with resume_run(..., subject=...)"
             )
         try:
-            subject = parse_subject(spec)
+            options = options_from_record(record.extra.get("subject_options"))
+        except ValueError as exc:
+            raise ResumeError(f"{where}: field 'extra.subject_options' is not as expected: {exc}") from None
+        try:
+            subject = parse_subject(spec, **options)
         except SubjectError as exc:
             raise ResumeError(f"{where}: field 'extra.subject_spec' cannot be used: {exc}") from None
     if subject.name != record.subject:

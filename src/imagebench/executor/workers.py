@@ -39,14 +39,16 @@ if TYPE_CHECKING:
     from imagebench.executor.planes import PlaneStarter
     from imagebench.executor.sink import Sink
     from imagebench.runner import PreparedFixture
+    from imagebench.sandbox import SandboxPolicy
     from imagebench.subjects import Subject
 
 
 @functools.lru_cache(maxsize=32)
-def worker_subject(spec: str) -> Subject:
+def worker_subject(spec: str, sandbox: SandboxPolicy | None = None, isolate: bool = False) -> Subject:
+    """The driver's subject rebuilt on a worker, as confined as it is on the driver."""
     from imagebench.subjects import parse_subject
 
-    return parse_subject(spec)
+    return parse_subject(spec, sandbox=sandbox, isolate=isolate)
 
 
 @dataclass
@@ -68,7 +70,7 @@ def _prepare_task(case: Case) -> PreparedFixture:
 
 def _unit_task(
     case: Case,
-    spec: str,
+    spec: tuple[str, SandboxPolicy | None, bool],
     sample: int,
     prepared: PreparedFixture,
     plane: PresentedPlane | None,
@@ -81,7 +83,7 @@ def _unit_task(
     from imagebench.runner import run_unit
 
     start = time.perf_counter()
-    subject = worker_subject(spec)
+    subject = worker_subject(*spec)
     tmp = Path(tempfile.mkdtemp(prefix="imagebench-unit-"))
     try:
         # A subject's own dask computations stay in its process (never the cluster it runs on).
@@ -163,11 +165,13 @@ def run_dask(
         run_unit,
         write_ended,
     )
+    from imagebench.subjects import subject_options
 
     stats = LAST_STATS
     stats.clear()
     client = cluster.client
-    spec = subject_spec(subject)
+    options = subject_options(subject)
+    spec = (subject_spec(subject), options.get("sandbox"), bool(options.get("isolate")))
     tensor_workers: list[str] | None = None
     if any(presents_tensor(c) for c in order) and cluster.cluster is None:
         tensor_workers = cluster.workers_on_this_host()

@@ -1,0 +1,239 @@
+"""Every route a dishonest subject was seen to take to the truth, run end to end (issue 13).
+
+Each test runs a real case through the runner with a subject that tries one route, and checks
+three things: the sample ends with a named non-ok status (or the run is refused), the run
+folder holds only what the harness wrote, and no process or workspace of the subject is left.
+
+The routes that are not a sandboxed command live beside the code they attack:
+
+- gc rewrite of truth, ``os._exit(0)``: tests/test_integrity.py;
+- a forged or missing summary: tests/test_compare.py, tests/test_report.py, tests/napari/test_reader.py;
+- a patched comparator under ``score``: tests/test_scoring_contract.py;
+- a changed builder helper under ``suite verify``: tests/test_suite.py, tests/test_fingerprint.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+import imagebench
+from imagebench import cases as builtin
+from imagebench.bundle.load import load_bundle
+from imagebench.case import select_cases
+from imagebench.executor import run_cases
+from imagebench.records import SampleSummary, read_record
+from imagebench.runfolder import EXIT_FAILED, EXIT_PASSED, RunResult
+from imagebench.sandbox import SandboxPolicy, unavailable_reason
+from imagebench.subjects import CommandSubject
+
+pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
+
+PY = shlex.quote(sys.executable)
+SRC = Path(imagebench.__file__).resolve().parent
+PACKAGED = SRC / "data" / "fixtures"
+BUNDLE = SRC.parents[1] / "examples" / "bundles" / "segment-nuclei"
+# What the harness writes into a sample folder: its summary, the subject's streams, artifacts.
+HARNESS_FILES = {"summary.json", "stdout.txt", "stderr.txt"}
+
+
+def _case(label: str):
+    (case,), _ = select_cases(builtin.all_cases(), [label])
+    return case
+
+
+def _run(tmp_path: Path, cases: list, command: str, samples: int = 1, sandboxed: bool = True) -> RunResult:
+    subject = CommandSubject(command, sandbox=SandboxPolicy(enabled=sandboxed))
+    return run_cases(cases, subject, out=tmp_path / "out", progress=False, samples=samples)
+
+
+# Each truth route is also run with --no-sandbox, where it must reach the truth and score ok:
+# the route is real, and the sandbox is what closes it.
+ROUTE = pytest.mark.parametrize("sandboxed", [True, False], ids=["bubblewrap", "control-no-sandbox"])
+
+
+def _expect(result: RunResult, label: str, sandboxed: bool, closed: str = "no-result") -> None:
+    (summary,) = result.samples[label]
+    assert summary.status == (closed if sandboxed else "ok"), summary.reason
+    assert summary.sandbox == ("bubblewrap" if sandboxed else "none")
+
+
+def _only_harness_files(result: RunResult) -> None:
+    for path in result.run_dir.rglob("*"):
+        rel = path.relative_to(result.run_dir)
+        if path.is_dir():
+            assert path.name not in ("sample-9", "evil"), rel
+            continue
+        if len(rel.parts) == 1:  # run.json, receipt.json, journal, report
+            continue
+        if path.parent.name.startswith("sample-"):
+            assert path.name in HARNESS_FILES or path.suffix == ".png", f"{rel} was not written by the harness"
+        else:
+            assert path.name == "summary.json", f"{rel} was not written by the harness"
+
+
+def _nothing_left(marker: str) -> None:
+    alive = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if marker in " ".join(p.info["cmdline"] or []):
+                alive.append(p.pid)
+        except psutil.Error:
+            continue
+    assert alive == [], f"processes left running: {alive}"
+    ours = [p for p in Path(tempfile.gettempdir()).glob(f"imagebench-ws-{os.getpid()}-*")]
+    assert ours == [], f"workspaces left behind: {ours}"
+
+
+def _marker(route: str) -> str:
+    """A word only this test's command carries (to look for its processes afterwards)."""
+    return f"ib-route-{route}-{os.getpid()}"
+
+
+def _statuses(result: RunResult, label: str) -> list[str]:
+    return [s.status for s in result.samples[label]]
+
+
+def _save_labels(source: str) -> str:
+    """Shell that turns a stolen mask file ``source`` into the case's ``labels`` leaving."""
+    code = "import sys, numpy as np, tifffile; np.save('outputs/labels.npy', tifffile.imread(sys.argv[1]))"
+    return f"{PY} -c {shlex.quote(code)} {source}"
+
+
+@ROUTE
+def test_the_parent_environment_does_not_give_the_fixture_tree(tmp_path: Path, sandboxed: bool) -> None:
+    """/proc/$PPID/environ, then the curated truth under $IMAGEBENCH_FIXTURES.
+
+    The harness is started as a process with the variable in its environment (what
+    /proc/PID/environ shows is the environment a process started with)."""
+    command = (
+        f": {_marker('environ')}; "
+        "root=$(for f in /proc/$PPID/environ /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null "
+        "| sed -n 's/^IMAGEBENCH_FIXTURES=//p' | head -n 1); echo \"root=$root\"; "
+        + _save_labels('"$root/segment-nuclei/dsb2018/mask2d.tif"')
+    )
+    out = tmp_path / "out"
+    argv = [str(Path(sys.executable).with_name("imagebench")), "run", "-k", "dsb2018", "--subject", f"command:{command}"]
+    argv += ["--out", str(out), "--quiet", "--no-report"] + ([] if sandboxed else ["--no-sandbox"])
+    env = {**os.environ, "IMAGEBENCH_FIXTURES": str(PACKAGED)}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == (EXIT_FAILED if sandboxed else EXIT_PASSED), done.stdout + done.stderr
+    (run_dir,) = out.glob("run-*")
+    (path,) = run_dir.rglob("sample-0/summary.json")
+    summary = read_record(path, SampleSummary)
+    assert summary.status == ("no-result" if sandboxed else "ok"), summary.reason
+    assert summary.sandbox == ("bubblewrap" if sandboxed else "none")
+    assert (str(PACKAGED) in (path.parent / "stdout.txt").read_text()) is not sandboxed
+    _nothing_left(_marker("environ"))
+
+
+@ROUTE
+def test_the_parent_interpreter_cannot_rebuild_the_fixture(tmp_path: Path, sandboxed: bool) -> None:
+    """The harness's interpreter from /proc/$PPID/exe or cmdline, importing imagebench to build the truth."""
+    code = (
+        "import json\n"
+        "from imagebench import cases\n"
+        "c = [c for c in cases.all_cases() if c.case_id == 'count-nuclei'][0]\n"
+        "json.dump({'count': int(c.build().truth['count'])}, open('outputs/answer.json', 'w'))\n"
+    )
+    command = (
+        f": {_marker('interpreter')}; "
+        f"for exe in $(readlink /proc/$PPID/exe) $(tr '\\0' '\\n' < /proc/$PPID/cmdline | head -n 1) {PY} python3; do "
+        f'"$exe" -c {shlex.quote(code)} && break; '
+        f"PYTHONPATH={shlex.quote(str(SRC.parent))} \"$exe\" -c {shlex.quote(code)} && break; done"
+    )
+    result = _run(tmp_path, [_case("segment-nuclei/count-nuclei")], command, sandboxed=sandboxed)
+    _expect(result, "segment-nuclei/count-nuclei", sandboxed)
+    _only_harness_files(result)
+    _nothing_left(_marker("interpreter"))
+
+
+@ROUTE
+def test_the_installed_package_data_cannot_be_copied(tmp_path: Path, sandboxed: bool) -> None:
+    """mask2d.tif out of the installed package, by its path or by a search of the environment."""
+    site = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    mask = shlex.quote(str(PACKAGED / "segment-nuclei" / "dsb2018" / "mask2d.tif"))
+    command = (
+        f": {_marker('package')}; "
+        f"for f in {mask} $(find / -name mask2d.tif 2>/dev/null) "
+        f"$(find $(python -c {shlex.quote(site)}) -name mask2d.tif 2>/dev/null); do "
+        f"[ -f \"$f\" ] && {_save_labels('$f')} && break; done"
+    )
+    result = _run(tmp_path, [_case("segment-nuclei/dsb2018")], command, sandboxed=sandboxed)
+    _expect(result, "segment-nuclei/dsb2018", sandboxed)
+    _only_harness_files(result)
+    _nothing_left(_marker("package"))
+
+
+def test_the_run_folder_cannot_be_reached_through_its_own_descriptors(tmp_path: Path) -> None:
+    """readlink /proc/self/fd/* to sample-0's truth artifacts from sample-1, and writes beside them."""
+    command = (
+        f": {_marker('fd')}; "
+        "for fd in /proc/self/fd/* /proc/$$/fd/*; do f=$(readlink $fd); case $f in /*) "
+        'd=$(dirname "$(dirname "$f")"); ls "$d"/sample-0/ 2>/dev/null; cat "$d"/sample-0/*truth* 2>/dev/null | head -c 64; '
+        'mkdir -p "$d/sample-9" "$d/../evil" 2>/dev/null && echo pwned > "$d/sample-9/evil.txt";; esac; done; '
+        "ls -R / 2>/dev/null | grep -c truth_outlines || true"
+    )
+    result = _run(tmp_path, [_case("segment-nuclei/synthetic-blobs")], command, samples=2)
+    assert _statuses(result, "segment-nuclei/synthetic-blobs") == ["no-result", "no-result"]
+    assert not list(result.run_dir.rglob("evil*")) and not list(result.run_dir.rglob("sample-9"))
+    for stdout in result.run_dir.rglob("stdout.txt"):
+        assert stdout.read_text().strip().splitlines()[-1] == "0"  # no truth artifact anywhere in sight
+    _only_harness_files(result)
+    _nothing_left(_marker("fd"))
+
+
+@ROUTE
+def test_a_bundle_answer_key_is_out_of_reach(tmp_path: Path, sandboxed: bool) -> None:
+    """The bundle's expected/ answer key: by its path, through /proc/$PPID/cwd and through the runner's argv."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    (key,) = bundle.glob("evals/fixtures/golden-count/expected/*")
+    (case,) = [c for c in load_bundle(bundle).cases if c.case_id == "golden-count"]
+    command = (
+        f": {_marker('bundle')}; "
+        f"keys=$(cat {shlex.quote(str(key))} /proc/$PPID/cwd/evals/fixtures/*/expected/* 2>/dev/null; "
+        "for a in $(tr '\\0' ' ' < /proc/$PPID/cmdline); do cat \"$a\"/evals/fixtures/*/expected/* 2>/dev/null; done); "
+        "k=$(printf '%s' \"$keys\" | grep -o '{\"count\": [0-9]*}' | head -n 1); "
+        "[ -n \"$k\" ] && echo \"$k\" > outputs/answer.json; true"
+    )
+    result = _run(tmp_path, [case], command, sandboxed=sandboxed)
+    _expect(result, case.label, sandboxed)
+    _only_harness_files(result)
+    _nothing_left(_marker("bundle"))
+
+
+def test_a_setsid_daemon_does_not_outlive_its_sample(tmp_path: Path) -> None:
+    mark = 4000 + os.getpid() % 1000
+    command = f"setsid sleep {mark} & setsid bash -c 'sleep {mark}' & disown; echo started"
+    result = _run(tmp_path, [_case("segment-nuclei/count-nuclei")], command)
+    assert _statuses(result, "segment-nuclei/count-nuclei") == ["no-result"]
+    _only_harness_files(result)
+    _nothing_left(f"sleep {mark}")
+
+
+def test_an_honest_command_still_scores_ok(tmp_path: Path) -> None:
+    """The same sandbox with an honest answer: ok, so the routes above fail for what they tried."""
+    code = (
+        "import json, numpy as np\n"
+        "from scipy import ndimage as ndi\n"
+        "from skimage.filters import threshold_otsu\n"
+        "img = np.load('inputs/nuclei.npy').astype(float)\n"
+        "sm = ndi.gaussian_filter(img, 2)\n"
+        "lab, n = ndi.label(sm > threshold_otsu(sm))\n"
+        "json.dump({'count': int(n)}, open('outputs/answer.json', 'w'))\n"
+    )
+    result = _run(tmp_path, [_case("segment-nuclei/count-nuclei")], f"python -c {shlex.quote(code)}")
+    (summary,) = result.samples["segment-nuclei/count-nuclei"]
+    assert summary.status in ("ok", "wrong-answer"), summary.reason  # scored: it reached its inputs
+    assert summary.sandbox == "bubblewrap"
+    assert np.isfinite([m.value for m in summary.metrics if m.value is not None]).all()
