@@ -36,13 +36,22 @@ def sample_pngs(sample_dir: str | Path) -> list[Path]:
         return sorted(folder.glob("*.png"))
 
 
-def run_pngs(run_dir: str | Path) -> list[Path]:
-    """Every sample's PNG artifacts in a run folder, in a stable order."""
-    run = Path(run_dir)
+def run_pngs(run_dir: str | Path) -> tuple[list[Path], list[str]]:
+    """Every usable sample's PNG artifacts in a run folder, in a stable order, and the samples left
+    out: the run folder's one reader checks each summary against the run's journal, so a summary
+    changed (or written) after its run is named here and its images are not shown."""
+    from imagebench.runfolder import read_run
+
+    contents = read_run(run_dir)  # RunFolderError names a missing or unreadable run.json / journal
     out: list[Path] = []
-    for summary in sorted(run.glob("*/*/*/sample-*/summary.json")):
-        out.extend(sample_pngs(summary.parent))
-    return out
+    excluded: list[str] = []
+    for label in contents.labels:
+        for entry in contents.entries(label):
+            if entry.usable:
+                out.extend(sample_pngs(entry.path.parent))
+            elif entry.summary is not None or entry.path.exists():
+                excluded.append(f"{label} sample {entry.sample}: {entry.problem}")
+    return out, excluded
 
 
 def artifact_layer_data(

@@ -3,12 +3,13 @@
 - ``<tree>/<namespace>/<case_id>/`` holding ``case.json``: the case's *data* is read from the
   tree (checked against the tree's manifest) and shown as the case presents it; when no case
   in this suite has that label, each data key is shown as an image. Truth is never read.
-- ``run-*/`` holding ``run.json``: every sample's PNG artifacts, as image layers sharing one
-  contrast range.
+- ``run-*/`` holding ``run.json``: the PNG artifacts of every sample its journal vouches for, as
+  image layers sharing one contrast range (a tampered or unjournaled sample is named, not shown).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,12 +44,18 @@ def napari_get_reader(path: Any) -> ReaderFunction | None:
 
 
 def read_run_folder(path: Any) -> list[LayerData]:
+    """The artifacts of every sample whose summary its run's journal vouches for; each sample left
+    out (a summary changed or added after the run) is named in a warning."""
     from napari_imagebench._artifacts import artifact_layer_data, run_pngs
 
     folder = _as_dir(path)
     if folder is None:
         raise ValueError(f"{path}: not a run folder")
-    return artifact_layer_data(run_pngs(folder), relative_to=folder)
+    pngs, excluded = run_pngs(folder)
+    if excluded:
+        listed = "; ".join(excluded[:5]) + (f"; and {len(excluded) - 5} more" if len(excluded) > 5 else "")
+        warnings.warn(f"{folder}: {len(excluded)} sample(s) not shown: {listed}", stacklevel=2)
+    return artifact_layer_data(pngs, relative_to=folder)
 
 
 def read_case_folder(path: Any) -> list[LayerData]:

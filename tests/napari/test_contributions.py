@@ -117,6 +117,20 @@ def test_reader_opens_a_run_folder_s_artifacts_with_one_contrast_range(tmp_path:
     assert all(ARTIFACT_KEY in kw["metadata"] for _, kw, _ in layers)
 
 
+def test_reader_names_and_leaves_out_a_forged_summary(tmp_path: Path) -> None:
+    """A summary edited after its run (nop forged to ok) is not vouched for by the journal."""
+    import json
+
+    result = run_cases([make_toy_case()], ReferenceSubject(), out=tmp_path, progress=False, samples=2)
+    forged = next(result.run_dir.glob("*/*/*/sample-1/summary.json"))
+    raw = json.loads(forged.read_text())
+    raw["reason"] = "forged"
+    forged.write_text(json.dumps(raw))
+    with pytest.warns(UserWarning, match=r"1 sample\(s\) not shown: toy/rectangle sample 1: .*journal"):
+        layers = napari_get_reader(str(result.run_dir))(str(result.run_dir))  # type: ignore[misc]
+    assert {kw["name"].split("/")[3] for _, kw, _ in layers} == {"sample-0"}
+
+
 @needs_display
 def test_a_tensor_layer_loads_as_a_multiscale_dask_pyramid_from_the_plane(
     make_napari_viewer: Any, qtbot: Any, tmp_path: Path

@@ -13,9 +13,9 @@ a standard error clustered by case (the spread of per-case values; samples of on
 independent evidence) and a seeded bootstrap confidence interval that resamples cases.
 
 Which samples count: ``ok`` is a success; ``wrong-answer``, ``no-result``,
-``unscorable-result`` and ``timeout`` are failures, the subject's doing (a subject that raised
-has no status of its own: it is verified on what it left, ``no-result`` when nothing). A
-timeout is a failure rather than an exclusion because leaving them out would raise the mean
+``unscorable-result``, ``timeout``, ``subject-error`` (it raised, or its command failed, and what
+it left did not pass), ``truth-tampered`` and ``fixture-overwritten`` are failures, the
+subject's doing. A timeout is a failure rather than an exclusion because leaving them out would raise the mean
 exactly on the cases too hard to finish in time. ``harness-error`` (the bench's own failure) and
 ``skipped`` (not runnable here) are excluded and counted in the coverage; ``blocked`` (the bench
 cannot grade the task) is excluded and counted on its own, never averaged in as a zero. A case
