@@ -122,7 +122,14 @@ def test_the_parent_environment_does_not_give_the_fixture_tree(tmp_path: Path, s
         + _save_labels('"$root/segment-nuclei/dsb2018/mask2d.tif"')
     )
     out = tmp_path / "out"
-    argv = [str(Path(sys.executable).with_name("imagebench")), "run", "-k", "dsb2018", "--subject", f"command:{command}"]
+    argv = [
+        str(Path(sys.executable).with_name("imagebench")),
+        "run",
+        "-k",
+        "dsb2018",
+        "--subject",
+        f"command:{command}",
+    ]
     argv += ["--out", str(out), "--quiet", "--no-report"] + ([] if sandboxed else ["--no-sandbox"])
     env = {**os.environ, "IMAGEBENCH_FIXTURES": str(PACKAGED)}
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
@@ -149,7 +156,7 @@ def test_the_parent_interpreter_cannot_rebuild_the_fixture(tmp_path: Path, sandb
         f": {_marker('interpreter')}; "
         f"for exe in $(readlink /proc/$PPID/exe) $(tr '\\0' '\\n' < /proc/$PPID/cmdline | head -n 1) {PY} python3; do "
         f'"$exe" -c {shlex.quote(code)} && break; '
-        f"PYTHONPATH={shlex.quote(str(SRC.parent))} \"$exe\" -c {shlex.quote(code)} && break; done"
+        f'PYTHONPATH={shlex.quote(str(SRC.parent))} "$exe" -c {shlex.quote(code)} && break; done'
     )
     result = _run(tmp_path, [_case("segment-nuclei/count-nuclei")], command, sandboxed=sandboxed)
     _expect(result, "segment-nuclei/count-nuclei", sandboxed)
@@ -166,7 +173,7 @@ def test_the_installed_package_data_cannot_be_copied(tmp_path: Path, sandboxed: 
         f": {_marker('package')}; "
         f"for f in {mask} $(find / -name mask2d.tif 2>/dev/null) "
         f"$(find $(python -c {shlex.quote(site)}) -name mask2d.tif 2>/dev/null); do "
-        f"[ -f \"$f\" ] && {_save_labels('$f')} && break; done"
+        f'[ -f "$f" ] && {_save_labels("$f")} && break; done'
     )
     result = _run(tmp_path, [_case("segment-nuclei/dsb2018")], command, sandboxed=sandboxed)
     _expect(result, "segment-nuclei/dsb2018", sandboxed)
@@ -204,7 +211,7 @@ def test_a_bundle_answer_key_is_out_of_reach(tmp_path: Path, sandboxed: bool) ->
         f"keys=$(cat {shlex.quote(str(key))} /proc/$PPID/cwd/evals/fixtures/*/expected/* 2>/dev/null; "
         "for a in $(tr '\\0' ' ' < /proc/$PPID/cmdline); do cat \"$a\"/evals/fixtures/*/expected/* 2>/dev/null; done); "
         "k=$(printf '%s' \"$keys\" | grep -o '{\"count\": [0-9]*}' | head -n 1); "
-        "[ -n \"$k\" ] && echo \"$k\" > outputs/answer.json; true"
+        '[ -n "$k" ] && echo "$k" > outputs/answer.json; true'
     )
     result = _run(tmp_path, [case], command, sandboxed=sandboxed)
     _expect(result, case.label, sandboxed)

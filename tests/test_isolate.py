@@ -19,7 +19,12 @@ from imagebench import cli
 from imagebench.executor import run_cases
 from imagebench.records import RunRecord, read_record
 from imagebench.sandbox import SandboxPolicy, unavailable_reason
-from imagebench.subjects import SubjectError, options_from_record, options_record, parse_subject
+from imagebench.subjects import (
+    SubjectError,
+    options_from_record,
+    options_record,
+    parse_subject,
+)
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
 
@@ -64,7 +69,9 @@ def solvers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_an_isolated_function_scores_as_it_does_in_process(solvers: Path, tmp_path: Path) -> None:
     case = make_toy_case()
     inside = run_cases([case], parse_subject("python:isolated_solvers:honest"), out=tmp_path / "a", progress=False)
-    apart = run_cases([case], parse_subject("python:isolated_solvers:honest", isolate=True), out=tmp_path / "b", progress=False)
+    apart = run_cases(
+        [case], parse_subject("python:isolated_solvers:honest", isolate=True), out=tmp_path / "b", progress=False
+    )
     (a,), (b,) = inside.samples["toy/rectangle"], apart.samples["toy/rectangle"]
     assert a.status == b.status == "ok"
     assert [m.value for m in a.metrics] == [m.value for m in b.metrics]
@@ -81,7 +88,9 @@ def test_in_process_the_cheat_reaches_the_truth_and_isolated_it_does_not(solvers
     case = make_toy_case()
     inside = run_cases([case], parse_subject("python:isolated_solvers:cheat"), out=tmp_path / "a", progress=False)
     assert inside.samples["toy/rectangle"][0].status == "ok"  # trusted code: why --isolate exists
-    apart = run_cases([case], parse_subject("python:isolated_solvers:cheat", isolate=True), out=tmp_path / "b", progress=False)
+    apart = run_cases(
+        [case], parse_subject("python:isolated_solvers:cheat", isolate=True), out=tmp_path / "b", progress=False
+    )
     (summary,) = apart.samples["toy/rectangle"]
     assert summary.status == "no-result", summary.reason
     stderr = next(apart.run_dir.rglob("sample-0/stderr.txt")).read_text()
@@ -126,7 +135,9 @@ def test_cli_isolate_records_it_and_the_flags_are_checked(
     assert record.sandbox == "bubblewrap"
     assert cli.main(["run", "--subject", "command:true", "--isolate", "--out", str(out)]) == 2
     assert "--isolate applies to python: subjects only" in capsys.readouterr().err
-    assert cli.main(["run", "--subject", "command:true", "--no-sandbox", "--subject-env", "/usr", "--out", str(out)]) == 2
+    assert (
+        cli.main(["run", "--subject", "command:true", "--no-sandbox", "--subject-env", "/usr", "--out", str(out)]) == 2
+    )
     assert "drop them or drop --no-sandbox" in capsys.readouterr().err
     run_dir = next(out.glob("run-*"))
     assert cli.main(["run", "--resume", str(run_dir), "--no-sandbox"]) == 2
@@ -135,7 +146,9 @@ def test_cli_isolate_records_it_and_the_flags_are_checked(
 
 def test_cli_no_sandbox_is_recorded_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    rc = cli.main(["run", "--subject", "command:true", "--no-sandbox", "-k", "count-nuclei", "--out", str(out), "--quiet"])
+    rc = cli.main(
+        ["run", "--subject", "command:true", "--no-sandbox", "-k", "count-nuclei", "--out", str(out), "--quiet"]
+    )
     assert rc == 1
     run_dir = next(out.glob("run-*"))
     assert read_record(run_dir / "run.json", RunRecord).sandbox == "none"

@@ -24,7 +24,14 @@ from conftest import make_toy_case
 import imagebench
 from imagebench.sandbox import SandboxPolicy
 from imagebench.session import open_session
-from imagebench.subjects import CommandSubject, SubjectError, UnitContext, bind_subject, parse_subject, run_subject
+from imagebench.subjects import (
+    CommandSubject,
+    SubjectError,
+    UnitContext,
+    bind_subject,
+    parse_subject,
+    run_subject,
+)
 
 PY = shlex.quote(sys.executable)
 SRC = Path(imagebench.__file__).resolve().parents[1]

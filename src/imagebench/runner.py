@@ -279,7 +279,13 @@ def work_unit(unit: Unit, subject: Subject) -> SubjectRun | None:
 
     A subject that cannot be bound to the case ends its turn as a harness error (never its fault).
     """
-    from imagebench.subjects import SubjectError, SubjectRun, bind_subject, confinement_of, run_subject
+    from imagebench.subjects import (
+        SubjectError,
+        SubjectRun,
+        bind_subject,
+        confinement_of,
+        run_subject,
+    )
 
     if unit.failure is not None or unit.session is None:
         return None

@@ -76,7 +76,9 @@ def checked_run_args(args: argparse.Namespace) -> Subject:
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     try:
-        return parse_subject(args.subject, sandbox=sandbox_from_args(args), isolate=bool(getattr(args, "isolate", False)))
+        return parse_subject(
+            args.subject, sandbox=sandbox_from_args(args), isolate=bool(getattr(args, "isolate", False))
+        )
     except SubjectError as exc:
         raise UsageError(str(exc)) from None
 
