@@ -286,13 +286,20 @@ def test_coverage_counts_cases_that_list_a_claim_and_warns_on_a_stale_risk_map(b
     assert any("RE-1 is marked 'covered', but its fixtures make it 'partial'" in w for w in report.warnings)
 
 
-def test_coverage_reads_unreadable_summaries_as_warnings(bundle_copy: Path, tmp_path: Path) -> None:
-    sample = tmp_path / "run-x" / "nop" / "segment-nuclei" / "golden-count" / "sample-0"
-    sample.mkdir(parents=True)
-    (sample / "summary.json").write_text("{broken")
-    report = coverage_report(bundle_copy, [tmp_path / "run-x", tmp_path / "missing"])
-    assert any(str(sample / "summary.json") in w and "not counted" in w for w in report.warnings)
-    assert any("missing: not a run folder" in w for w in report.warnings)
+def test_coverage_counts_only_summaries_the_journal_vouches_for(bundle_copy: Path, tmp_path: Path) -> None:
+    cases = [c for c in load_bundle(bundle_copy).cases if c.case_id in ("golden-count", "empty-background")]
+    run = run_cases(cases, NopSubject(), out=tmp_path / "out", progress=False)
+    broken = next(run.run_dir.glob("nop/segment-nuclei/golden-count/sample-0/summary.json"))
+    broken.write_text("{broken")
+    forged = next(run.run_dir.glob("nop/segment-nuclei/empty-background/sample-0/summary.json"))
+    raw = json.loads(forged.read_text())
+    forged.write_text(json.dumps({**raw, "status": "ok", "passed": True}))  # nop forged to a pass
+    report = coverage_report(bundle_copy, [run.run_dir, tmp_path / "missing"])
+    assert any("golden-count sample 0: summary.json is not a valid record" in w for w in report.warnings)
+    assert any("empty-background sample 0: summary.json changed after it was journaled" in w for w in report.warnings)
+    assert any("missing: not a folder" in w for w in report.warnings)
+    for row in report.rows:
+        assert row.passed_samples == [], row  # the forged pass validates nothing
 
 
 def test_coverage_carries_the_presentation_warning_for_the_skill(tmp_path: Path) -> None:

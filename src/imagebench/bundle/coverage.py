@@ -106,45 +106,44 @@ def read_evidence(
 ) -> dict[str, CaseEvidence]:
     """Every sample of ``skill_id``'s cases in ``runs`` (run folders), by case id.
 
-    A summary that cannot be read is a warning (when ``warnings`` is given), never an exception.
-    ``subject`` keeps only that subject's folders.
+    Run folders are read through their one checked reader (:func:`imagebench.runfolder.read_run`):
+    a sample whose summary is missing, unreadable, or not the one the run's journal recorded (a
+    summary edited after its run) is not counted and is named in ``warnings``; so is a folder
+    that is not a run. Never raises for what is on disk. ``subject`` keeps only that subject's runs.
     """
-    from imagebench.records import CaseSummary, RecordError, SampleSummary, read_record
+    from imagebench.runfolder import RunFolderError, read_run
 
     out: dict[str, CaseEvidence] = {}
     notes = warnings if warnings is not None else []
+    prefix = f"{skill_id}/"
     for run in runs:
         run_dir = Path(run)
-        if not run_dir.is_dir():
-            notes.append(f"{run_dir}: not a run folder; it is ignored")
+        try:
+            contents = read_run(run_dir)
+        except RunFolderError as exc:
+            notes.append(f"{exc}; it is ignored")
             continue
-        for subject_dir in sorted(p for p in run_dir.iterdir() if p.is_dir()):
-            if subject is not None and subject_dir.name != subject:
+        who = contents.record.subject
+        if subject is not None and who != subject:
+            continue
+        for label in contents.labels:
+            if not label.startswith(prefix):
                 continue
-            skill_dir = subject_dir / skill_id
-            if not skill_dir.is_dir():
-                continue
-            for case_dir in sorted(p for p in skill_dir.iterdir() if p.is_dir()):
-                ev = out.setdefault(case_dir.name, CaseEvidence(case_dir.name))
-                for path in sorted(case_dir.glob("sample-*/summary.json")):
-                    try:
-                        s = read_record(path, SampleSummary)
-                    except RecordError as exc:
-                        notes.append(f"{exc}; this sample is not counted")
-                        continue
-                    ev.samples.append(
-                        SampleEvidence(run_dir.name, subject_dir.name, case_dir.name, s.sample, s.status, s.passed)
-                    )
-                summary_path = case_dir / "summary.json"
-                if summary_path.is_file():
-                    try:
-                        cs = read_record(summary_path, CaseSummary)
-                    except RecordError as exc:
-                        notes.append(f"{exc}; its consistency is not known")
-                        continue
-                    consistency = cs.extra.get("consistency")
-                    if isinstance(consistency, dict) and consistency.get("consistent") is False:
-                        ev.inconsistent_in.append(f"{run_dir.name}/{subject_dir.name}")
+            case_id = label[len(prefix) :]
+            ev = out.setdefault(case_id, CaseEvidence(case_id))
+            for entry in contents.entries(label):
+                if not entry.usable or entry.summary is None:
+                    if entry.problem != "missing":
+                        notes.append(f"{run_dir.name}/{who}/{label} sample {entry.sample}: {entry.problem}; not counted")
+                    continue
+                s = entry.summary
+                ev.samples.append(SampleEvidence(run_dir.name, who, case_id, s.sample, s.status, s.passed))
+            for problem in contents.case_problems.get(label, []):
+                notes.append(f"{run_dir.name}/{who}/{label}: {problem}; its consistency is not known")
+            summary = contents.case_summaries.get(label)
+            consistency = summary.extra.get("consistency") if summary is not None else None
+            if isinstance(consistency, dict) and consistency.get("consistent") is False:
+                ev.inconsistent_in.append(f"{run_dir.name}/{who}")
     return out
 
 
