@@ -18,7 +18,7 @@ from imagebench._lazy import lazy_exports
 _EXPORTS: dict[str, str] = {
     "Bundle": "imagebench.bundle.load",
     "BundleError": "imagebench.bundle.load",
-    "CaseFolder": "imagebench.bundle.load",
+    "CaseFolder": "imagebench.bundle.casefile",
     "load_bundle": "imagebench.bundle.load",
     "scan_bundle": "imagebench.bundle.load",
     "Claim": "imagebench.bundle.claims",
@@ -43,7 +43,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from imagebench.bundle.casefile import CaseFile, scaffold_case
+    from imagebench.bundle.casefile import CaseFile, CaseFolder, scaffold_case
     from imagebench.bundle.claims import (
         Claim,
         Claims,
@@ -56,7 +56,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from imagebench.bundle.load import (
         Bundle,
         BundleError,
-        CaseFolder,
         bundle_cases,
         load_bundle,
         scan_bundle,

@@ -9,6 +9,7 @@ failure; a field of the wrong type is an error that keeps the case from running.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -233,3 +234,28 @@ def scaffold_case(bundle_dir: Path, case_id: str, case_class: str, risks: list[s
         atomic_write_text(case_dir / ANSWER_KEY, ANSWER_KEY_SCAFFOLD),
     ]
     return created
+
+
+@dataclass
+class CaseFolder:
+    """One ``evals/fixtures/<case>/`` folder as read from disk.
+
+    ``problem`` says why it cannot run (no usable case.json, no prompt, an unknown class); it is
+    None for a folder that may become a case.
+    """
+
+    case_id: str
+    path: Path
+    spec: CaseFile | None = None
+    prompt: str | None = None
+    problem: str | None = None
+
+    @property
+    def risks(self) -> list[str]:
+        return list(self.spec.risks) if self.spec is not None else []
+
+    @property
+    def answer_key(self) -> Path | None:
+        if self.spec is None:
+            return None
+        return self.path / self.spec.grading.answerKey

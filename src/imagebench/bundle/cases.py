@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from imagebench.bundle.casefile import CASE_JSON, PROMPT_MD
+from imagebench.bundle.casefile import CASE_JSON, PROMPT_MD, CaseFolder
 from imagebench.bundle.grading import (
     ANSWER_NAME,
     CLASS_METRICS,
@@ -30,7 +30,6 @@ from imagebench.fixture import Fixture, Kind
 from imagebench.specs import FixtureSpec, OnDisk, Procedural
 
 if TYPE_CHECKING:
-    from imagebench.bundle.load import CaseFolder
     from imagebench.case import Case
 
 # Classes whose grading needs an answer contract.

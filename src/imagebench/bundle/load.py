@@ -35,8 +35,8 @@ from imagebench.bundle.casefile import (
     FIXTURES_DIR,
     PROMPT_MD,
     PROMPT_SCAFFOLD,
-    CaseFile,
     CaseFileError,
+    CaseFolder,
     parse_case_file,
     unknown_fields,
 )
@@ -61,31 +61,6 @@ _CLASS_FIELDS = {
 
 class BundleError(ValueError):
     """The folder is not a bundle at all (missing, or its name is not a skill id)."""
-
-
-@dataclass
-class CaseFolder:
-    """One ``evals/fixtures/<case>/`` folder as read from disk.
-
-    ``problem`` says why it cannot run (no usable case.json, no prompt, an unknown class); it is
-    None for a folder that may become a case.
-    """
-
-    case_id: str
-    path: Path
-    spec: CaseFile | None = None
-    prompt: str | None = None
-    problem: str | None = None
-
-    @property
-    def risks(self) -> list[str]:
-        return list(self.spec.risks) if self.spec is not None else []
-
-    @property
-    def answer_key(self) -> Path | None:
-        if self.spec is None:
-            return None
-        return self.path / self.spec.grading.answerKey
 
 
 @dataclass
