@@ -445,10 +445,11 @@ def _meta_parts(case: Case) -> dict[str, str]:
     return parts
 
 
-def collect_parts(case: Case) -> tuple[dict[str, str], list[str]]:
+def collect_parts(case: Case, *, built: bool = True) -> tuple[dict[str, str], list[str]]:
     """Every role of ``case`` -> its digest, and every problem met on the way (each naming its role).
 
-    Each role is computed on its own, so one unreadable input does not hide another.
+    Each role is computed on its own, so one unreadable input does not hide another. With
+    ``built=False`` the fixture is not built and the ``built:*`` parts are left out.
     """
     label = case.label
     parts: dict[str, str] = {}
@@ -473,7 +474,7 @@ def collect_parts(case: Case) -> tuple[dict[str, str], list[str]]:
             else {"answer": digest_json(plain(case.answer, f"answer contract of {label}"))},
         ),
         ("fixture inputs", lambda: _fixture_parts(case)),
-        ("built fixture", lambda: _built_parts(case)),
+        ("built fixture", lambda: _built_parts(case) if built else {}),
         ("inputs", lambda: _meta_parts(case)),
     ]
     for role, compute in groups:
@@ -507,6 +508,33 @@ def fingerprint_from_parts(label: str, revision: str, parts: Mapping[str, str]) 
 def case_fingerprint(case: Case) -> str:
     """``"sha256:<hex>"`` over the case's label, pinned revision and every input by digest."""
     return fingerprint_from_parts(case.label, case.revision, case_parts(case))
+
+
+#: Parts a definition fingerprint leaves out: the fixture's seed and the fixture as built from it.
+SEED_PARTS: tuple[str, ...] = ("seed",)
+
+
+def definition_parts(case: Case) -> dict[str, str]:
+    """Every part of :func:`case_parts` that does not depend on the fixture's seed.
+
+    That is all of them but the ``seed`` part and the ``built:*`` parts (the fixture is not built).
+    Raises as :func:`case_parts` does.
+    """
+    check_revision(case.revision, f"revision of {case.label}")
+    parts, problems = collect_parts(case, built=False)
+    if problems:
+        raise FingerprintError("; ".join(problems))
+    return {role: digest for role, digest in parts.items() if role not in SEED_PARTS}
+
+
+def definition_fingerprint(case: Case) -> str:
+    """``"sha256:<hex>"`` over the case's label, pinned revision and :func:`definition_parts`.
+
+    It identifies what the case *is* (prompt, layers, verifier, tolerances, builder and params,
+    ...) but not the seed it is built from, so a seed derived from it (a sealed run's, see
+    :mod:`imagebench.sealed`) does not feed back into it. Nothing is built to compute it.
+    """
+    return fingerprint_from_parts(case.label, case.revision, definition_parts(case))
 
 
 # --------------------------------------------------------------------------- what a subject may see
@@ -551,6 +579,8 @@ __all__ = [
     "case_parts",
     "collect_parts",
     "check_revision",
+    "definition_fingerprint",
+    "definition_parts",
     "digest_bytes",
     "digest_json",
     "digest_text",
