@@ -2,7 +2,9 @@
 
 Two runs are compared only when all four conditions hold:
 
-- **C1 same cohort**: the same suite (id, pinned revision, suite fingerprint) and sampling policy;
+- **C1 same cohort**: the same suite (id, pinned revision, suite fingerprint) and sampling policy,
+  and the same sealing: both runs unsealed, or both sealed with the same secret (the same
+  commitment, :mod:`imagebench.sealed`), so that the two saw the same fixtures;
 - **C2 matched assignments**: the same replicate seed and the same tasks, each record first
   verified against the suite file when one pinning the recorded suite is at hand, and each run
   having run exactly its assignment;
@@ -34,6 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from imagebench.fingerprint import scrub
+from imagebench.sealed import recorded_commitment
 from imagebench.suite.record import SuiteRunInfo, run_info
 from imagebench.suite.sampling import (
     AssignmentError,
@@ -310,6 +313,19 @@ def check_conditions(a: LoadedRun, b: LoadedRun, *, suite: Any = None, suite_exp
                 fail("C1", f"{what}: A {va}, B {vb}")
     if ca.policy != cb.policy:
         fail("C1", f"sampling policy: A {ca.policy}, B {cb.policy}")
+    sealed_a, sealed_b = recorded_commitment(a.record.extra), recorded_commitment(b.record.extra)
+    if sealed_a != sealed_b:
+        if sealed_a is None or sealed_b is None:
+            which, other = ("A", "B") if sealed_a is not None else ("B", "A")
+            fail("C1", f"sealing: run {which} was sealed, run {other} was not; their procedural fixtures differ")
+        else:
+            fail(
+                "C1",
+                f"sealing: the runs were sealed with different secrets (commitments A {sealed_a[:19]}..., "
+                f"B {sealed_b[:19]}...); their procedural fixtures differ",
+            )
+    elif sealed_a is not None:
+        conds["C1"].notes.append(f"both runs sealed with the same secret (commitment {sealed_a[:19]}...)")
     for run, info in ((a, ia), (b, ib)):
         if info.alias:
             conds["C1"].notes.append(
