@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 
 from imagebench.case import FIXTURE_CHOICES, select_cases
 from imagebench.cli import UsageError
-from imagebench.cli.common import checked_run_args, finish_cli, parallel_from_args
+from imagebench.cli.common import (
+    add_sealed_args,
+    checked_run_args,
+    finish_cli,
+    parallel_from_args,
+    seal_from_args,
+)
 from imagebench.cli.tables import console as _console
 from imagebench.cli.tables import results_table, tally_line
 
@@ -84,6 +90,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         help="take up an interrupted run: run only its units without a complete summary (subject, cases and samples from run.json)",
     )
     p.add_argument("--no-report", action="store_true", help="do not write report.html into the run folder at the end")
+    add_sealed_args(p)
     p.set_defaults(func=_cmd_run)
 
 
@@ -209,6 +216,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--sample and --seed choose cases from a pinned suite; give --suite too")
 
     subject = checked_run_args(args)
+    seal = seal_from_args(args)
     from imagebench.cli.bundle import cases_from_args
 
     bundle_cases = cases_from_args(args)  # None unless --bundle
@@ -223,6 +231,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.bundle:
         selection["bundle"] = str(args.bundle)
     from imagebench.executor import ExecutorError, run_cases
+    from imagebench.sealed import SealedError
 
     parallel = parallel_from_args(args)
     try:
@@ -235,7 +244,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             selection=selection,
             parallel=parallel,
+            sealed=seal,
         )
+    except SealedError as exc:
+        raise UsageError(f"--sealed: {exc}") from None
     except ExecutorError as exc:
         if exc.usage:
             raise UsageError(str(exc)) from None
@@ -272,9 +284,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
             f"--resume takes the subject, cases, samples and time limit from run.json; drop {', '.join(given)}"
         )
     parallel = parallel_from_args(args)
+    seal = seal_from_args(args)
     try:
         result = resume_run(
-            args.resume, bundle=getattr(args, "bundle", None), progress=not args.quiet, parallel=parallel
+            args.resume, bundle=getattr(args, "bundle", None), progress=not args.quiet, parallel=parallel, sealed=seal
         )
     except (ResumeError, JournalError) as exc:
         raise UsageError(str(exc)) from None

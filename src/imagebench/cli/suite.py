@@ -310,7 +310,10 @@ def run_suite(args: argparse.Namespace) -> int:
         raise _usage("-k cannot be combined with --suite: the suite and --sample decide which cases run")
     if getattr(args, "fixtures", "all") != "all":
         raise _usage("--fixtures cannot be combined with --suite: the suite decides which cases run")
+    from imagebench.cli.common import seal_from_args
+
     subject = checked_run_args(args)
+    seal = seal_from_args(args)
     try:
         policy = parse_policy(args.sample)
     except ValueError as exc:
@@ -351,6 +354,7 @@ def run_suite(args: argparse.Namespace) -> int:
         selection["bundle"] = bundles[0]  # what `run --resume` reads to find the bundle's cases again
     from imagebench.cli.common import parallel_from_args
     from imagebench.executor import ExecutorError
+    from imagebench.sealed import SealedError
 
     parallel = parallel_from_args(args)
     try:
@@ -365,7 +369,10 @@ def run_suite(args: argparse.Namespace) -> int:
             record_extra={RUN_INFO_KEY: info.model_dump(mode="json")},
             workers=parallel.workers,
             scheduler=parallel.scheduler,
+            sealed=seal,
         )
+    except SealedError as exc:
+        raise _usage(f"--sealed: {exc}") from None
     except ExecutorError as exc:
         if exc.usage:
             raise _usage(str(exc)) from None
