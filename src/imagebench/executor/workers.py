@@ -303,7 +303,13 @@ def run_dask(
             if not isinstance(ret, UnitReturn):  # it failed on a worker (the worker died, or it could not unpickle)
                 exc = ret[1] if isinstance(ret, tuple) and len(ret) == 3 else ret
                 lost = Unit(
-                    case, subject.name, PreparedFixture(None), timeout_s=0.0, run_dir=run_dir, sample=n, seed=seed_of(case, n)
+                    case,
+                    subject.name,
+                    PreparedFixture(None),
+                    timeout_s=0.0,
+                    run_dir=run_dir,
+                    sample=n,
+                    seed=seed_of(case, n),
                 )
                 summary = write_ended(
                     lost, "harness-error", f"the executor could not run this unit: {type(exc).__name__}: {exc}"
@@ -316,7 +322,9 @@ def run_dask(
                 seen = worker_seeds.setdefault(case.label, set())
                 if case.label not in driver_built and summary.seed not in seen:
                     seen.add(summary.seed)  # one build per seed: the case's build time is their sum
-                    sink.build_s[case.label] = sink.build_s.get(case.label, 0.0) + float(summary.times.get("build_s", 0.0))
+                    sink.build_s[case.label] = sink.build_s.get(case.label, 0.0) + float(
+                        summary.times.get("build_s", 0.0)
+                    )
                 stats.worker_s.append(ret.worker_s)
                 stats.inside_s.append(summary.times.get("subject_s", 0.0) + summary.times.get("verify_s", 0.0))
                 stats.hosts.add(ret.host)
