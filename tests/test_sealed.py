@@ -405,6 +405,28 @@ def test_compare_c1_needs_runs_sealed_alike(tmp_path: Path) -> None:
     assert c1(plain, plain)[1].holds
 
 
+def test_run_suite_takes_the_seal_and_compare_says_why_it_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from imagebench import cases as builtin
+
+    monkeypatch.setattr(builtin, "all_cases", toy_cases)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["suite", "pin", "core", "--revision", "2026.11.0", "--quiet"]) == 0
+    capsys.readouterr()
+    runs = []
+    for secret in (SECRET, SECRET, OTHER):
+        assert cli.main(["run", "--suite", "core", "--out", str(tmp_path), "--quiet", "--sealed", secret]) == 0
+        runs.append(capsys.readouterr().out.split("run folder: ")[1].split()[0])
+    record = read_record(Path(runs[0]) / "run.json", RunRecord)
+    assert RUN_INFO_KEY in record.extra and recorded_commitment(record.extra) == Seal(SECRET.encode()).commitment
+    assert cli.main(["compare", runs[0], runs[1]]) == 0
+    capsys.readouterr()
+    assert cli.main(["compare", runs[0], runs[2], "--json"]) == 1
+    c1 = next(c for c in json.loads(capsys.readouterr().out)["conditions"] if c["id"] == "C1")
+    assert not c1["holds"] and "sealed with different secrets" in c1["problems"][0]
+
+
 # --------------------------------------------------------------------------- dask workers
 
 
