@@ -166,7 +166,13 @@ def plain(value: Any, where: str = "value") -> Any:
                 raise FingerprintError(f"{where}: an object array has no stable byte form")
             little = value.dtype.newbyteorder("<")  # one byte order, whatever the machine's
             arr = np.ascontiguousarray(value, dtype=little)
-            return {"ndarray": {"dtype": little.str, "shape": list(arr.shape), "sha256": hashlib.sha256(arr.tobytes()).hexdigest()}}
+            return {
+                "ndarray": {
+                    "dtype": little.str,
+                    "shape": list(arr.shape),
+                    "sha256": hashlib.sha256(arr.tobytes()).hexdigest(),
+                }
+            }
     raise FingerprintError(f"{where}: a {type(value).__name__} has no stable JSON form")
 
 
@@ -301,13 +307,17 @@ def _on_disk_parts(label: str, root: Path | None, ns: str, case_id: str) -> dict
     try:
         layout_bytes = (Path(root) / ns / case_id / tree.LAYOUT).read_bytes()
     except OSError as exc:
-        raise FingerprintError(f"fixture layout (case.json) of {label}: cannot be read ({exc.strerror or exc})") from None
+        raise FingerprintError(
+            f"fixture layout (case.json) of {label}: cannot be read ({exc.strerror or exc})"
+        ) from None
     parts: dict[str, str] = {"case.json": digest_bytes(layout_bytes)}
     for part in ("data", "truth"):
         for key, name in sorted(getattr(layout, part).items()):
             spec_file = entry.files.get(name)
             if spec_file is None:
-                raise FingerprintError(f"{part} {key!r} of {label}: the fixture manifest does not list its file {name!r}")
+                raise FingerprintError(
+                    f"{part} {key!r} of {label}: the fixture manifest does not list its file {name!r}"
+                )
             if suffix_of(name) == ".npz":
                 array = spec_file.arrays.get(key)
             else:
@@ -353,7 +363,10 @@ def _fixture_parts(case: Case) -> dict[str, str]:
         raise FingerprintError(f"fixture inputs of {label}: {type(exc).__name__}: {scrub(str(exc))}") from None
     if not isinstance(inputs, Mapping) or not inputs:
         raise FingerprintError(f"fixture inputs of {label}: fingerprint_inputs() must return a non-empty mapping")
-    return {f"spec:{role}": digest_json(plain(value, f"fixture input {role!r} of {label}")) for role, value in inputs.items()}
+    return {
+        f"spec:{role}": digest_json(plain(value, f"fixture input {role!r} of {label}"))
+        for role, value in inputs.items()
+    }
 
 
 def _built_parts(case: Case) -> dict[str, str]:
@@ -373,7 +386,9 @@ def _built_parts(case: Case) -> dict[str, str]:
     try:
         fixture = spec.build(case.namespace, case.case_id)
     except Exception as exc:
-        raise FingerprintError(f"built fixture of {label}: cannot be built ({type(exc).__name__}: {scrub(str(exc))})") from None
+        raise FingerprintError(
+            f"built fixture of {label}: cannot be built ({type(exc).__name__}: {scrub(str(exc))})"
+        ) from None
     return {f"built:{role}": digest for role, digest in built_parts(fixture, label).items()}
 
 
@@ -469,9 +484,11 @@ def collect_parts(case: Case, *, built: bool = True) -> tuple[dict[str, str], li
         ("fixture", lambda: {"fixture": digest_json(case.fixture.kind)}),
         (
             "answer",
-            lambda: {}
-            if case.answer is None
-            else {"answer": digest_json(plain(case.answer, f"answer contract of {label}"))},
+            lambda: (
+                {}
+                if case.answer is None
+                else {"answer": digest_json(plain(case.answer, f"answer contract of {label}"))}
+            ),
         ),
         ("fixture inputs", lambda: _fixture_parts(case)),
         ("built fixture", lambda: _built_parts(case) if built else {}),

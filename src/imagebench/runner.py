@@ -494,7 +494,9 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
     else:
         why = "its digest changed"
     if tampered:  # the subject reached the truth it is scored against and changed it
-        return write_ended(unit, "truth-tampered", f"the fixture's truth changed during the sample ({why})", flags=flags)
+        return write_ended(
+            unit, "truth-tampered", f"the fixture's truth changed during the sample ({why})", flags=flags
+        )
 
     vstart = time.perf_counter()
     try:
