@@ -228,6 +228,15 @@ def test_a_sealed_run_passes_and_records_each_seed_only_once_scored(tmp_path: Pa
     assert {c["seed"] for c in receipt.cases} == {"sealed"}
 
 
+def test_a_case_that_cannot_be_fingerprinted_cannot_be_sealed(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    floating = replace(make_toy_case("floating"), revision="latest")
+    with pytest.raises(SealedError, match="toy/floating cannot be sealed: .*moving name"):
+        sealed_run(tmp_path, [floating], SECRET)
+    assert not list(tmp_path.iterdir())  # refused before the run folder was made
+
+
 def test_an_unsealed_run_is_as_before(tmp_path: Path) -> None:
     result = sealed_run(tmp_path, toy_cases(), None, samples=2)
     assert seeds_of(result) == {"toy/alpha": [0, 0], "toy/beta": [1, 1]}
@@ -456,3 +465,34 @@ def test_a_sealed_run_on_workers_matches_the_serial_one(tmp_path: Path, address:
     )
     assert comparable(serial) == comparable(spread)
     assert len({s for ss in seeds_of(spread).values() for s in ss}) == 4
+
+
+def _tensor_reference(session: Any) -> None:
+    image = np.asarray(session.client.get(session.namespace["fixture_tensors"]["image"]).compute())
+    session.namespace["mask"] = image > 0.5
+    session.namespace["area"] = int((image > 0.5).sum())
+
+
+def test_a_sealed_tensor_case_uploads_each_seed_s_fixture(tmp_path: Path, address: str) -> None:
+    from imagebench.case import Layer
+    from imagebench.plane import RunPlane
+
+    plane, why = RunPlane.try_start()
+    if plane is None:
+        pytest.skip(f"no data plane here: {why}")
+    lazy = make_toy_case(
+        "lazy", reference=_tensor_reference, layers=(Layer("image", "image", "image", presentation="tensor"),)
+    )
+    cases = [make_toy_case("alpha"), lazy, make_toy_case("beta", seed=1)]  # uploads ahead between cases
+    uploads: list[str] = []
+    upload = plane._upload
+    plane._upload = lambda case, fixture: (uploads.append(case.label), upload(case, fixture))[1]  # type: ignore[method-assign]
+    try:
+        serial = sealed_run(tmp_path / "serial", cases, SECRET, samples=2, plane=plane)
+        serial_uploads = list(uploads)
+        spread = sealed_run(tmp_path / "spread", cases, SECRET, samples=2, plane=plane, scheduler=address)
+    finally:
+        plane.close()
+    assert [s.status for s in serial.samples["toy/lazy"]] == ["ok", "ok"]
+    assert serial_uploads == ["toy/lazy", "toy/lazy"]  # one fixture per seed, each uploaded once
+    assert comparable(serial) == comparable(spread)
