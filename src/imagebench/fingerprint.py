@@ -166,7 +166,13 @@ def plain(value: Any, where: str = "value") -> Any:
                 raise FingerprintError(f"{where}: an object array has no stable byte form")
             little = value.dtype.newbyteorder("<")  # one byte order, whatever the machine's
             arr = np.ascontiguousarray(value, dtype=little)
-            return {"ndarray": {"dtype": little.str, "shape": list(arr.shape), "sha256": hashlib.sha256(arr.tobytes()).hexdigest()}}
+            return {
+                "ndarray": {
+                    "dtype": little.str,
+                    "shape": list(arr.shape),
+                    "sha256": hashlib.sha256(arr.tobytes()).hexdigest(),
+                }
+            }
     raise FingerprintError(f"{where}: a {type(value).__name__} has no stable JSON form")
 
 
@@ -301,13 +307,17 @@ def _on_disk_parts(label: str, root: Path | None, ns: str, case_id: str) -> dict
     try:
         layout_bytes = (Path(root) / ns / case_id / tree.LAYOUT).read_bytes()
     except OSError as exc:
-        raise FingerprintError(f"fixture layout (case.json) of {label}: cannot be read ({exc.strerror or exc})") from None
+        raise FingerprintError(
+            f"fixture layout (case.json) of {label}: cannot be read ({exc.strerror or exc})"
+        ) from None
     parts: dict[str, str] = {"case.json": digest_bytes(layout_bytes)}
     for part in ("data", "truth"):
         for key, name in sorted(getattr(layout, part).items()):
             spec_file = entry.files.get(name)
             if spec_file is None:
-                raise FingerprintError(f"{part} {key!r} of {label}: the fixture manifest does not list its file {name!r}")
+                raise FingerprintError(
+                    f"{part} {key!r} of {label}: the fixture manifest does not list its file {name!r}"
+                )
             if suffix_of(name) == ".npz":
                 array = spec_file.arrays.get(key)
             else:
@@ -353,7 +363,10 @@ def _fixture_parts(case: Case) -> dict[str, str]:
         raise FingerprintError(f"fixture inputs of {label}: {type(exc).__name__}: {scrub(str(exc))}") from None
     if not isinstance(inputs, Mapping) or not inputs:
         raise FingerprintError(f"fixture inputs of {label}: fingerprint_inputs() must return a non-empty mapping")
-    return {f"spec:{role}": digest_json(plain(value, f"fixture input {role!r} of {label}")) for role, value in inputs.items()}
+    return {
+        f"spec:{role}": digest_json(plain(value, f"fixture input {role!r} of {label}"))
+        for role, value in inputs.items()
+    }
 
 
 def _built_parts(case: Case) -> dict[str, str]:
@@ -373,7 +386,9 @@ def _built_parts(case: Case) -> dict[str, str]:
     try:
         fixture = spec.build(case.namespace, case.case_id)
     except Exception as exc:
-        raise FingerprintError(f"built fixture of {label}: cannot be built ({type(exc).__name__}: {scrub(str(exc))})") from None
+        raise FingerprintError(
+            f"built fixture of {label}: cannot be built ({type(exc).__name__}: {scrub(str(exc))})"
+        ) from None
     return {f"built:{role}": digest for role, digest in built_parts(fixture, label).items()}
 
 
@@ -445,10 +460,11 @@ def _meta_parts(case: Case) -> dict[str, str]:
     return parts
 
 
-def collect_parts(case: Case) -> tuple[dict[str, str], list[str]]:
+def collect_parts(case: Case, *, built: bool = True) -> tuple[dict[str, str], list[str]]:
     """Every role of ``case`` -> its digest, and every problem met on the way (each naming its role).
 
-    Each role is computed on its own, so one unreadable input does not hide another.
+    Each role is computed on its own, so one unreadable input does not hide another. With
+    ``built=False`` the fixture is not built and the ``built:*`` parts are left out.
     """
     label = case.label
     parts: dict[str, str] = {}
@@ -468,12 +484,14 @@ def collect_parts(case: Case) -> tuple[dict[str, str], list[str]]:
         ("fixture", lambda: {"fixture": digest_json(case.fixture.kind)}),
         (
             "answer",
-            lambda: {}
-            if case.answer is None
-            else {"answer": digest_json(plain(case.answer, f"answer contract of {label}"))},
+            lambda: (
+                {}
+                if case.answer is None
+                else {"answer": digest_json(plain(case.answer, f"answer contract of {label}"))}
+            ),
         ),
         ("fixture inputs", lambda: _fixture_parts(case)),
-        ("built fixture", lambda: _built_parts(case)),
+        ("built fixture", lambda: _built_parts(case) if built else {}),
         ("inputs", lambda: _meta_parts(case)),
     ]
     for role, compute in groups:
@@ -507,6 +525,33 @@ def fingerprint_from_parts(label: str, revision: str, parts: Mapping[str, str]) 
 def case_fingerprint(case: Case) -> str:
     """``"sha256:<hex>"`` over the case's label, pinned revision and every input by digest."""
     return fingerprint_from_parts(case.label, case.revision, case_parts(case))
+
+
+#: Parts a definition fingerprint leaves out: the fixture's seed and the fixture as built from it.
+SEED_PARTS: tuple[str, ...] = ("seed",)
+
+
+def definition_parts(case: Case) -> dict[str, str]:
+    """Every part of :func:`case_parts` that does not depend on the fixture's seed.
+
+    That is all of them but the ``seed`` part and the ``built:*`` parts (the fixture is not built).
+    Raises as :func:`case_parts` does.
+    """
+    check_revision(case.revision, f"revision of {case.label}")
+    parts, problems = collect_parts(case, built=False)
+    if problems:
+        raise FingerprintError("; ".join(problems))
+    return {role: digest for role, digest in parts.items() if role not in SEED_PARTS}
+
+
+def definition_fingerprint(case: Case) -> str:
+    """``"sha256:<hex>"`` over the case's label, pinned revision and :func:`definition_parts`.
+
+    It identifies what the case *is* (prompt, layers, verifier, tolerances, builder and params,
+    ...) but not the seed it is built from, so a seed derived from it (a sealed run's, see
+    :mod:`imagebench.sealed`) does not feed back into it. Nothing is built to compute it.
+    """
+    return fingerprint_from_parts(case.label, case.revision, definition_parts(case))
 
 
 # --------------------------------------------------------------------------- what a subject may see
@@ -551,6 +596,8 @@ __all__ = [
     "case_parts",
     "collect_parts",
     "check_revision",
+    "definition_fingerprint",
+    "definition_parts",
     "digest_bytes",
     "digest_json",
     "digest_text",

@@ -4,7 +4,10 @@
 dependency versions, the source revision, the digest of every fixture manifest the run read
 (named by its role, never by its path), the scorer's registry and implementation hashes, the
 subject (a ``command:`` subject only by its program name and the sha256 of its command line),
-the sampling configuration, the seeds and the cases with their revisions.
+the sampling configuration, the seeds and the cases with their revisions. A sealed run
+(:mod:`imagebench.sealed`) is marked ``sealed: true`` with the commitment to its secret
+(``sealed_commitment``); its procedural seeds are recorded as ``"sealed"`` (each sample's seed is
+in its summary, written once the sample is scored).
 
 It never holds tokens, credentials, environment values or local paths: every string given by
 the caller is scrubbed (absolute paths and the home folder become placeholders, URLs and IP
@@ -77,6 +80,8 @@ class Receipt(BaseModel):
     sampling: dict[str, Any] = Field(default_factory=dict)
     seeds: Any = None
     cases: list[dict[str, Any]] = Field(default_factory=list)
+    sealed: bool = False
+    sealed_commitment: str | None = None
 
 
 # --------------------------------------------------------------------------- what is private
@@ -267,14 +272,14 @@ def fixture_manifest_digests(
     return out
 
 
-def _case_entry(case: Any) -> dict[str, Any]:
+def _case_entry(case: Any, sealed: bool = False) -> dict[str, Any]:
     if isinstance(case, str):
         return {"label": case}
     entry: dict[str, Any] = {"label": case.label, "revision": getattr(case, "revision", ""), "kind": case.kind}
     spec = getattr(case, "fixture", None)
     seed = getattr(spec, "seed", None)
     if seed is not None:
-        entry["seed"] = seed
+        entry["seed"] = "sealed" if sealed else seed
         entry["builder"] = getattr(spec, "builder_name", "")
     contract = getattr(case, "answer", None)
     if contract is not None:
@@ -311,18 +316,23 @@ def build_receipt(
     selection: Mapping[str, Any] | None,
     cases: Iterable[Any],
     manifests: Mapping[str, str | os.PathLike[str]] | None = None,
+    sealed: str | None = None,
 ) -> Receipt:
     """Build a run's receipt (scrubbed of secrets and local paths).
 
     ``subject``: the subject spec or object; ``samples``: samples per case (or a sampling-config
     mapping); ``seeds``: whatever seeds the run used (an int, a list or ``{label: seed}``);
     ``selection``: how the cases were chosen (filters, flags); ``cases``: the Case objects run
-    (or their labels); ``manifests``: extra fixture manifests ``{role: path}``.
+    (or their labels); ``manifests``: extra fixture manifests ``{role: path}``; ``sealed``: a
+    sealed run's commitment to its secret (then every seed of ``seeds`` and of the cases is
+    recorded as ``"sealed"``: none of them built the run's procedural fixtures).
     """
     from imagebench.records import json_safe
     from imagebench.scoring.manifest import source_revision
 
     cases = list(cases)
+    if sealed is not None:
+        seeds = {k: "sealed" for k in seeds} if isinstance(seeds, Mapping) else "sealed"
     sampling: dict[str, Any] = dict(samples) if isinstance(samples, Mapping) else {"samples_per_case": samples}
     if selection:
         sampling["selection"] = dict(selection)
@@ -345,8 +355,10 @@ def build_receipt(
         scorer=scrub(_scorer_entry()),
         sampling=scrub(json_safe(sampling)),
         seeds=scrub(json_safe(seeds)),
-        cases=scrub([json_safe(_case_entry(c)) for c in cases]),
+        cases=scrub([json_safe(_case_entry(c, sealed is not None)) for c in cases]),
         subject=scrub(describe_subject(subject)),
+        sealed=sealed is not None,
+        sealed_commitment=sealed,
     )
     return receipt
 

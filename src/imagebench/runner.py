@@ -63,12 +63,13 @@ def presents_tensor(case: Case) -> bool:
     return any(layer.presentation == "tensor" for layer in case.layers)
 
 
-# --------------------------------------------------------------------------- fixtures, once per run
+# --------------------------------------------------------------------------- fixtures, once per run (or per seed)
 
 
 @dataclass
 class PreparedFixture:
-    """A case's fixture built once for a run, or why it could not be: shared by all its samples."""
+    """A case's fixture built once for a run, or why it could not be: shared by all its samples
+    (by the samples of one seed in a sealed run)."""
 
     fixture: Fixture | None
     status: str | None = None  # "skipped" or "harness-error" when there is no fixture
@@ -76,6 +77,8 @@ class PreparedFixture:
     build_s: float = 0.0
     # the truth as built, before any subject saw the fixture; every sample is checked against it
     truth_digest: str = ""
+    # the seed it was built from when that is not the case's own (a sealed run's); None otherwise
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.fixture is not None and not self.truth_digest:
@@ -86,27 +89,41 @@ class PreparedFixture:
                 self.reason = f"the fixture's truth cannot be digested: {type(exc).__name__}: {exc}"
 
 
-def prepare_fixture(case: Case, *, plane: Plane | None | object = None) -> PreparedFixture:
+def prepare_fixture(case: Case, *, plane: Plane | None | object = None, seed: int | None = None) -> PreparedFixture:
     """Check availability and build the fixture; never raises (a failure is a status with a reason).
 
     A case that presents a tensor is skipped when ``plane`` is None (pass the run's plane, or any
-    non-None object to build it where the plane is checked later)."""
+    non-None object to build it where the plane is checked later). ``seed`` builds a procedural
+    fixture from that seed instead of the case's own (a sealed run's, :mod:`imagebench.sealed`);
+    it is kept in the result's ``seed``."""
     if presents_tensor(case) and plane is None:
-        return PreparedFixture(None, "skipped", TENSOR_SKIP_REASON)
+        return PreparedFixture(None, "skipped", TENSOR_SKIP_REASON, seed=seed)
     ok, why = case.available()
     if not ok:
-        return PreparedFixture(None, "skipped", why or "the fixture is not available on this machine")
+        return PreparedFixture(None, "skipped", why or "the fixture is not available on this machine", seed=seed)
     start = time.perf_counter()
     try:
-        fixture = case.build()
+        fixture = _build(case, seed)
     except Exception as exc:
         return PreparedFixture(
             None,
             "harness-error",
             f"building the fixture failed: {type(exc).__name__}: {exc}",
             time.perf_counter() - start,
+            seed=seed,
         )
-    return PreparedFixture(fixture, build_s=time.perf_counter() - start)
+    return PreparedFixture(fixture, build_s=time.perf_counter() - start, seed=seed)
+
+
+def _build(case: Case, seed: int | None) -> Fixture:
+    if seed is None:
+        return case.build()
+    from imagebench.specs import Procedural
+
+    spec = case.fixture
+    if not isinstance(spec, Procedural):
+        raise TypeError(f"a seed was given, but the fixture is {type(spec).__name__}, not built from a seed")
+    return spec.build(case.namespace, case.case_id, seed=seed)
 
 
 # --------------------------------------------------------------------------- the unit
@@ -119,6 +136,8 @@ class Unit:
     ``failure`` is ``(status, reason)`` when it could not be opened; the unit then skips its
     work and :func:`finish_unit` writes that status. ``run_dir`` and ``sample`` may be set after
     opening (the panel opens a person's unit at Load and learns its sample number at Score).
+    ``seed`` is the seed its fixture was built from when that is not the case's own (a sealed
+    run's); the summary records it once the sample is scored.
     """
 
     case: Case
@@ -127,6 +146,7 @@ class Unit:
     timeout_s: float
     run_dir: Path | None = None
     sample: int | None = None
+    seed: int | None = None
     plane: Plane | None = None
     session: Session | None = None
     tensors: dict[str, str] | None = None
@@ -157,15 +177,23 @@ class Unit:
             self.files_copy = None
 
 
-def _as_prepared(fixture: Fixture | PreparedFixture | None, case: Case, plane: Plane | None) -> PreparedFixture:
+def _as_prepared(
+    fixture: Fixture | PreparedFixture | None, case: Case, plane: Plane | None, seed: int | None
+) -> PreparedFixture:
     from imagebench.fixture import Fixture
 
     if isinstance(fixture, PreparedFixture):
+        if fixture.fixture is not None and fixture.seed != seed:
+            return PreparedFixture(
+                None,
+                "harness-error",
+                f"the fixture handed over was built from seed {fixture.seed}, not this sample's seed {seed}",
+            )
         return fixture
     if isinstance(fixture, Fixture):
-        return PreparedFixture(fixture)
+        return PreparedFixture(fixture, seed=seed)
     if fixture is None:
-        return prepare_fixture(case, plane=plane)
+        return prepare_fixture(case, plane=plane, seed=seed)
     raise TypeError(f"fixture must be a Fixture, a PreparedFixture or None, got {type(fixture).__name__}")
 
 
@@ -183,18 +211,21 @@ def open_unit(
     fixture: Fixture | PreparedFixture | None = None,
     plane: Plane | None = None,
     timeout: float | None = None,
+    seed: int | None = None,
 ) -> Unit:
     """Phase one: the fixture, its presentation and a fresh session. Never raises for what the
     case, fixture or plane does: a failure is kept in ``unit.failure``.
 
     ``fixture`` is the case's fixture when the caller built it already (a :class:`Fixture`, or the
     :class:`PreparedFixture` of :func:`prepare_fixture`, which also carries a failed build);
-    otherwise it is built here. ``timeout`` overrides ``case.timeout_s``.
+    otherwise it is built here. ``timeout`` overrides ``case.timeout_s``. ``seed`` is this
+    sample's seed in a sealed run (:mod:`imagebench.sealed`): the fixture is built from it, and a
+    :class:`PreparedFixture` handed over must have been built from it. The subject is never told it.
     """
     from imagebench.session import open_session
     from imagebench.subjects import SubjectHarnessError, confinement_of, readonly_files
 
-    prepared = _as_prepared(fixture, case, plane)
+    prepared = _as_prepared(fixture, case, plane, seed)
     unit = Unit(
         case=case,
         subject_name=subject if isinstance(subject, str) else subject.name,
@@ -204,6 +235,7 @@ def open_unit(
         sample=sample,
         plane=plane if presents_tensor(case) else None,
         confinement=None if isinstance(subject, str) else confinement_of(subject),
+        seed=seed,
     )
     unit.times["build_s"] = prepared.build_s
     if presents_tensor(case) and plane is None:
@@ -348,10 +380,12 @@ def run_unit(
     fixture: Fixture | PreparedFixture | None = None,
     plane: Plane | None = None,
     timeout: float | None = None,
+    seed: int | None = None,
 ) -> SampleSummary:
     """Work one sample of ``case`` with ``subject`` and write its summary under ``run_dir``:
-    :func:`open_unit`, :func:`work_unit`, :func:`finish_unit`."""
-    unit = open_unit(case, subject, sample, run_dir, fixture=fixture, plane=plane, timeout=timeout)
+    :func:`open_unit`, :func:`work_unit`, :func:`finish_unit`. ``seed``: a sealed run's seed of
+    this sample (see :func:`open_unit`)."""
+    unit = open_unit(case, subject, sample, run_dir, fixture=fixture, plane=plane, timeout=timeout, seed=seed)
     try:
         run = work_unit(unit, subject)
     finally:
@@ -393,8 +427,11 @@ def subject_notes(session: Session) -> dict[str, Any]:
     return notes
 
 
-def _seed(case: Case) -> int | None:
-    seed = getattr(case.fixture, "seed", None)  # a Procedural spec's seed; a curated one has none
+def _seed(unit: Unit) -> int | None:
+    """The seed the summary records: the unit's (a sealed run's), else the case's own."""
+    if unit.seed is not None:
+        return unit.seed
+    seed = getattr(unit.case.fixture, "seed", None)  # a Procedural spec's seed; a curated one has none
     return seed if isinstance(seed, int) else None
 
 
@@ -422,7 +459,7 @@ def write_ended(
         case_class=case.case_class,
         provenance=fx.provenance if fx is not None else "",
         citation=fx.citation if fx is not None else None,
-        seed=_seed(case),
+        seed=_seed(unit),
         sandbox=unit.confinement,  # type: ignore[arg-type]
         status=status,  # type: ignore[arg-type]
         reason=reason,
@@ -486,7 +523,9 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
     else:
         why = "its digest changed"
     if tampered:  # the subject reached the truth it is scored against and changed it
-        return write_ended(unit, "truth-tampered", f"the fixture's truth changed during the sample ({why})", flags=flags)
+        return write_ended(
+            unit, "truth-tampered", f"the fixture's truth changed during the sample ({why})", flags=flags
+        )
 
     vstart = time.perf_counter()
     try:
@@ -518,8 +557,8 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
         "flags": flags,
         "sandbox": unit.confinement,
     }
-    if _seed(case) is not None:
-        extra["seed"] = _seed(case)
+    if _seed(unit) is not None:
+        extra["seed"] = _seed(unit)  # written with the summary, after the sample is scored
     try:
         record_artifact_range(outcome)
         path = write_report(

@@ -55,12 +55,11 @@ class Procedural:
     def available(self, skill_id: str, case_id: str) -> tuple[bool, str]:
         return True, ""
 
-    def build(self, skill_id: str, case_id: str) -> Fixture:
-        fixture = self.builder(seed=self.seed, **dict(self.params))
+    def build(self, skill_id: str, case_id: str, *, seed: int | None = None) -> Fixture:
+        """Build the fixture from ``self.seed``, or from ``seed`` when given (a sealed run's)."""
+        fixture = self.builder(seed=self.seed if seed is None else seed, **dict(self.params))
         if not isinstance(fixture, Fixture):
-            raise FixtureError(
-                f"builder {self.builder_name} returned {type(fixture).__name__}, expected a Fixture"
-            )
+            raise FixtureError(f"builder {self.builder_name} returned {type(fixture).__name__}, expected a Fixture")
         return _stamp(fixture, "synthetic", skill_id, case_id, self.tolerance)
 
 

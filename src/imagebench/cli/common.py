@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from imagebench.executor import Parallel
     from imagebench.runfolder import RunResult
     from imagebench.sandbox import SandboxPolicy
+    from imagebench.sealed import Seal
     from imagebench.subjects import Subject
 
 
@@ -104,11 +105,14 @@ def run_from_args(
     subject: Subject,
     selection: dict[str, Any],
     record_extra: dict[str, Any] | None = None,
+    *,
+    sealed: Seal | None = None,
 ) -> RunResult | int:
     """``run_cases`` with the run flags; a cluster problem is a UsageError or exit 1 (printed)."""
     import sys
 
     from imagebench.executor import ExecutorError, run_cases
+    from imagebench.sealed import SealedError
 
     parallel = parallel_from_args(args)
     try:
@@ -122,7 +126,10 @@ def run_from_args(
             selection=selection,
             record_extra=record_extra,
             parallel=parallel,
+            sealed=sealed,
         )
+    except SealedError as exc:
+        raise UsageError(f"--sealed: {exc}") from None
     except ExecutorError as exc:
         if exc.usage:
             raise UsageError(str(exc)) from None
@@ -140,6 +147,42 @@ def parallel_from_args(args: argparse.Namespace) -> Parallel:
         return Parallel(workers=workers, scheduler=scheduler)
     except ExecutorError as exc:
         raise UsageError(f"--workers/--scheduler: {exc}") from None
+
+
+def add_sealed_args(p: argparse.ArgumentParser) -> None:
+    """``--sealed SECRET`` and ``--sealed-file PATH`` (imagebench.sealed), for ``run`` and ``run --resume``."""
+    p.add_argument(
+        "--sealed",
+        metavar="SECRET",
+        help="seal the run: build each sample of a procedural case from a seed derived from SECRET "
+        "(other processes may read a command line: prefer --sealed-file)",
+    )
+    p.add_argument(
+        "--sealed-file",
+        metavar="PATH",
+        help="seal the run with the secret held in PATH (its contents, surrounding whitespace stripped)",
+    )
+
+
+def seal_from_args(args: argparse.Namespace) -> Seal | None:
+    """The run's :class:`~imagebench.sealed.Seal` from ``--sealed`` / ``--sealed-file``, or None.
+
+    Both at once, an empty secret, or a file that is missing, unreadable or empty is a UsageError.
+    """
+    from imagebench.sealed import Seal, SealedError
+
+    text = getattr(args, "sealed", None)
+    path = getattr(args, "sealed_file", None)
+    if text is not None and path is not None:
+        raise UsageError("give either --sealed or --sealed-file, not both")
+    try:
+        if path is not None:
+            return Seal.from_file(path)
+        if text is not None:
+            return Seal(text.encode("utf-8"))
+    except SealedError as exc:
+        raise UsageError(f"--sealed{'-file' if path is not None else ''}: {exc}") from None
+    return None
 
 
 def finish_cli(args: argparse.Namespace, result: RunResult, console: Any) -> None:

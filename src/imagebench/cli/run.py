@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 from imagebench.case import FIXTURE_CHOICES, select_cases
 from imagebench.cli import UsageError
 from imagebench.cli.common import (
+    add_sealed_args,
     add_subject_flags,
     checked_run_args,
     finish_cli,
     parallel_from_args,
     run_from_args,
     sandbox_flags_given,
+    seal_from_args,
 )
 from imagebench.cli.tables import console as _console
 from imagebench.cli.tables import results_table, tally_line
@@ -91,6 +93,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         help="take up an interrupted run: run only its units without a complete summary (subject, cases and samples from run.json)",
     )
     p.add_argument("--no-report", action="store_true", help="do not write report.html into the run folder at the end")
+    add_sealed_args(p)
     add_subject_flags(p)
     p.set_defaults(func=_cmd_run)
 
@@ -217,6 +220,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--sample and --seed choose cases from a pinned suite; give --suite too")
 
     subject = checked_run_args(args)
+    seal = seal_from_args(args)
     from imagebench.cli.bundle import cases_from_args
 
     bundle_cases = cases_from_args(args)  # None unless --bundle
@@ -230,7 +234,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     selection = {"k": list(args.patterns or []), "fixtures": args.fixtures, "timeout": args.timeout}
     if args.bundle:
         selection["bundle"] = str(args.bundle)
-    result = run_from_args(args, chosen, subject, selection)
+    result = run_from_args(args, chosen, subject, selection, sealed=seal)
     if isinstance(result, int):
         return result
     console = _console()
@@ -266,9 +270,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
             f"drop {', '.join(given)}"
         )
     parallel = parallel_from_args(args)
+    seal = seal_from_args(args)
     try:
         result = resume_run(
-            args.resume, bundle=getattr(args, "bundle", None), progress=not args.quiet, parallel=parallel
+            args.resume, bundle=getattr(args, "bundle", None), progress=not args.quiet, parallel=parallel, sealed=seal
         )
     except (ResumeError, JournalError) as exc:
         raise UsageError(str(exc)) from None

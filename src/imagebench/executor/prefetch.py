@@ -44,7 +44,8 @@ def frame_read(stream: Any) -> bytes | None:
 
 
 def prefetch_main() -> None:
-    """The helper process: read pickled cases on stdin, answer pickled PreparedFixtures on stdout."""
+    """The helper process: read pickled ``(case, seed)`` pairs on stdin, answer pickled
+    PreparedFixtures on stdout (``seed`` is None but in a sealed run)."""
     import pickle
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
@@ -62,8 +63,8 @@ def prefetch_main() -> None:
         if data is None:
             return
         try:
-            case = pickle.loads(data)
-            prepared = prepare_fixture(case, plane=ANY_PLANE)
+            case, seed = pickle.loads(data)
+            prepared = prepare_fixture(case, plane=ANY_PLANE, seed=seed)
             answer = pickle.dumps(("ok", prepared), protocol=5)
         except Exception as exc:  # the driver builds it itself
             answer = pickle.dumps(("error", f"{type(exc).__name__}: {exc}"), protocol=5)
@@ -73,19 +74,23 @@ def prefetch_main() -> None:
             return
 
 
+BuildKey = tuple[str, int | None]  # (case label, seed): one fixture to build
+
+
 class Prefetcher:
     """Builds upcoming cases' fixtures in one helper process while this one runs samples.
 
-    :meth:`submit` queues a case; :meth:`take` returns its :class:`PreparedFixture`, or None when
-    the helper could not build it (it could not be pickled, the helper failed): then the caller
-    builds it here, so the result is always the one a serial build gives.
+    :meth:`submit` queues a case (with a sealed run's seed, one of its samples' fixtures);
+    :meth:`take` returns its :class:`PreparedFixture`, or None when the helper could not build it
+    (it could not be pickled, the helper failed): then the caller builds it here, so the result is
+    always the one a serial build gives. The helper is sent seeds, never a sealed run's secret.
     """
 
     def __init__(self) -> None:
         import subprocess
 
         self._lock = threading.Lock()
-        self._answers: dict[str, Future[bytes | None]] = {}
+        self._answers: dict[BuildKey, Future[bytes | None]] = {}
         self._order: list[Future[bytes | None]] = []  # answers still to come, in the order asked
         self._broken = False
         self.proc = subprocess.Popen(
@@ -118,18 +123,19 @@ class Prefetcher:
                     return
                 self._order.pop(0).set_result(data)
 
-    def submit(self, case: Case) -> None:
+    def submit(self, case: Case, seed: int | None = None) -> None:
         import cloudpickle
 
+        key = (case.label, seed)
         with self._lock:
-            if self._broken or case.label in self._answers:
+            if self._broken or key in self._answers:
                 return
             try:
-                payload = cloudpickle.dumps(case, protocol=5)
+                payload = cloudpickle.dumps((case, seed), protocol=5)
             except Exception:
                 return  # not picklable: take() answers None and the case is built here
             fut: Future[bytes | None] = Future()
-            self._answers[case.label] = fut
+            self._answers[key] = fut
             self._order.append(fut)
             try:
                 assert self.proc.stdin is not None
@@ -139,17 +145,17 @@ class Prefetcher:
                 self._order.remove(fut)
                 fut.set_result(None)
 
-    def ready(self, case: Case) -> bool:
-        """Whether the helper's answer for ``case`` is in (so :meth:`take` will not wait)."""
+    def ready(self, case: Case, seed: int | None = None) -> bool:
+        """Whether the helper's answer for ``case`` (and ``seed``) is in (so :meth:`take` will not wait)."""
         with self._lock:
-            fut = self._answers.get(case.label)
+            fut = self._answers.get((case.label, seed))
         return fut is not None and fut.done()
 
-    def take(self, case: Case) -> PreparedFixture | None:
+    def take(self, case: Case, seed: int | None = None) -> PreparedFixture | None:
         import pickle
 
         with self._lock:
-            fut = self._answers.pop(case.label, None)
+            fut = self._answers.pop((case.label, seed), None)
         if fut is None:
             return None
         data = fut.result()
@@ -178,15 +184,15 @@ class Prefetcher:
 PREFETCH_DEPTH = 2  # cases built ahead of the one running
 
 
-def start_prefetch(order: Sequence[Case], enabled: bool) -> Prefetcher | None:
-    """The helper for a serial pass, already asked for the cases after the first (which is built
-    here at once: a fresh helper still has its imports to do)."""
-    if not enabled or len(order) < 2:
+def start_prefetch(builds: Sequence[tuple[Case, int | None]], enabled: bool) -> Prefetcher | None:
+    """The helper for a serial pass, already asked for the ``(case, seed)`` builds after the first
+    (which is built here at once: a fresh helper still has its imports to do)."""
+    if not enabled or len(builds) < 2:
         return None
     try:
         helper = Prefetcher()
     except OSError:
         return None
-    for case in order[1 : 1 + PREFETCH_DEPTH]:
-        helper.submit(case)
+    for case, seed in builds[1 : 1 + PREFETCH_DEPTH]:
+        helper.submit(case, seed)
     return helper

@@ -5,6 +5,10 @@ holds ``<run>/.lock``, writes ``journal.jsonl`` (:mod:`imagebench.journal`) and 
 first, hands the units to the serial loop or the dask workers, and closes ``run.json`` however
 the pass ends. A resume keeps every unit whose summary the run folder's reader
 (:func:`imagebench.runfolder.read_run`) accepts and runs the rest.
+
+A sealed run (:mod:`imagebench.sealed`) is given a :class:`~imagebench.sealed.Seal`: its seeds are
+derived here, before the run folder exists, and handed to the loops; ``run.json`` records the
+seal's commitment, and a resume must be given the same secret.
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ from imagebench.executor.cluster import (
 )
 from imagebench.executor.planes import PlaneStarter
 from imagebench.executor.prefetch import Prefetcher, start_prefetch
-from imagebench.executor.serial import run_serial
+from imagebench.executor.serial import run_serial, serial_builds
 from imagebench.executor.sink import Sink
 from imagebench.executor.workers import run_dask
 from imagebench.runfolder import RunFolderError, RunResult
+from imagebench.sealed import RECORD_KEY as SEALED_KEY
+from imagebench.sealed import SealedError, recorded_commitment
 
 if TYPE_CHECKING:
     from imagebench.case import Case
@@ -37,6 +43,7 @@ if TYPE_CHECKING:
     from imagebench.records import RunRecord, SampleSummary
     from imagebench.runfolder import RunContents
     from imagebench.runner import Plane
+    from imagebench.sealed import Seal
     from imagebench.subjects import Subject
 
 # record.extra keys a run rewrites at its end (a resume drops the stale ones first)
@@ -59,6 +66,7 @@ def _write_receipt(run_dir: Path, record: RunRecord, subject: Subject, cases: Se
             seeds={k: v for k, v in seeds.items() if isinstance(v, int)},
             selection=record.selection,
             cases=cases,
+            sealed=recorded_commitment(record.extra),
         )
         write_receipt(run_dir, receipt)
     except Exception as exc:
@@ -118,10 +126,12 @@ def execute(
     parallel: Parallel = Parallel(),
     cluster: Cluster | None = None,
     resume: bool = False,
+    seeds: Mapping[str, Sequence[int]] | None = None,
 ) -> RunResult:
     """One pass over the units of ``record`` in ``run_dir``: run those not done, write each case's
     summary, ``run.json`` and (when missing) ``receipt.json``. With ``resume`` the folder is first
-    scanned: units with a complete, valid summary are kept, the others' folders are cleared."""
+    scanned: units with a complete, valid summary are kept, the others' folders are cleared.
+    ``seeds`` is a sealed run's ``{label: [seed of each sample]}`` (:meth:`imagebench.sealed.Seal.seeds`)."""
     from imagebench.journal import Journal, RunLock
     from imagebench.progress import Bar
     from imagebench.records import write_record
@@ -146,6 +156,7 @@ def execute(
     done = {key for key, e in scan.units.items() if e.usable} if scan is not None else set()
     todo = {c.label: [n for n in range(units[c.label]) if (c.label, n) not in done] for c in cases}
     order = [c for c in cases if todo[c.label]]
+    builds = serial_builds(order, todo, seeds)
     result.record = record
 
     total = sum(units.values())
@@ -157,7 +168,7 @@ def execute(
     finished = False
     try:
         # Serial: the helper that builds fixtures ahead starts first, so its start-up overlaps the receipt.
-        helper = start_prefetch(order, parallel.prefetch) if cluster is None else None
+        helper = start_prefetch([(c, seed) for c, seed, _ in builds], parallel.prefetch) if cluster is None else None
         # The receipt is written before any unit (a killed run has one too), on this thread: its
         # imports must not race a subject's (see Prefetcher).
         if not (run_dir / RECEIPT).exists():
@@ -176,12 +187,14 @@ def execute(
         with unit_pools():
             if cluster is not None:
                 try:
-                    run_dask(cluster, order, todo, subject, run_dir, timeout, starter, sink, parallel.fixture_mode)
+                    run_dask(
+                        cluster, order, todo, subject, run_dir, timeout, starter, sink, parallel.fixture_mode, seeds
+                    )
                 except ExecutorError as exc:
                     exc.run_dir = run_dir
                     raise
             else:
-                run_serial(order, todo, subject, run_dir, timeout, starter, sink, helper)
+                run_serial(builds, subject, run_dir, timeout, starter, sink, helper)
         finished = True
     finally:
         if bar is not None:
@@ -230,6 +243,7 @@ def run_cases(
     workers: int | None = None,
     scheduler: str | None = None,
     parallel: Parallel | None = None,
+    sealed: Seal | None = None,
 ) -> RunResult:
     """Run every ``(case, sample)`` unit in a new run folder and return what it left.
 
@@ -245,6 +259,11 @@ def run_cases(
     With ``parallel`` set the cluster is reached (and a subject that cannot travel refused)
     before the run folder is created. ``run.json``'s ``extra`` records ``subject_spec`` whenever
     the subject has one, so that ``--resume`` can rebuild it.
+
+    ``sealed`` seals the run (:mod:`imagebench.sealed`): every sample of a procedural case is built
+    from its own seed derived from the seal's secret, and ``run.json``'s ``extra["sealed"]``
+    records the seal's commitment (never the secret). A case that cannot be sealed raises
+    :class:`~imagebench.sealed.SealedError` before the run folder is created.
     """
     from imagebench.records import RunRecord, write_record
     from imagebench.runfolder import RUN_RECORD, new_run_dir
@@ -255,9 +274,13 @@ def run_cases(
         parallel = Parallel(workers=workers, scheduler=scheduler)
     if samples < 1:
         raise ValueError(f"samples must be at least 1, got {samples}")
+    seeds = sealed.seeds(cases, samples) if sealed is not None else None
     with cluster_for(parallel, cases, subject, progress=progress) as cluster:
         run_dir, started = new_run_dir(out)
         extra = dict(record_extra or {})
+        extra.pop(SEALED_KEY, None)  # only a seal given here makes a run sealed
+        if sealed is not None:
+            extra[SEALED_KEY] = sealed.record()
         with contextlib.suppress(ExecutorError):
             extra.setdefault("subject_spec", subject_spec(subject))
         if options_record(subject):
@@ -287,6 +310,7 @@ def run_cases(
             on_sample=on_sample,
             parallel=parallel,
             cluster=cluster,
+            seeds=seeds,
         )
 
 
@@ -325,13 +349,16 @@ def resume_run(
     parallel: Parallel = Parallel(),
     plane: Plane | None = None,
     on_sample: Callable[[SampleSummary], None] | None = None,
+    sealed: Seal | None = None,
 ) -> RunResult:
     """Take up a run again: run every unit of ``run.json`` that has no complete, valid summary.
 
     The subject comes from ``run.json`` (``extra.subject_spec``) unless given; the cases are
     resolved by label (built-in, or the run's bundle) unless given; samples and the time limit
-    are the run's. Raises :class:`ResumeError` for a folder that cannot be resumed and
-    :class:`imagebench.journal.RunLocked` while another process writes it.
+    are the run's. A sealed run must be given the same secret (``sealed``, checked against the
+    commitment it recorded), and a run that was not sealed none. Raises :class:`ResumeError` for
+    a folder that cannot be resumed and :class:`imagebench.journal.RunLocked` while another
+    process writes it.
     """
     from imagebench.runfolder import read_record_of_run
     from imagebench.subjects import SubjectError, options_from_record, parse_subject
@@ -342,6 +369,7 @@ def resume_run(
     except RunFolderError as exc:
         raise ResumeError(str(exc)) from None
     where = run_dir / "run.json"
+    _check_seal(where, record, sealed)
     if subject is None:
         spec = record.extra.get("subject_spec")
         if not isinstance(spec, str) or not spec:
@@ -370,6 +398,10 @@ def resume_run(
     timeout = record.selection.get("timeout")
     if timeout is not None and not isinstance(timeout, (int, float)):
         raise ResumeError(f"{where}: field 'selection.timeout' is {timeout!r}, expected a number of seconds or null")
+    try:
+        seeds = sealed.seeds(cases, record.samples) if sealed is not None else None
+    except SealedError as exc:
+        raise ResumeError(f"{where}: {exc}") from None
     with cluster_for(parallel, cases, subject, progress=progress) as cluster:
         return execute(
             run_dir,
@@ -383,4 +415,24 @@ def resume_run(
             parallel=parallel,
             cluster=cluster,
             resume=True,
+            seeds=seeds,
+        )
+
+
+def _check_seal(where: Path, record: RunRecord, sealed: Seal | None) -> None:
+    """A resume needs exactly the secret the run was sealed with, and none for a run that was not."""
+    recorded = recorded_commitment(record.extra)
+    if SEALED_KEY in record.extra and recorded is None:
+        raise ResumeError(f"{where}: field 'extra.sealed' records no commitment; the run cannot be resumed sealed")
+    if recorded is None and sealed is not None:
+        raise ResumeError(f"{where}: the run was not sealed; resume it without --sealed/--sealed-file")
+    if recorded is not None and sealed is None:
+        raise ResumeError(
+            f"{where}: the run was sealed (commitment {recorded[:19]}...); resume it with the same secret "
+            "(--sealed-file PATH or --sealed SECRET)"
+        )
+    if recorded is not None and sealed is not None and sealed.commitment != recorded:
+        raise ResumeError(
+            f"{where}: the secret given is not the one the run was sealed with (commitment {sealed.commitment[:19]}..., "
+            f"the run recorded {recorded[:19]}...)"
         )

@@ -8,6 +8,9 @@ and the driver alone writes the run folder. The subject travels as its spec stri
 
 Tensor cases: the driver uploads each tensor fixture once to the run's plane; workers reach it by
 URL. The plane listens on loopback only, so tensor units are pinned to workers on the driver's host.
+
+A sealed run (:mod:`imagebench.sealed`) builds one fixture per seed of a procedural case, each
+shared by the samples of that seed; only the seeds travel to the workers, never the secret.
 """
 
 from __future__ import annotations
@@ -61,11 +64,11 @@ class UnitReturn:
     pid: int
 
 
-def _prepare_task(case: Case) -> PreparedFixture:
+def _prepare_task(case: Case, seed: int | None = None) -> PreparedFixture:
     from imagebench.runner import prepare_fixture
 
     with unit_pools():
-        return prepare_fixture(case, plane=None)
+        return prepare_fixture(case, plane=None, seed=seed)
 
 
 def _unit_task(
@@ -75,6 +78,7 @@ def _unit_task(
     prepared: PreparedFixture,
     plane: PresentedPlane | None,
     timeout: float | None,
+    seed: int | None = None,
 ) -> UnitReturn:
     """Run one unit on a worker in a private folder and return the files it wrote."""
     import dask
@@ -88,7 +92,7 @@ def _unit_task(
     try:
         # A subject's own dask computations stay in its process (never the cluster it runs on).
         with dask.config.set(scheduler="threads"), unit_pools():
-            run_unit(case, subject, sample, tmp, fixture=prepared, plane=plane, timeout=timeout)
+            run_unit(case, subject, sample, tmp, fixture=prepared, plane=plane, timeout=timeout, seed=seed)
         folder = sample_dir(tmp, subject.name, case, sample)
         files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
     finally:
@@ -151,6 +155,7 @@ def run_dask(
     starter: PlaneStarter,
     sink: Sink,
     fixture_mode: FixtureMode,
+    seeds: Mapping[str, Sequence[int]] | None = None,
 ) -> None:
     from distributed import as_completed
 
@@ -181,17 +186,44 @@ def run_dask(
     meta: dict[str, tuple[Case, int]] = {}
     futures: dict[str, Any] = {}
     remaining: dict[str, int] = {}
-    prep_futures: dict[str, Any] = {}
+    prep_futures: dict[str, list[Any]] = {}
+    driver_built: set[str] = set()  # cases whose fixtures the driver built (their build time is known here)
+    worker_seeds: dict[str, set[int | None]] = {}  # seeds whose build time a summary already brought
     token = uuid.uuid4().hex[:8]
     queue = list(order)
     tensor_left = sum(1 for c in order if presents_tensor(c))
 
-    def here(case: Case, prepared: PreparedFixture) -> None:
+    def seed_of(case: Case, n: int) -> int | None:
+        case_seeds = (seeds or {}).get(case.label)
+        return case_seeds[n] if case_seeds is not None else None
+
+    def here(case: Case, prepared: PreparedFixture, samples: Sequence[int]) -> None:
         """Units that need no worker (no fixture to work on): written by the driver, as serially."""
+        for n in samples:
+            summary = run_unit(
+                case, subject, n, run_dir, fixture=prepared, plane=None, timeout=timeout, seed=seed_of(case, n)
+            )
+            sink.add(case, n, summary)
+
+    def builds_of(case: Case) -> list[tuple[int | None, list[int]]]:
+        """``(seed, samples)`` per fixture to build: one for the case, or one per seed (sealed)."""
+        if (seeds or {}).get(case.label) is None:
+            return [(None, list(todo[case.label]))]
+        by_seed: dict[int | None, list[int]] = {}
         for n in todo[case.label]:
-            sink.add(case, n, run_unit(case, subject, n, run_dir, fixture=prepared, plane=None, timeout=timeout))
+            by_seed.setdefault(seed_of(case, n), []).append(n)
+        return list(by_seed.items())
 
     def submit(case: Case) -> None:
+        label = case.label
+        remaining[label] = len(todo[label])
+        prep_futures[label] = []
+        for i, (seed, samples) in enumerate(builds_of(case)):
+            submit_build(case, seed, samples, f"{label}-{i}" if seed is not None else label)
+        if remaining[label] == 0:  # every unit was written here
+            finished(case)
+
+    def submit_build(case: Case, seed: int | None, samples: list[int], tag: str) -> None:
         label = case.label
         plane_arg: PresentedPlane | None = None
         restrict: list[str] | None = None
@@ -199,28 +231,32 @@ def run_dask(
             plane, reason = starter.get()
             if plane is None:
                 why = f"{TENSOR_SKIP_REASON}: {reason}" if reason else TENSOR_SKIP_REASON
-                here(case, PreparedFixture(None, "skipped", why))
+                here(case, PreparedFixture(None, "skipped", why, seed=seed), samples)
+                remaining[label] -= len(samples)
                 return
-            prepared = prepare_fixture(case, plane=plane)
-            sink.build_s[label] = prepared.build_s
+            prepared = prepare_fixture(case, plane=plane, seed=seed)
+            driver_built.add(label)
+            sink.build_s[label] = sink.build_s.get(label, 0.0) + prepared.build_s
             if prepared.fixture is None:
-                here(case, prepared)
+                here(case, prepared, samples)
+                remaining[label] -= len(samples)
                 return
             plane_arg = present_on_driver(plane, case, prepared.fixture)
             restrict = tensor_workers
             prep = client.scatter(prepared, hash=False, workers=restrict)
         elif fixture_mode == "driver":
-            prepared = prepare_fixture(case, plane=None)
-            sink.build_s[label] = prepared.build_s
+            prepared = prepare_fixture(case, plane=None, seed=seed)
+            driver_built.add(label)
+            sink.build_s[label] = sink.build_s.get(label, 0.0) + prepared.build_s
             if prepared.fixture is None:
-                here(case, prepared)
+                here(case, prepared, samples)
+                remaining[label] -= len(samples)
                 return
             prep = client.scatter(prepared, hash=False)
         else:
-            prep = client.submit(_prepare_task, case, pure=False, key=f"prepare-{label}-{token}")
-        prep_futures[label] = prep
-        remaining[label] = len(todo[label])
-        for n in todo[label]:
+            prep = client.submit(_prepare_task, case, seed, pure=False, key=f"prepare-{tag}-{token}")
+        prep_futures[label].append(prep)
+        for n in samples:
             fut = client.submit(
                 _unit_task,
                 case,
@@ -229,6 +265,7 @@ def run_dask(
                 prep,
                 plane_arg,
                 timeout,
+                seed,
                 pure=False,
                 key=f"unit-{label}-{n}-{token}",
                 workers=restrict,
@@ -245,8 +282,7 @@ def run_dask(
     def finished(case: Case) -> None:
         nonlocal tensor_left
         remaining.pop(case.label, None)
-        prep = prep_futures.pop(case.label, None)
-        if prep is not None:
+        for prep in prep_futures.pop(case.label, []):
             prep.release()
         if presents_tensor(case):
             tensor_left -= 1
@@ -270,7 +306,15 @@ def run_dask(
                 )
             if not isinstance(ret, UnitReturn):  # it failed on a worker (the worker died, or it could not unpickle)
                 exc = ret[1] if isinstance(ret, tuple) and len(ret) == 3 else ret
-                lost = Unit(case, subject.name, PreparedFixture(None), timeout_s=0.0, run_dir=run_dir, sample=n)
+                lost = Unit(
+                    case,
+                    subject.name,
+                    PreparedFixture(None),
+                    timeout_s=0.0,
+                    run_dir=run_dir,
+                    sample=n,
+                    seed=seed_of(case, n),
+                )
                 summary = write_ended(
                     lost, "harness-error", f"the executor could not run this unit: {type(exc).__name__}: {exc}"
                 )
@@ -279,8 +323,12 @@ def run_dask(
                 took = time.perf_counter()
                 data = _write_unit_files(sample_dir(run_dir, subject.name, case, n), ret.files)
                 summary = SampleSummary.model_validate_json(data)
-                if case.label not in sink.build_s:
-                    sink.build_s[case.label] = float(summary.times.get("build_s", 0.0))
+                seen = worker_seeds.setdefault(case.label, set())
+                if case.label not in driver_built and summary.seed not in seen:
+                    seen.add(summary.seed)  # one build per seed: the case's build time is their sum
+                    sink.build_s[case.label] = sink.build_s.get(case.label, 0.0) + float(
+                        summary.times.get("build_s", 0.0)
+                    )
                 stats.worker_s.append(ret.worker_s)
                 stats.inside_s.append(summary.times.get("subject_s", 0.0) + summary.times.get("verify_s", 0.0))
                 stats.hosts.add(ret.host)

@@ -2,7 +2,9 @@
 
 Two runs are compared only when all four conditions hold:
 
-- **C1 same cohort**: the same suite (id, pinned revision, suite fingerprint) and sampling policy;
+- **C1 same cohort**: the same suite (id, pinned revision, suite fingerprint) and sampling policy,
+  and the same sealing: both runs unsealed, or both sealed with the same secret (the same
+  commitment, :mod:`imagebench.sealed`), so that the two saw the same fixtures;
 - **C2 matched assignments**: the same replicate seed and the same tasks, each record first
   verified against the suite file when one pinning the recorded suite is at hand, and each run
   having run exactly its assignment;
@@ -34,6 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from imagebench.fingerprint import scrub
+from imagebench.sealed import recorded_commitment
 from imagebench.suite.record import SuiteRunInfo, run_info
 from imagebench.suite.sampling import (
     AssignmentError,
@@ -252,7 +255,9 @@ def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
                     if isinstance(scorer.get(key), str):
                         run.receipt_scorer[key] = scorer[key]
                 if not run.receipt_scorer:
-                    run.receipt_problem = f"receipt.json does not identify the scorer ({scorer.get('error', 'no hashes')})"
+                    run.receipt_problem = (
+                        f"receipt.json does not identify the scorer ({scorer.get('error', 'no hashes')})"
+                    )
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             run.receipt_problem = f"receipt.json is not readable ({type(exc).__name__})"
     labels = info.assignment.labels if info is not None else list(record.cases)
@@ -304,12 +309,29 @@ def check_conditions(a: LoadedRun, b: LoadedRun, *, suite: Any = None, suite_exp
     # C1: the same cohort
     ca, cb = ia.assignment.cohort, ib.assignment.cohort
     if ca.suite != cb.suite:
-        for field_name, what in (("suite_id", "suite id"), ("revision", "suite revision"), ("suite_fingerprint", "suite fingerprint")):
+        for field_name, what in (
+            ("suite_id", "suite id"),
+            ("revision", "suite revision"),
+            ("suite_fingerprint", "suite fingerprint"),
+        ):
             va, vb = getattr(ca.suite, field_name), getattr(cb.suite, field_name)
             if va != vb:
                 fail("C1", f"{what}: A {va}, B {vb}")
     if ca.policy != cb.policy:
         fail("C1", f"sampling policy: A {ca.policy}, B {cb.policy}")
+    sealed_a, sealed_b = recorded_commitment(a.record.extra), recorded_commitment(b.record.extra)
+    if sealed_a != sealed_b:
+        if sealed_a is None or sealed_b is None:
+            which, other = ("A", "B") if sealed_a is not None else ("B", "A")
+            fail("C1", f"sealing: run {which} was sealed, run {other} was not; their procedural fixtures differ")
+        else:
+            fail(
+                "C1",
+                f"sealing: the runs were sealed with different secrets (commitments A {sealed_a[:19]}..., "
+                f"B {sealed_b[:19]}...); their procedural fixtures differ",
+            )
+    elif sealed_a is not None:
+        conds["C1"].notes.append(f"both runs sealed with the same secret (commitment {sealed_a[:19]}...)")
     for run, info in ((a, ia), (b, ib)):
         if info.alias:
             conds["C1"].notes.append(
@@ -319,12 +341,19 @@ def check_conditions(a: LoadedRun, b: LoadedRun, *, suite: Any = None, suite_exp
     # C2: matched, verified assignments that were actually run
     for run, info in ((a, ia), (b, ib)):
         if suite is None:
-            conds["C2"].notes.append(f"run {run.name}: no suite file pinning {info.assignment.cohort.suite} at hand; its assignment is unverified")
+            conds["C2"].notes.append(
+                f"run {run.name}: no suite file pinning {info.assignment.cohort.suite} at hand; its assignment is unverified"
+            )
         elif suite.ref != info.assignment.cohort.suite:
             if suite_explicit:
-                fail("C2", f"run {run.name}: the suite file given pins {suite.ref}, the run recorded {info.assignment.cohort.suite}")
+                fail(
+                    "C2",
+                    f"run {run.name}: the suite file given pins {suite.ref}, the run recorded {info.assignment.cohort.suite}",
+                )
             else:
-                conds["C2"].notes.append(f"run {run.name}: the suite file found pins {suite.ref}, not the recorded pin; its assignment is unverified")
+                conds["C2"].notes.append(
+                    f"run {run.name}: the suite file found pins {suite.ref}, not the recorded pin; its assignment is unverified"
+                )
         else:
             try:
                 verify_assignment(suite, info.assignment.cohort.policy, info.assignment)
@@ -333,7 +362,10 @@ def check_conditions(a: LoadedRun, b: LoadedRun, *, suite: Any = None, suite_exp
                 for p in exc.problems:
                     fail("C2", f"run {run.name}: {p}")
         if list(run.record.cases) != list(info.assignment.labels):
-            fail("C2", f"run {run.name} ran {len(run.record.cases)} case(s) that are not exactly its assignment's {len(info.assignment.labels)}")
+            fail(
+                "C2",
+                f"run {run.name} ran {len(run.record.cases)} case(s) that are not exactly its assignment's {len(info.assignment.labels)}",
+            )
     for m in assignment_mismatches(ia.assignment, ib.assignment):
         fail("C2", m)
 
@@ -345,7 +377,9 @@ def check_conditions(a: LoadedRun, b: LoadedRun, *, suite: Any = None, suite_exp
     if sa.registry_hash and sb.registry_hash and sa.registry_hash != sb.registry_hash:
         fail("C3", f"comparator registry hash: A {sa.registry_hash[:16]}..., B {sb.registry_hash[:16]}...")
     if sa.implementation_hash and sb.implementation_hash and sa.implementation_hash != sb.implementation_hash:
-        fail("C3", f"scorer implementation hash: A {sa.implementation_hash[:16]}..., B {sb.implementation_hash[:16]}...")
+        fail(
+            "C3", f"scorer implementation hash: A {sa.implementation_hash[:16]}..., B {sb.implementation_hash[:16]}..."
+        )
     for run, info in ((a, ia), (b, ib)):
         if run.receipt_problem:
             fail("C3", f"run {run.name}: {run.receipt_problem}")
@@ -372,9 +406,17 @@ def check_conditions(a: LoadedRun, b: LoadedRun, *, suite: Any = None, suite_exp
         if not run.record.complete:
             fail("C4", f"run {run.name} is incomplete (interrupted or still running)")
         if run.record.samples != info.conditions.samples:
-            fail("C4", f"run {run.name}: run.json says {run.record.samples} sample(s), its conditions {info.conditions.samples}")
+            fail(
+                "C4",
+                f"run {run.name}: run.json says {run.record.samples} sample(s), its conditions {info.conditions.samples}",
+            )
     da, db = ia.conditions, ib.conditions
-    for field_name, what in (("samples", "samples per case"), ("timeout", "time-limit override"), ("fixtures", "fixture selection"), ("platform", "platform class")):
+    for field_name, what in (
+        ("samples", "samples per case"),
+        ("timeout", "time-limit override"),
+        ("fixtures", "fixture selection"),
+        ("platform", "platform class"),
+    ):
         va, vb = getattr(da, field_name), getattr(db, field_name)
         if va != vb:
             fail("C4", f"{what}: A {va}, B {vb}")
@@ -388,7 +430,9 @@ def _mean(values: Sequence[float]) -> float:
     return float(sum(values) / len(values))
 
 
-def _metric_diff(name: str, unit: str, xs: Sequence[float], ys: Sequence[float], seed: int, resamples: int) -> MetricDiff:
+def _metric_diff(
+    name: str, unit: str, xs: Sequence[float], ys: Sequence[float], seed: int, resamples: int
+) -> MetricDiff:
     """Paired means of one metric in A and B, their difference and its seeded bootstrap interval."""
     return MetricDiff(
         metric=name,
@@ -401,7 +445,9 @@ def _metric_diff(name: str, unit: str, xs: Sequence[float], ys: Sequence[float],
     )
 
 
-def _pair_case(label: str, a: LoadedRun, b: LoadedRun, samples: int, seed: int, resamples: int) -> tuple[CaseComparison | None, str, list[tuple[bool, bool]], dict[str, tuple[str, list[float], list[float]]]]:
+def _pair_case(
+    label: str, a: LoadedRun, b: LoadedRun, samples: int, seed: int, resamples: int
+) -> tuple[CaseComparison | None, str, list[tuple[bool, bool]], dict[str, tuple[str, list[float], list[float]]]]:
     sa, sb = a.samples.get(label, {}), b.samples.get(label, {})
     pairs: list[tuple[bool, bool]] = []
     excluded: list[str] = []
@@ -451,9 +497,13 @@ def _pair_case(label: str, a: LoadedRun, b: LoadedRun, samples: int, seed: int, 
     return case, "", pairs, values
 
 
-def compare_loaded(a: LoadedRun, b: LoadedRun, conditions: list[Condition], *, seed: int = 0, resamples: int = 2000) -> Comparison:
+def compare_loaded(
+    a: LoadedRun, b: LoadedRun, conditions: list[Condition], *, seed: int = 0, resamples: int = 2000
+) -> Comparison:
     """The comparison of two loaded runs whose conditions were checked (statistics only if all hold)."""
-    result = Comparison(a=a.side, b=b.side, conditions=conditions, bootstrap={"seed": seed, "resamples": resamples, "level": 0.95})
+    result = Comparison(
+        a=a.side, b=b.side, conditions=conditions, bootstrap={"seed": seed, "resamples": resamples, "level": 0.95}
+    )
     result.comparable = all(c.holds for c in conditions)
     if not result.comparable or a.info is None or b.info is None:
         return result
@@ -522,8 +572,11 @@ def compare_runs(
             return Comparison(
                 a=a.side,
                 b=b.side,
-                problems=[*gaps[:10], f"not comparable: {len(gaps)} sample(s) cannot be used{more}; "
-                          "compare them anyway with --allow-missing"],
+                problems=[
+                    *gaps[:10],
+                    f"not comparable: {len(gaps)} sample(s) cannot be used{more}; "
+                    "compare them anyway with --allow-missing",
+                ],
             )
     conditions = check_conditions(a, b, suite=suite, suite_explicit=suite_explicit)
     return compare_loaded(a, b, conditions, seed=seed, resamples=resamples)

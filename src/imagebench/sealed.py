@@ -1,0 +1,184 @@
+"""Sealed seeds: each sample of a procedural case is built from a seed derived from a secret.
+
+A procedural case's seed is a constant in its source, so anyone who reads the source can rebuild
+its fixture, truth included. A *sealed* run is given a secret (``imagebench run --sealed`` or
+``--sealed-file``) and builds every sample of every procedural case from its own seed::
+
+    seed = int.from_bytes(HMAC-SHA256(key=secret, msg=fingerprint + b"\\0" + str(sample))[:8], "big") & (2**63 - 1)
+
+``fingerprint`` is the case's definition fingerprint
+(:func:`imagebench.fingerprint.definition_fingerprint`: every input of the case but its seed and
+the fixture built from it, so a derived seed never feeds back into what it is derived from) and
+``sample`` the sample index. Without the secret the seeds cannot be told; with it the run is
+reproduced exactly. A case judged across its samples (``case.verify.across_samples``, a bundle's
+rerun class) compares its samples' answers with each other, so its samples share one fixture: all
+of them get the seed of sample 0. Curated (on-disk) fixtures have no seed and are not affected.
+
+The secret stays in the process that holds the :class:`Seal` (it refuses to be pickled): the
+helper process and dask workers get seeds, never the secret. A run folder records only that the
+run is sealed and a *commitment* to the secret, ``sha256(b"imagebench-sealed\\0" + secret)``
+(:func:`commitment`), under ``run.json`` ``extra["sealed"]``: two runs with the same commitment
+used the same secret. Each sample's seed is written into its ``summary.json`` once it is scored.
+A short or guessable secret can be found again from its commitment: use a random one (32 bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from imagebench.case import Case
+
+#: ``run.json`` ``extra`` key of a sealed run's record (see :meth:`Seal.record`).
+RECORD_KEY = "sealed"
+#: What the commitment hashes before the secret (a sealed commitment is never another sha256 of it).
+COMMITMENT_TAG = b"imagebench-sealed\0"
+SEED_MASK = (1 << 63) - 1
+SCHEME = "hmac-sha256(secret, definition fingerprint NUL sample)[:8] & (2**63-1)"
+
+
+class SealedError(ValueError):
+    """A secret cannot be used (empty, or its file is missing or unreadable), or a case cannot be sealed."""
+
+
+def secret_bytes(secret: str | bytes) -> bytes:
+    """``secret`` as bytes (text as UTF-8); an empty secret raises :class:`SealedError`."""
+    data = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
+    if not data:
+        raise SealedError("the sealed secret is empty")
+    return data
+
+
+def read_secret_file(path: str | os.PathLike[str]) -> bytes:
+    """The secret held in ``path``: its bytes with surrounding whitespace stripped.
+
+    A file that is missing, unreadable or holds only whitespace raises :class:`SealedError`
+    naming the file.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise SealedError(f"sealed-secret file {path}: no such file") from None
+    except OSError as exc:
+        raise SealedError(f"sealed-secret file {path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    data = data.strip()
+    if not data:
+        raise SealedError(f"sealed-secret file {path}: it is empty (it must hold the secret)")
+    return data
+
+
+def commitment(secret: str | bytes) -> str:
+    """``"sha256:<hex>"`` of ``b"imagebench-sealed\\0" + secret``: names the secret without revealing it."""
+    return "sha256:" + hashlib.sha256(COMMITMENT_TAG + secret_bytes(secret)).hexdigest()
+
+
+def derive_seed(secret: str | bytes, fingerprint: str, sample: int) -> int:
+    """The seed of sample ``sample`` of the case whose definition fingerprint is ``fingerprint``.
+
+    A non-negative integer below 2**63: the first 8 bytes of HMAC-SHA256(secret, fingerprint NUL
+    sample), big-endian, with the top bit cleared. Deterministic; a different secret, case or
+    sample gives an unrelated seed.
+    """
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        raise ValueError(f"sample must be an index >= 0, got {sample!r}")
+    message = fingerprint.encode("utf-8") + b"\0" + str(sample).encode("ascii")
+    digest = hmac.digest(secret_bytes(secret), message, "sha256")
+    return int.from_bytes(digest[:8], "big") & SEED_MASK
+
+
+def sealable(case: Case) -> bool:
+    """Whether ``case``'s fixture is built from a seed (a :class:`~imagebench.specs.Procedural` spec)."""
+    from imagebench.specs import Procedural
+
+    return isinstance(case.fixture, Procedural)
+
+
+def shares_fixture(case: Case) -> bool:
+    """Whether ``case``'s samples must share one fixture: it is judged across them (a rerun case)."""
+    return callable(getattr(case.verify, "across_samples", None))
+
+
+def recorded_commitment(extra: Mapping[str, Any]) -> str | None:
+    """The commitment a ``run.json`` ``extra`` records, None for a run that was not sealed."""
+    entry = extra.get(RECORD_KEY)
+    if isinstance(entry, Mapping) and isinstance(entry.get("commitment"), str):
+        return entry["commitment"]
+    return None
+
+
+@dataclass(frozen=True)
+class Seal:
+    """A sealed run's secret, held by the process that drives the run (it cannot be pickled)."""
+
+    secret: bytes = field(repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "secret", secret_bytes(self.secret))
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> Seal:
+        return cls(read_secret_file(path))
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a Seal holds a run's secret and never leaves the process that holds it")
+
+    @property
+    def commitment(self) -> str:
+        return commitment(self.secret)
+
+    def record(self) -> dict[str, Any]:
+        """What ``run.json`` keeps under ``extra["sealed"]``: the commitment and the scheme, never the secret."""
+        return {"commitment": self.commitment, "scheme": SCHEME}
+
+    def seed(self, fingerprint: str, sample: int) -> int:
+        return derive_seed(self.secret, fingerprint, sample)
+
+    def seeds(self, cases: Iterable[Case], samples: int) -> dict[str, list[int]]:
+        """``{label: [seed of sample 0, 1, ...]}`` for every procedural case of ``cases``.
+
+        ``samples`` is the run's samples per case (a case may ask for more, ``min_samples``).
+        A case whose definition cannot be fingerprinted raises :class:`SealedError` naming it:
+        it cannot be sealed.
+        """
+        from imagebench.fingerprint import (
+            FingerprintError,
+            RevisionError,
+            definition_fingerprint,
+        )
+        from imagebench.runfolder import samples_for
+
+        out: dict[str, list[int]] = {}
+        for case in cases:
+            if not sealable(case):
+                continue
+            try:
+                fingerprint = definition_fingerprint(case)
+            except (FingerprintError, RevisionError) as exc:
+                raise SealedError(f"case {case.label} cannot be sealed: {exc}") from None
+            n = samples_for(case, samples)
+            if shares_fixture(case):
+                out[case.label] = [self.seed(fingerprint, 0)] * n
+            else:
+                out[case.label] = [self.seed(fingerprint, i) for i in range(n)]
+        return out
+
+
+__all__ = [
+    "RECORD_KEY",
+    "SCHEME",
+    "Seal",
+    "SealedError",
+    "commitment",
+    "derive_seed",
+    "read_secret_file",
+    "recorded_commitment",
+    "sealable",
+    "secret_bytes",
+    "shares_fixture",
+]
