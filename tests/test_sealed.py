@@ -14,6 +14,7 @@ import json
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -371,6 +372,21 @@ def test_sealed_file_and_flag_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
     padded = tmp_path / "padded"
     padded.write_bytes(b"\n  " + SECRET.encode() + b"\r\n")
     assert read_secret_file(padded) == SECRET.encode()
+
+
+def test_a_secret_file_a_sandboxed_subject_would_see_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shown = tmp_path / "agent"
+    shown.mkdir()
+    (shown / "secret").write_text(SECRET)
+    base = ["run", "-k", "count-nuclei", "--subject", "command:true", "--out", str(tmp_path / "out")]
+    assert cli.main([*base, "--subject-expose", str(shown), "--sealed-file", str(shown / "secret")]) == 2
+    assert "which a sandboxed subject is shown read-only" in capsys.readouterr().err
+    in_env = Path(sys.prefix) / "imagebench-test-secret"
+    assert cli.main([*base, "--sealed-file", str(in_env)]) == 2  # refused before it is even read
+    assert "Python environment" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 # --------------------------------------------------------------------------- compare, C1

@@ -268,6 +268,18 @@ def check_policy(policy: SandboxPolicy) -> None:
         _exposed(policy, harness_paths())
 
 
+def shown_tree(policy: SandboxPolicy, path: str | os.PathLike[str]) -> str | None:
+    """The tree a subject under ``policy`` is shown that holds ``path`` (the system, the tool
+    environment, an exposed folder), or None when the sandbox never shows it. A secret the run
+    keeps on disk (a sealed run's secret file) must get None."""
+    if not policy.enabled:
+        return "/ (the subject runs without a sandbox)"
+    real = _real(path)
+    trees = [t for t in _SYSTEM if os.path.isdir(t) and not os.path.islink(t)]
+    trees += tool_trees(policy) + [_real(p) for p in policy.expose]
+    return next((t for t in trees if _inside(real, t)), None)
+
+
 def mount_args(policy: SandboxPolicy, workspace: Path, hidden: Iterable[Path] = ()) -> list[str]:
     """The bwrap options (no command) for ``policy``, with ``workspace`` at :data:`WORKSPACE`.
 

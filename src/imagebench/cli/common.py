@@ -177,12 +177,30 @@ def seal_from_args(args: argparse.Namespace) -> Seal | None:
         raise UsageError("give either --sealed or --sealed-file, not both")
     try:
         if path is not None:
+            _check_secret_hidden(args, path)
             return Seal.from_file(path)
         if text is not None:
             return Seal(text.encode("utf-8"))
     except SealedError as exc:
         raise UsageError(f"--sealed{'-file' if path is not None else ''}: {exc}") from None
     return None
+
+
+def _check_secret_hidden(args: argparse.Namespace, path: str) -> None:
+    """A secret file a sandboxed subject would be shown is refused (it would unseal the run)."""
+    from imagebench.sandbox import SandboxUnavailable, shown_tree
+
+    if getattr(args, "no_sandbox", False):
+        return  # recorded as sandbox: none; the subject could read anything anyway
+    try:
+        tree = shown_tree(sandbox_from_args(args), path)
+    except SandboxUnavailable:
+        return  # the subject is refused for that reason elsewhere
+    if tree is not None:
+        raise UsageError(
+            f"--sealed-file {path}: it lies inside {tree}, which a sandboxed subject is shown read-only; "
+            "keep the secret outside the system folders, the Python environment and --subject-expose paths"
+        )
 
 
 def finish_cli(args: argparse.Namespace, result: RunResult, console: Any) -> None:
