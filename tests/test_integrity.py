@@ -102,3 +102,26 @@ def _env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def test_a_corrupt_curated_fixture_never_leaves_exit_0(tmp_path: Path) -> None:
+    """A curated case whose truth file is damaged is not run, and the run says it is incomplete."""
+    import shutil
+    from dataclasses import replace
+
+    from imagebench import cases as builtin
+    from imagebench.case import select_cases
+    from imagebench.runfolder import EXIT_INCOMPLETE
+    from imagebench.subjects import ReferenceSubject
+
+    (case,), _ = select_cases(builtin.all_cases(), ["segment-nuclei/dsb2018"])
+    root = tmp_path / "tree"
+    shutil.copytree(case.fixture.tree_root(), root)
+    mask = root / "segment-nuclei" / "dsb2018" / "mask2d.tif"
+    mask.write_bytes(mask.read_bytes()[: mask.stat().st_size // 2])  # truncated
+    damaged = replace(case, fixture=replace(case.fixture, root=root))
+    subject = ReferenceSubject() if case.reference is not None else PythonSubject(target="x:y", function=lambda s: None)
+    result = run_cases([damaged], subject, out=tmp_path / "out", progress=False)
+    (summary,) = result.samples[case.label]
+    assert summary.status in ("skipped", "harness-error") and "mask2d.tif" in summary.reason, summary.reason
+    assert result.exit_code == EXIT_INCOMPLETE != EXIT_PASSED
