@@ -14,7 +14,6 @@ adds such a tuple to a viewer.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -97,16 +96,44 @@ def layer_data(layer: Layer, value: Any, *, client: Any = None) -> LayerData:
 
 
 def fixture_layer_data(layers: Sequence[Layer], data: Mapping[str, Any]) -> list[LayerData]:
-    """In-memory layer data for ``layers`` read from a fixture's ``data`` mapping (never its truth).
+    """In-memory layer data for the ``array`` layers of ``layers``, read from a fixture's ``data``
+    mapping (never its truth). A ``tensor`` layer is refused: it is presented through the data
+    plane (:func:`present_fixture`), never substituted by an in-memory array."""
+    tensors = [layer.name for layer in layers if layer.presentation == "tensor" and layer.key in data]
+    if tensors:
+        raise PresentationError(
+            f"layer(s) {tensors} present as tensor: they come from the data plane (present_fixture), "
+            "never as an in-memory array"
+        )
+    return [layer_data(layer, np.asarray(data[layer.key])) for layer in layers if layer.key in data]
 
-    Every layer is presented as an array here, tensor ones included: this serves the reader and
-    the sample data, which show a case's pixels without a run (and so without a data plane).
-    """
-    return [
-        layer_data(replace(layer, presentation="array"), np.asarray(data[layer.key]))
-        for layer in layers
-        if layer.key in data
-    ]
+
+def present_fixture(case: Any, fixture: Any) -> list[LayerData]:
+    """Layer data for every layer of ``case`` as the case presents it: ``array`` layers from
+    ``fixture.data`` in memory, ``tensor`` layers as lazy pyramids uploaded to this process's
+    data plane (:func:`imagebench.plane.shared_plane`). Where no plane can run, a
+    :class:`PresentationError` says so; a tensor layer never falls back to an array."""
+    tensor_layers = [layer for layer in case.layers if layer.presentation == "tensor"]
+    if not tensor_layers:
+        return fixture_layer_data(case.layers, fixture.data)
+    from imagebench.plane import PlaneUnavailable, shared_plane
+
+    try:
+        plane = shared_plane()
+    except PlaneUnavailable as exc:
+        names = [layer.name for layer in tensor_layers]
+        raise PresentationError(
+            f"{case.label}: layer(s) {names} present as tensor through the data plane, which cannot run here "
+            f"({exc.reason}); they are not shown as in-memory arrays instead"
+        ) from None
+    ids = plane.present(case, fixture)
+    out: list[LayerData] = []
+    for layer in case.layers:
+        if layer.presentation == "tensor":
+            out.append(layer_data(layer, ids[layer.name], client=plane.client))
+        elif layer.key in fixture.data:
+            out.append(layer_data(layer, np.asarray(fixture.data[layer.key])))
+    return out
 
 
 def session_layer_data(session: Session) -> list[LayerData]:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from napari_imagebench._layers import LayerData, fixture_layer_data
+from napari_imagebench._layers import LayerData, fixture_layer_data, present_fixture
 
 ReaderFunction = Callable[[Any], list[LayerData]]
 
@@ -71,7 +71,7 @@ def read_case_folder(path: Any) -> list[LayerData]:
     fixture = load_fixture(root, namespace, case_id)  # FixtureError names the file and field
     case = _known_case(f"{namespace}/{case_id}")
     if case is not None:
-        return fixture_layer_data(case.layers, fixture.data)
+        return present_fixture(case, fixture)  # a tensor layer through the data plane, as a subject sees it
     return fixture_layer_data([Layer(name=key, key=key, kind="image") for key in fixture.data], fixture.data)
 
 

@@ -1,12 +1,13 @@
 """Sample data: a few built-in cases' data layers (never their truth), as each case presents them.
 
 Every sample builds its case's fixture with the case's own seed, so the pixels are exactly
-what a subject of that case gets.
+what a subject of that case gets, presented the same way (a ``tensor`` layer comes lazily from
+the data plane; where no plane can run, the sample says so instead of loading an array).
 """
 
 from __future__ import annotations
 
-from napari_imagebench._layers import LayerData, fixture_layer_data
+from napari_imagebench._layers import LayerData, present_fixture
 
 
 def case_data_layers(label: str) -> list[LayerData]:
@@ -20,8 +21,7 @@ def case_data_layers(label: str) -> list[LayerData]:
     ok, why = case.available()
     if not ok:
         raise RuntimeError(f"{label} is not available here: {why}")
-    fixture = case.build()
-    return fixture_layer_data(case.layers, fixture.data)
+    return present_fixture(case, case.build())
 
 
 def synthetic_nuclei() -> list[LayerData]:
@@ -47,3 +47,8 @@ def landmark_channels() -> list[LayerData]:
 def drifting_beads() -> list[LayerData]:
     """drift-correction/beads-subpixel: a time-lapse of beads drifting by sub-pixel steps."""
     return case_data_layers("drift-correction/beads-subpixel")
+
+
+def large_field_tensor() -> list[LayerData]:
+    """drift-correction/large-field-tensor: a large drifting field, a lazy pyramid from the data plane."""
+    return case_data_layers("drift-correction/large-field-tensor")

@@ -71,8 +71,37 @@ def test_every_sample_is_a_builtin_case_s_data_layers_and_never_truth() -> None:
         case = builtin.get_case(label)
         assert [(kw["name"], kind) for _, kw, kind in layers] == [(l.name, l.kind) for l in case.layers], label
         truth = dict(case.build().truth)
-        for data, _, _ in layers:
-            assert not truth_leaks(truth, array=np.asarray(data)), label
+        for data, kw, _ in layers:
+            full = np.asarray(data[0] if kw.get("multiscale") else data)  # a pyramid's finest level
+            assert not truth_leaks(truth, array=full), label
+
+
+def test_a_tensor_case_s_sample_comes_from_the_data_plane_never_as_an_array(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dask.array as da
+
+    from imagebench import plane as plane_module
+    from napari_imagebench._layers import PresentationError, fixture_layer_data
+    from napari_imagebench._sample_data import large_field_tensor
+
+    pytest.importorskip("pyarrow.flight")
+    case = builtin.get_case("drift-correction/large-field-tensor")
+    try:
+        layers = large_field_tensor()
+        tensor_layers = [(data, kw) for data, kw, _ in layers if "array_id" in kw["metadata"]["imagebench"]]
+        assert len(tensor_layers) == sum(layer.presentation == "tensor" for layer in case.layers) >= 1
+        for data, kw in tensor_layers:
+            assert kw["multiscale"] and all(isinstance(level, da.Array) for level in data)  # lazy, from the plane
+    finally:
+        plane_module.shared_plane().close()
+
+    def no_plane() -> None:
+        raise plane_module.PlaneUnavailable("pyarrow.flight is not installed (test)")
+
+    monkeypatch.setattr(plane_module, "shared_plane", no_plane)
+    with pytest.raises(PresentationError, match=r"cannot run here \(pyarrow.flight is not installed \(test\)\); they are not shown"):
+        large_field_tensor()
+    with pytest.raises(PresentationError, match="never as an in-memory array"):
+        fixture_layer_data(case.layers, case.build().data)
 
 
 @needs_display
