@@ -276,3 +276,16 @@ def test_the_page_renders_in_headless_chromium_and_every_image_loads(mixed_run: 
     shot = tmp_path / "page.png"
     _chromium(path.as_uri(), tmp_path / "profile", "--window-size=1280,1600", f"--screenshot={shot}")
     assert shot.is_file() and shot.stat().st_size > 10_000
+
+
+def test_a_bundle_case_s_grading_checklist_is_in_its_case_summary_and_the_report(tmp_path: Path) -> None:
+    from imagebench.bundle.load import load_bundle
+    from imagebench.subjects import NopSubject
+
+    bundle = Path(__file__).resolve().parents[1] / "examples" / "bundles" / "segment-nuclei"
+    (case,) = [c for c in load_bundle(bundle).cases if c.case_id == "golden-count"]
+    result = run_cases([case], NopSubject(), out=tmp_path, progress=False)
+    checks = ["Reports an integer count", "The count matches the 25 nuclei drawn"]
+    assert result.summaries[case.label].extra["checks"] == checks
+    page = write_html_report(result.run_dir, progress=False).read_text()
+    assert "grading checklist" in page and all(c in page for c in checks)

@@ -317,6 +317,7 @@ class CaseSection:
     info: list[tuple[str, str]]
     problems: list[str]
     samples: list[SampleBlock]
+    checks: list[str] = field(default_factory=list)
 
 
 def _pass_cell(figs: Mapping[int, Mapping[str, Any]], label: str, k: int) -> PassCell:
@@ -494,6 +495,7 @@ def _case_section(run: RunView, view: CaseView, image_prefix: str) -> CaseSectio
         info=info,
         problems=list(view.problems),
         samples=[_sample_block(run, view, s, image_prefix) for s in view.samples],
+        checks=[str(c) for c in (view.summary.extra.get("checks") or [])] if view.summary is not None else [],
     )
 
 

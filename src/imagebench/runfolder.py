@@ -174,6 +174,9 @@ def summarize_case(case: Any, subject_name: str, samples: Sequence[SampleSummary
             reasons.append(s.reason)
     verdict = case_verdict(samples)
     extra: dict[str, Any] = {}
+    checks = [str(c) for c in (getattr(case, "meta", {}) or {}).get("checks") or []]
+    if checks:  # a bundle case's grading checklist, for a person grading (report, panel)
+        extra["checks"] = checks
     across = getattr(case.verify, "across_samples", None)
     if callable(across) and verdict != "skipped":  # a case judged over all its samples (a bundle's rerun class)
         try:

@@ -841,7 +841,8 @@ class BenchModel:
                 f"{case.label} is judged over at least {need} samples of one subject; {len(done)} scored so far "
                 "(until then the case fails its consistency check): Run and Score it again",
             )
-        result = ResultRow.of(summary, folder.path, unit.sample_dir)
+        checks = tuple(str(c) for c in case.meta.get("checks") or ())
+        result = ResultRow.of(summary, folder.path, unit.sample_dir, checks=checks)
         self.results.append(result)
         self.events.result.emit(result)
         self._deleted = []  # each deletion is reported with the sample it affected, once

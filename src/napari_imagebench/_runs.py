@@ -31,9 +31,10 @@ class ResultRow:
     sample_dir: Path
     run_dir: Path
     artifacts: tuple[str, ...]
+    checks: tuple[str, ...] = ()  # a bundle case's grading checklist, shown beside the scored result
 
     @classmethod
-    def of(cls, summary: SampleSummary, run_dir: Path, sample_dir: Path) -> ResultRow:
+    def of(cls, summary: SampleSummary, run_dir: Path, sample_dir: Path, checks: tuple[str, ...] = ()) -> ResultRow:
         return cls(
             label=summary.label,
             subject=summary.subject,
@@ -44,6 +45,7 @@ class ResultRow:
             sample_dir=sample_dir,
             run_dir=run_dir,
             artifacts=tuple(summary.artifacts),
+            checks=tuple(checks),
         )
 
     def metric_cells(self) -> list[tuple[str, str, str, str, str]]:

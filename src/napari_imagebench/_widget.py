@@ -624,6 +624,9 @@ class BenchPanel(QWidget):
             child.setForeground(3, QBrush(_VERDICT_COLORS[verdict]))
             if why:
                 child.setToolTip(4, why)
+        for check in result.checks:  # the bundle's grading checklist, shown once the sample is scored
+            child = QTreeWidgetItem(item, ["grading check", "", "", "", check])
+            child.setToolTip(4, check)
         item.setExpanded(True)
         self.results.setCurrentItem(item)
         self._update_buttons()

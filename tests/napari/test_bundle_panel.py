@@ -232,6 +232,13 @@ def test_scoring_a_bundle_case_with_the_example_solver_updates_validation(
     result = panel.score()
     assert result is not None and result.status == "ok", result.reason
     assert result.run_dir.parent == tmp_path / "panel-out"
+    # the case's grading checklist is shown beside the scored result, never before
+    checks = ("Reports an integer count", "The count matches the 25 nuclei drawn")
+    assert result.checks == checks
+    top = panel.results.topLevelItem(panel.results.topLevelItemCount() - 1)
+    shown = [top.child(i) for i in range(top.childCount()) if top.child(i).text(0) == "grading check"]
+    assert tuple(item.text(4) for item in shown) == checks
+    assert "The count matches" not in panel.detail.toPlainText()
 
     view = panel.coverage_view
     assert view is not None and view.runs == (result.run_dir,)
