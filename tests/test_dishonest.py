@@ -244,3 +244,36 @@ def test_an_honest_command_still_scores_ok(tmp_path: Path) -> None:
     assert summary.status in ("ok", "wrong-answer"), summary.reason  # scored: it reached its inputs
     assert summary.sandbox == "bubblewrap"
     assert np.isfinite([m.value for m in summary.metrics if m.value is not None]).all()
+
+
+def test_a_run_folder_hands_on_no_machine_path_and_resume_checks_the_subject(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run.json, the summaries, the receipt and the report name the subject without the paths of
+    the machine it ran on; a resume must be given the same subject again, checked by digest."""
+    import json
+
+    from imagebench import cli
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "solve.py").write_text("import json\njson.dump({'count': 7}, open('outputs/answer.json', 'w'))\n")
+    spec = f"command:{PY} {agent / 'solve.py'}"
+    out = tmp_path / "out"
+    base = ["run", "-k", "count-nuclei", "--subject", spec, "--subject-expose", str(agent), "--out", str(out)]
+    assert cli.main([*base, "--quiet"]) == 1
+    (run_dir,) = out.glob("run-*")
+    private = {str(tmp_path), str(SRC.parents[1]), str(Path.home()), sys.prefix}
+    for path in run_dir.rglob("*"):
+        if path.is_file() and path.name not in ("stdout.txt", "stderr.txt"):  # the subject's own words
+            text = path.read_text(errors="replace")
+            assert not [p for p in private if p in text], path
+    extra = json.loads((run_dir / "run.json").read_text())["extra"]
+    assert extra["subject_spec"].endswith(" solve.py") and extra["subject_options"]["sandbox"]["expose"] == ["agent"]
+    capsys.readouterr()
+    assert cli.main(["run", "--resume", str(run_dir), "--quiet"]) == 2
+    assert "give the same subject again" in capsys.readouterr().err
+    assert cli.main(["run", "--resume", str(run_dir), "--subject", spec, "--quiet"]) == 2  # expose flag missing
+    assert "does not match the subject given" in capsys.readouterr().err
+    assert cli.main(["run", "--resume", str(run_dir), "--subject", spec, "--subject-expose", str(agent), "--quiet"]) == 1
+    assert "resumed" in capsys.readouterr().out

@@ -52,3 +52,9 @@ _PATH = re.compile(r"(?:(?<=[\s'\"(=])|^)(?:/|~/|[A-Za-z]:\\)[^\s'\"():,;]*")
 def scrub(text: str) -> str:
     """``text`` with every absolute path replaced by ``<path>`` (reasons name roles, never locators)."""
     return _PATH.sub("<path>", text)
+
+
+def names_for_paths(text: str) -> str:
+    """``text`` with every absolute path replaced by its last name (``/home/me/agent.py`` ->
+    ``agent.py``): how a record hands on a command without the machine it ran on."""
+    return _PATH.sub(lambda m: m.group(0).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or "<path>", text)

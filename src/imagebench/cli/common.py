@@ -78,7 +78,7 @@ def checked_run_args(args: argparse.Namespace) -> Subject:
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     try:
         return parse_subject(
-            args.subject, sandbox=sandbox_from_args(args), isolate=bool(getattr(args, "isolate", False))
+            args.subject or "reference", sandbox=sandbox_from_args(args), isolate=bool(getattr(args, "isolate", False))
         )
     except SubjectError as exc:
         raise UsageError(str(exc)) from None

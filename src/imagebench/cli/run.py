@@ -45,8 +45,8 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--subject",
-        default="reference",
-        help="reference | nop | python:package.module:function | command:<shell command> (default: reference)",
+        help="reference | nop | python:package.module:function | command:<shell command> (default: reference; "
+        "with --resume, only when run.json keeps the subject without its paths)",
     )
     p.add_argument("--samples", type=int, default=1, metavar="N", help="samples per case (default 1)")
     p.add_argument("--fixtures", choices=FIXTURE_CHOICES, default="all", help="run only synthetic or curated cases")
@@ -254,7 +254,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
         flag
         for flag, value, default in (
             ("-k", getattr(args, "patterns", None), None),
-            ("--subject", getattr(args, "subject", "reference"), "reference"),
             ("--samples", getattr(args, "samples", 1), 1),
             ("--fixtures", getattr(args, "fixtures", "all"), "all"),
             ("--timeout", getattr(args, "timeout", None), None),
@@ -263,7 +262,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         )
         if value not in (default, [], ())
     ]
-    given += sandbox_flags_given(args)
+    if getattr(args, "subject", None) is None:
+        given += sandbox_flags_given(args)
     if given:
         raise UsageError(
             f"--resume takes the subject, its confinement, cases, samples and time limit from run.json; "
@@ -271,9 +271,16 @@ def cmd_resume(args: argparse.Namespace) -> int:
         )
     parallel = parallel_from_args(args)
     seal = seal_from_args(args)
+    # run.json keeps a subject without machine paths: then it is given again, and checked by digest
+    subject = checked_run_args(args) if getattr(args, "subject", None) is not None else None
     try:
         result = resume_run(
-            args.resume, bundle=getattr(args, "bundle", None), progress=not args.quiet, parallel=parallel, sealed=seal
+            args.resume,
+            subject=subject,
+            bundle=getattr(args, "bundle", None),
+            progress=not args.quiet,
+            parallel=parallel,
+            sealed=seal,
         )
     except (ResumeError, JournalError) as exc:
         raise UsageError(str(exc)) from None

@@ -13,7 +13,7 @@ seal's commitment, and a resume must be given the same secret.
 
 from __future__ import annotations
 
-import contextlib
+import json
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -267,7 +267,7 @@ def run_cases(
     """
     from imagebench.records import RunRecord, write_record
     from imagebench.runfolder import RUN_RECORD, new_run_dir
-    from imagebench.subjects import confinement_of, options_record
+    from imagebench.subjects import confinement_of
 
     cases = list(cases)
     if parallel is None:
@@ -281,10 +281,7 @@ def run_cases(
         extra.pop(SEALED_KEY, None)  # only a seal given here makes a run sealed
         if sealed is not None:
             extra[SEALED_KEY] = sealed.record()
-        with contextlib.suppress(ExecutorError):
-            extra.setdefault("subject_spec", subject_spec(subject))
-        if options_record(subject):
-            extra["subject_options"] = options_record(subject)
+        extra.update(subject_record(subject))
         if parallel.distributed:
             extra["executor"] = parallel.describe()
         record = RunRecord(
@@ -312,6 +309,64 @@ def run_cases(
             cluster=cluster,
             seeds=seeds,
         )
+
+
+SUBJECT_DIGEST_KEY = "subject_sha256"
+
+
+def _full_subject(subject: Subject) -> dict[str, Any] | None:
+    from imagebench.subjects import options_record
+
+    try:
+        spec = subject_spec(subject)
+    except ExecutorError:
+        return None
+    return {"spec": spec, "options": options_record(subject)}
+
+
+def subject_record(subject: Subject) -> dict[str, Any]:
+    """What ``run.json``'s ``extra`` keeps of the subject: its spec (``subject_spec``) and
+    confinement (``subject_options``) with every machine path replaced by its last name, and,
+    when anything was replaced, ``subject_sha256``: the digest of the full form, which a resume
+    given the same subject again checks."""
+    from imagebench.digest import digest_json, names_for_paths
+
+    full = _full_subject(subject)
+    if full is None:
+        return {}
+    form, colon, rest = full["spec"].partition(":")
+    shown_spec = f"{form}:{names_for_paths(rest.strip())}" if colon else full["spec"]
+    out: dict[str, Any] = {"subject_spec": shown_spec}
+    options = full["options"]
+    if options:
+        shown = json.loads(names_for_paths(json.dumps(options)))
+        out["subject_options"] = shown
+    if out["subject_spec"] != full["spec"] or (options and out["subject_options"] != options):
+        out[SUBJECT_DIGEST_KEY] = digest_json(full)
+    return out
+
+
+def _check_subject(where: Path, record: RunRecord, subject: Subject) -> None:
+    """A subject given to a resume must be the run's own (spec and confinement, by digest when
+    ``run.json`` keeps them without paths)."""
+    from imagebench.digest import digest_json
+
+    full = _full_subject(subject)
+    recorded = record.extra.get(SUBJECT_DIGEST_KEY)
+    if recorded is not None:
+        if full is None or digest_json(full) != recorded:
+            raise ResumeError(
+                f"{where}: field 'extra.{SUBJECT_DIGEST_KEY}' does not match the subject given: give the run's own "
+                f"subject {record.extra.get('subject_spec')!r} (with its full paths) and the same sandbox flags"
+            )
+    elif full is not None and isinstance(record.extra.get("subject_spec"), str):
+        if full["spec"] != record.extra["subject_spec"] or (full["options"] or {}) != (
+            record.extra.get("subject_options") or {}
+        ):
+            raise ResumeError(
+                f"{where}: the subject given ({full['spec']!r}, {full['options'] or 'no sandbox options'}) is not the "
+                f"run's ({record.extra['subject_spec']!r}, {record.extra.get('subject_options') or 'no sandbox options'})"
+            )
 
 
 def resolve_cases(run_dir: Path, record: RunRecord, bundle: str | Path | None = None) -> list[Case]:
@@ -353,7 +408,9 @@ def resume_run(
 ) -> RunResult:
     """Take up a run again: run every unit of ``run.json`` that has no complete, valid summary.
 
-    The subject comes from ``run.json`` (``extra.subject_spec``) unless given; the cases are
+    The subject comes from ``run.json`` (``extra.subject_spec``) unless given; a subject given
+    must be the run's own, and must be given when ``run.json`` keeps it without its machine
+    paths (:func:`subject_record`). The cases are
     resolved by label (built-in, or the run's bundle) unless given; samples and the time limit
     are the run's. A sealed run must be given the same secret (``sealed``, checked against the
     commitment it recorded), and a run that was not sealed none. Raises :class:`ResumeError` for
@@ -370,6 +427,14 @@ def resume_run(
         raise ResumeError(str(exc)) from None
     where = run_dir / "run.json"
     _check_seal(where, record, sealed)
+    if subject is not None:
+        _check_subject(where, record, subject)
+    elif record.extra.get(SUBJECT_DIGEST_KEY) is not None:
+        raise ResumeError(
+            f"{where}: run.json keeps the subject without its machine paths ({record.extra.get('subject_spec')!r}); "
+            "give the same subject again (imagebench run --resume RUN_DIR --subject SPEC with the run's sandbox "
+            "flags): its digest is checked"
+        )
     if subject is None:
         spec = record.extra.get("subject_spec")
         if not isinstance(spec, str) or not spec:
