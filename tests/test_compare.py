@@ -468,3 +468,21 @@ def test_a_summary_edited_after_the_run_makes_runs_not_comparable(world: dict[st
     assert not refused.comparable and any("changed after it was journaled" in p for p in refused.problems)
     allowed = compare_runs(a, b, allow_missing=True)
     assert not allowed.problems
+
+
+@pytest.mark.parametrize("status", ["timeout", "subject-error", "truth-tampered", "fixture-overwritten"])
+def test_a_failure_of_the_subject_s_doing_is_a_failed_pair_never_left_out(status: str, tmp_path: Path) -> None:
+    """The same denominators as the aggregates: a subject that timed out, raised or tampered
+    fails its pair (leaving it out would favour the run that gave up on the hard cases)."""
+    from imagebench.records import SampleSummary
+    from imagebench.suite.compare import LoadedRun, _pair_case
+
+    def sample(st: str) -> SampleSummary:
+        return SampleSummary(label="s/c", namespace="s", case_id="c", subject="x", sample=0, status=st, passed=st == "ok")
+
+    a = LoadedRun("A", tmp_path, None, None, samples={"s/c": {0: sample("ok")}})
+    b = LoadedRun("B", tmp_path, None, None, samples={"s/c": {0: sample(status)}})
+    _, _, pairs, _ = _pair_case("s/c", a, b, 1, 0, 10)
+    assert pairs == [(True, False)]
+    skipped = LoadedRun("B", tmp_path, None, None, samples={"s/c": {0: sample("harness-error")}})
+    assert _pair_case("s/c", a, skipped, 1, 0, 10)[2] == []  # the bench's own failure is left out

@@ -156,6 +156,13 @@ def test_a_subject_that_overwrites_a_fixture_is_flagged(plane: RunPlane, tmp_pat
     result = run_cases([case], Tamperer(plane.data_dir), samples=1, out=tmp_path, progress=False, plane=plane)
     (summary,) = result.samples[case.label]
     assert summary.flags == ["fixture-overwritten"]
+    # it solved the case properly, but what it was scored against changed: never a success
+    assert summary.status == "fixture-overwritten" and not summary.passed
+    assert result.verdicts[case.label] == "fail" and result.exit_code == 1
+    from imagebench.scoring.aggregates import aggregate
+
+    figures = aggregate([summary], k=1).figures
+    assert all(f.value == 0.0 for name, f in figures.items() if name.startswith("pass")), figures
     on_disk = read_record(sample_dir(result.run_dir, "tamperer", case, 0) / "summary.json", SampleSummary)
     assert on_disk.flags == ["fixture-overwritten"]
     from rich.console import Console

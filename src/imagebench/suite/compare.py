@@ -15,9 +15,11 @@ Two runs are compared only when all four conditions hold:
   same time-limit override, the same fixture selection and the same platform class.
 
 When one fails nothing is compared. When all hold, samples are paired by ``(case, sample index)``.
-A pair counts when both samples were scored (``ok`` passes; ``wrong-answer``, ``no-result`` and
-``unscorable-result`` fail); a pair with a ``skipped``, ``blocked``, ``harness-error`` or ``timeout``
-sample is left out and counted, as in :mod:`imagebench.scoring.aggregates`. A case with no pair is
+A pair counts when both samples were measured, with the denominators of
+:mod:`imagebench.scoring.aggregates`: ``ok`` passes; ``wrong-answer``, ``no-result``,
+``unscorable-result``, ``timeout``, ``subject-error``, ``truth-tampered`` and
+``fixture-overwritten`` fail (a timeout left out would favour the run that gave up on the hard
+cases); a pair with a ``skipped``, ``blocked`` or ``harness-error`` sample is left out and counted. A case with no pair is
 listed as unmatched, never pooled. Differences are B minus A. The pass/fail pairs are tested with
 McNemar's exact test (``scipy.stats.binomtest``); metric mean differences get a seeded paired
 percentile bootstrap interval (``scipy.stats.bootstrap``; per case over its sample pairs, overall
@@ -36,6 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from imagebench.fingerprint import scrub
+from imagebench.scoring.aggregates import FAILURE, SUCCESS
 from imagebench.sealed import recorded_commitment
 from imagebench.suite.record import SuiteRunInfo, run_info
 from imagebench.suite.sampling import (
@@ -45,8 +48,8 @@ from imagebench.suite.sampling import (
 )
 
 COMPARISON_SCHEMA_VERSION = 1
-PASS = frozenset({"ok"})
-FAIL = frozenset({"wrong-answer", "no-result", "unscorable-result"})
+PASS = SUCCESS
+FAIL = FAILURE  # the same denominators as every aggregate
 CONDITION_NAMES = {
     "C1": "same cohort (suite and sampling policy)",
     "C2": "matched assignments (seed and tasks)",
