@@ -146,6 +146,21 @@ def test_reader_opens_a_run_folder_s_artifacts_with_one_contrast_range(tmp_path:
     assert all(ARTIFACT_KEY in kw["metadata"] for _, kw, _ in layers)
 
 
+def test_the_reader_is_offered_for_bench_folders_only(tmp_path: Path) -> None:
+    """A plain .tif never makes napari ask which reader to use: ours only takes folders."""
+    from npe2 import PluginManager
+
+    pm = PluginManager.instance()
+    pm.discover()
+    tif = tmp_path / "plain.tif"
+    tif.write_bytes(b"")
+    ours = [r for r in pm.iter_compatible_readers([str(tif)]) if r.plugin_name == "napari-imagebench"]
+    assert ours == []
+    folders = [r for r in pm.iter_compatible_readers([str(DSB_FOLDER)]) if r.plugin_name == "napari-imagebench"]
+    assert len(folders) == 1
+    assert napari_get_reader(str(tmp_path)) is None  # a folder that is neither a case nor a run
+
+
 def test_reader_names_and_leaves_out_a_forged_summary(tmp_path: Path) -> None:
     """A summary edited after its run (nop forged to ok) is not vouched for by the journal."""
     import json
