@@ -125,3 +125,61 @@ def test_a_corrupt_curated_fixture_never_leaves_exit_0(tmp_path: Path) -> None:
     (summary,) = result.samples[case.label]
     assert summary.status in ("skipped", "harness-error") and "mask2d.tif" in summary.reason, summary.reason
     assert result.exit_code == EXIT_INCOMPLETE != EXIT_PASSED
+
+
+FORGER = """
+import os
+
+def solve(session):
+    # write the success the supervisor waits for, then end the harness's process
+    marker = os.environ.get("IMAGEBENCH_SUPERVISED")
+    for line in open("/proc/self/environ", "rb").read().split(b"\\0"):
+        if line.startswith(b"IMAGEBENCH_SUPERVISED="):
+            marker = line.split(b"=", 1)[1].decode()
+    if marker:
+        open(marker, "w").write("0\\t")
+    os._exit(0)
+"""
+
+
+def test_a_subject_that_forges_the_exit_report_still_leaves_exit_5(tmp_path: Path) -> None:
+    (tmp_path / "forger.py").write_text(textwrap.dedent(FORGER), encoding="utf-8")
+    script = Path(sys.executable).with_name("imagebench")
+    proc = subprocess.run(
+        [str(script), "run", "--subject", "python:forger:solve", "-k", "count-nuclei", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**_env(), "PYTHONPATH": str(tmp_path)},
+    )
+    assert proc.returncode == EXIT_DIED, proc.stdout + proc.stderr
+    assert "reported success, but it named no run folder" in proc.stderr
+
+
+@pytest.mark.parametrize(("argv", "code"), [(["run", "--help"], 0), (["run", "--samples", "x"], 2), (["run", "--bogus"], 2)])
+def test_help_and_usage_errors_of_run_exit_as_argparse_says(tmp_path: Path, argv: list[str], code: int) -> None:
+    script = Path(sys.executable).with_name("imagebench")
+    proc = subprocess.run([str(script), *argv], capture_output=True, text=True, timeout=120, env=_env(), cwd=tmp_path)
+    assert proc.returncode == code, proc.stderr
+    assert "ended without finishing" not in proc.stderr and not (tmp_path / "outcomes").exists()
+
+
+def test_an_honest_supervised_run_exits_0_and_names_its_folder(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("imagebench")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [str(script), "run", "-k", "count-nuclei", "--out", str(out), "--quiet", "--no-report"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(),
+    )
+    assert proc.returncode == EXIT_PASSED, proc.stdout + proc.stderr
+    (run_dir,) = out.glob("run-*")
+    # a summary forged after the run: the supervisor's check of a reported 0 reads the journal
+    from imagebench.cli import _borne_out
+
+    assert _borne_out(str(run_dir)) == ""
+    summary = next(run_dir.rglob("sample-0/summary.json"))
+    summary.write_text(summary.read_text().replace('"reason": ""', '"reason": "edited"'))
+    assert "not what the run journaled" in _borne_out(str(run_dir))

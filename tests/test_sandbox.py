@@ -343,3 +343,18 @@ def test_a_real_data_plane_answers_through_the_bridge(tmp_path: Path) -> None:
         _, run, ctx, out = _run(f"python -c {shlex.quote(code)}", tmp_path, tensor_url=plane.url)
     assert run.error is None and not run.timed_out
     assert out.startswith(b"flights "), (ctx.sample_dir / "stderr.txt").read_text()
+
+
+def test_the_environment_names_no_harness_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the harness was started from, and its supervisor's report file, stay outside."""
+    monkeypatch.setenv("OLDPWD", str(CHECKOUT))
+    monkeypatch.setenv("_", str(CHECKOUT / ".venv" / "bin" / "imagebench"))
+    monkeypatch.setenv("IMAGEBENCH_SUPERVISED", str(tmp_path / "imagebench-exit-x"))
+    _, run, _, out = _run("env; tr '\\0' '\\n' < /proc/1/environ", tmp_path)
+    assert run.error is None
+    lines = out.decode().splitlines()
+    assert not [line for line in lines if line.startswith(("OLDPWD=", "IMAGEBENCH_SUPERVISED="))], lines
+    assert not [line for line in lines if line.startswith("_=") and "imagebench" in line], lines  # bash sets its own
+    assert "PWD=/workspace" in lines
+    # PATH names the tool environment's own bin folder (bound read-only at its path), nothing else of the host
+    assert [line for line in lines if str(CHECKOUT) in line] == [line for line in lines if line.startswith("PATH=")]

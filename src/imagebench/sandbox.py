@@ -54,7 +54,10 @@ _ETC_SECRETS = (
     "/etc/sudoers", "/etc/sudoers.d", "/etc/security/opasswd",
 )
 # Variables that describe the harness's Python, not the tool environment's.
-_HARNESS_ONLY_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV", "TMPDIR")
+_HARNESS_ONLY_ENV = (
+    "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV", "TMPDIR",
+    "OLDPWD", "_",  # where the harness was started from, and how
+)  # fmt: skip
 _PACKAGES = ("imagebench", "napari_imagebench")
 
 
@@ -320,7 +323,7 @@ def sandbox_env(env: dict[str, str], policy: SandboxPolicy) -> dict[str, str]:
     """The command's environment inside the sandbox: its tool environment first on PATH."""
     out = {k: v for k, v in env.items() if k not in _HARNESS_ONLY_ENV}
     prefix = str(policy.env_prefix) if policy.env_prefix is not None else sys.prefix
-    out.update(PATH=f"{prefix}/bin:/usr/local/bin:/usr/bin:/bin", HOME="/tmp", TMPDIR="/tmp")
+    out.update(PATH=f"{prefix}/bin:/usr/local/bin:/usr/bin:/bin", HOME="/tmp", TMPDIR="/tmp", PWD=WORKSPACE)
     out["IMAGEBENCH_WORKSPACE"] = WORKSPACE
     return out
 

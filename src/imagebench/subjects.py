@@ -56,7 +56,7 @@ SUBJECT_FORMS: tuple[tuple[str, str], ...] = (
 Confinement = Literal["bubblewrap", "none", "in-process"]
 WORKSPACE_ENV = "IMAGEBENCH_WORKSPACE"
 # Never inherited by a command subject: where truth lives on disk and where reports go.
-_WITHHELD_ENV = ("IMAGEBENCH_FIXTURES", "IMAGEBENCH_OUTCOME_DIR", TENSOR_URL_ENV)
+_WITHHELD_ENV = ("IMAGEBENCH_FIXTURES", "IMAGEBENCH_OUTCOME_DIR", TENSOR_URL_ENV, "IMAGEBENCH_SUPERVISED")
 # The leaving a command's final message may stand for (a structured answer; see read_leaving).
 ANSWER_LEAVING = "answer"
 

@@ -702,10 +702,10 @@ class BenchModel:
 
     # ---------------------------------------------------------------- run folders
 
-    def _run_folder(self, subject_name: str) -> RunFolder:
+    def _run_folder(self, subject_name: str, subject: Any = None) -> RunFolder:
         folder = self.run_folders.get(subject_name)
         if folder is None:
-            folder = self.run_folders[subject_name] = RunFolder.create(self.outcome_root, subject_name)
+            folder = self.run_folders[subject_name] = RunFolder.create(self.outcome_root, subject_name, subject)
         return folder
 
     # ---------------------------------------------------------------- run
@@ -723,7 +723,7 @@ class BenchModel:
             raise self._fail(problem, "warning")
         subject = self.subject(spec)
         case = loaded.case
-        folder = self._run_folder(subject.name)
+        folder = self._run_folder(subject.name, subject)
         unit = open_unit(
             case, subject, folder.next_sample(case.label), folder.path, fixture=loaded.unit.prepared, plane=loaded.plane
         )
@@ -834,6 +834,8 @@ class BenchModel:
             unit.run_dir, unit.sample = folder.path, folder.next_sample(case.label)
         summary = finish_unit(unit, run, lookup=lookup, flags=flags)
         done = folder.add(case, summary)
+        for problem in folder.problems:
+            self.notify("warning", f"{folder.path.name}: {problem}")
         need = int(case.meta.get("min_samples", 1))
         if len(done) < need:  # a bundle's rerun case: judged over several samples of one subject
             self.notify(

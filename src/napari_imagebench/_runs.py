@@ -1,9 +1,9 @@
 """The panel's results: one run folder per subject, and one row per scored sample.
 
 A panel run folder is a run folder like any other (:mod:`imagebench.runfolder`): every sample is
-journaled as it is written, the case's summary and ``run.json`` are rewritten after each sample
-with the functions a headless run closes with, so ``imagebench report``, ``compare`` and the
-napari reader read it as they read ``imagebench run``'s.
+journaled as it is written; the case's summary, ``run.json``, ``receipt.json`` and ``report.html``
+are rewritten after each sample with the functions a headless run closes with, so ``imagebench
+report``, ``compare`` and the napari reader read it as they read ``imagebench run``'s.
 """
 
 from __future__ import annotations
@@ -66,9 +66,12 @@ class RunFolder:
     record: RunRecord
     samples: dict[str, list[SampleSummary]] = field(default_factory=dict)
     summaries: dict[str, CaseSummary] = field(default_factory=dict)
+    subject: Any = None  # the subject object (or the person's name) the receipt describes
+    cases: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # why a receipt or report could not be written
 
     @classmethod
-    def create(cls, root: Path, subject_name: str) -> RunFolder:
+    def create(cls, root: Path, subject_name: str, subject: Any = None) -> RunFolder:
         from imagebench.journal import Journal
         from imagebench.records import RunRecord, write_record
         from imagebench.runfolder import RUN_RECORD, new_run_dir
@@ -85,7 +88,7 @@ class RunFolder:
         write_record(path / RUN_RECORD, record)
         with Journal.open(path) as journal:
             journal.append("start", detail={"run_id": record.run_id, "mode": PANEL_SOURCE})
-        return cls(path, record)
+        return cls(path, record, subject=subject if subject is not None else subject_name)
 
     def next_sample(self, label: str) -> int:
         return len(self.samples.get(label, []))
@@ -127,4 +130,30 @@ class RunFolder:
             },
         )
         write_record(self.path / RUN_RECORD, self.record)
+        self.cases[case.label] = case
+        self._write_receipt_and_report()
         return done
+
+    def _write_receipt_and_report(self) -> None:
+        """``receipt.json`` and ``report.html``, rewritten after each sample as a headless run
+        writes them at its end; a failure is kept in ``problems`` (the sample stands)."""
+        from imagebench.receipt import build_receipt, write_receipt
+        from imagebench.report import write_html_report
+
+        self.problems.clear()
+        try:
+            seeds = {s.label: s.seed for got in self.samples.values() for s in got if s.seed is not None}
+            receipt = build_receipt(
+                subject=self.subject,
+                samples=self.record.samples,
+                seeds=seeds,
+                selection=self.record.selection,
+                cases=list(self.cases.values()),
+            )
+            write_receipt(self.path, receipt)
+        except Exception as exc:
+            self.problems.append(f"receipt.json not written: {type(exc).__name__}: {exc}")
+        try:
+            write_html_report(self.path, progress=False)
+        except Exception as exc:
+            self.problems.append(f"report.html not written: {type(exc).__name__}: {exc}")

@@ -102,20 +102,26 @@ def entry() -> int:
 
     ``run`` puts subjects in front of fixtures, and an in-process ``python:`` subject can end the
     process itself (``os._exit(0)``) before any result exists. So ``run`` works in a child process
-    that writes its exit code to a file just before it returns; a child that ends without writing
-    it (or by a signal) ends the command with 5, never with the 0 it may have exited with.
-    Every other command runs here, as :func:`main`.
+    that reports its exit code and run folder in a file just before it returns; a child that ends
+    without reporting (or by a signal) ends the command with 5, never with the 0 it may have exited
+    with, and a reported 0 stands only when the run folder bears it out (:func:`_borne_out`).
+    The arguments are parsed here first, so ``--help`` and a usage error end here as argparse
+    says. Every other command runs here, as :func:`main`.
     """
     import os
 
     argv = sys.argv[1:]
-    if _chosen_command(argv) not in SUPERVISED_COMMANDS or os.environ.get(SUPERVISED_ENV):
+    marker = os.environ.pop(SUPERVISED_ENV, None)  # out of reach of what the child runs in-process
+    if marker:
         code = main(argv)
-        marker = os.environ.get(SUPERVISED_ENV)
-        if marker:
-            with open(marker, "w", encoding="ascii") as fh:
-                fh.write(str(code))
+        from imagebench.cli.common import RUN_DIRS
+
+        with open(marker, "w", encoding="utf-8") as fh:
+            fh.write(f"{code}\t{RUN_DIRS[-1] if RUN_DIRS else ''}")
         return code
+    if _chosen_command(argv) not in SUPERVISED_COMMANDS:
+        return main(argv)
+    build_parser(argv).parse_args(argv)  # --help, a bad flag: argparse exits here (0 or 2)
     return _supervise(argv)
 
 
@@ -125,7 +131,7 @@ def _supervise(argv: list[str]) -> int:
     import subprocess
     import tempfile
 
-    from imagebench.runfolder import EXIT_DIED
+    from imagebench.runfolder import EXIT_DIED, EXIT_PASSED
 
     fd, marker = tempfile.mkstemp(prefix="imagebench-exit-")
     os.close(fd)
@@ -143,20 +149,52 @@ def _supervise(argv: list[str]) -> int:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        with open(marker, encoding="ascii") as fh:
-            written = fh.read().strip()
+        with open(marker, encoding="utf-8") as fh:
+            written, _, run_dir = fh.read().strip().partition("\t")
     finally:
         os.unlink(marker)
     if rc < 0:
         return 128 - rc  # ended by a signal, as a shell reports it
+    command = argv[0] if argv else ""
     if written != str(rc):
         print(
-            f"imagebench {argv[0] if argv else ''}: the run ended without finishing (its process exited with {rc} "
+            f"imagebench {command}: the run ended without finishing (its process exited with {rc} "
             "before the command returned, e.g. a python: subject ended it); treat its run folder as incomplete",
             file=sys.stderr,
         )
         return EXIT_DIED
+    if rc == EXIT_PASSED:
+        why = _borne_out(run_dir)
+        if why:
+            print(f"imagebench {command}: its process reported success, but {why}; exit {EXIT_DIED}", file=sys.stderr)
+            return EXIT_DIED
     return rc
+
+
+def _borne_out(run_dir: str) -> str:
+    """Why the run folder does not bear out a reported success ('' when it does): it must be
+    complete, every summary must match its journal line, and every case must pass when its
+    verdict is computed again from the checked samples."""
+    from imagebench.runfolder import RunFolderError, case_verdict, read_run
+
+    if not run_dir:
+        return "it named no run folder"
+    try:
+        contents = read_run(run_dir)
+    except RunFolderError as exc:
+        return f"its run folder cannot be read ({exc})"
+    if not contents.record.complete:
+        return f"{run_dir}/run.json says the run is not complete"
+    if contents.problems:
+        return f"{len(contents.problems)} sample(s) of {run_dir} are not what the run journaled ({contents.problems[0]})"
+    for label in contents.record.cases:
+        verdict = case_verdict(contents.samples(label))
+        summary = contents.case_summaries.get(label)
+        if summary is not None and summary.extra.get("verdict") == "fail":
+            verdict = "fail"  # a check across samples failed it
+        if verdict != "pass":
+            return f"case {label} is {verdict} in {run_dir}"
+    return ""
 
 
 if __name__ == "__main__":  # pragma: no cover

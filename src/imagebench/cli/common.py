@@ -8,12 +8,18 @@ from typing import TYPE_CHECKING, Any
 from imagebench.cli import UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from imagebench.case import Case
     from imagebench.executor import Parallel
     from imagebench.runfolder import RunResult
     from imagebench.sandbox import SandboxPolicy
     from imagebench.sealed import Seal
     from imagebench.subjects import Subject
+
+
+#: Run folders the commands of this process wrote, last last (the supervised entry point reads it).
+RUN_DIRS: list[Path] = []
 
 
 def add_subject_flags(p: argparse.ArgumentParser) -> None:
@@ -116,7 +122,7 @@ def run_from_args(
 
     parallel = parallel_from_args(args)
     try:
-        return run_cases(
+        result = run_cases(
             cases,
             subject,
             samples=args.samples,
@@ -128,6 +134,8 @@ def run_from_args(
             parallel=parallel,
             sealed=sealed,
         )
+        RUN_DIRS.append(result.run_dir)
+        return result
     except SealedError as exc:
         raise UsageError(f"--sealed: {exc}") from None
     except ExecutorError as exc:

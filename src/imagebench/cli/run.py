@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from imagebench.case import FIXTURE_CHOICES, select_cases
 from imagebench.cli import UsageError
 from imagebench.cli.common import (
+    RUN_DIRS,
     add_sealed_args,
     add_subject_flags,
     checked_run_args,
@@ -292,6 +293,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     except RunLocked as exc:
         print(f"imagebench run: {exc}", file=sys.stderr)
         return 1
+    RUN_DIRS.append(result.run_dir)
     console = _console()
     note = (result.record.extra.get("resumes") or [{}])[-1]
     discarded = note.get("discarded") or {}
