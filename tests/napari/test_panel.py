@@ -190,6 +190,13 @@ def test_run_reference_then_score_shows_ok_and_each_metric(make_napari_viewer: A
     second = panel.score()
     assert second is not None and second.sample == 1 and second.run_dir == result.run_dir
     assert [r.sample for r in panel.model.results] == [0, 1]
+    # a panel run folder is a full run folder: the receipt and the report, as a headless run writes
+    import json
+
+    receipt = json.loads((result.run_dir / "receipt.json").read_text())
+    assert receipt["subject"]["form"] == "reference" and receipt["subject"]["sandbox"] == "in-process"
+    page = (result.run_dir / "report.html").read_text()
+    assert "toy/rectangle" in page and "sample 1" in page
 
 
 def _paint(labels: Any, where: np.ndarray) -> None:
