@@ -83,6 +83,12 @@ class CaseRow:
         return f"{self.namespace}/{self.case_id}"
 
 
+#: The columns of :meth:`BenchModel.export_results`.
+RESULT_COLUMNS = (
+    "subject", "case", "sample", "status", "reason", "metric", "value", "limit", "verdict", "note", "run folder",
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class CaseDetail:
     """What the detail pane shows about a case: everything a subject is told, never truth."""
@@ -701,6 +707,28 @@ class BenchModel:
         return ""
 
     # ---------------------------------------------------------------- run folders
+
+    def export_results(self, path: Path) -> Path:
+        """Every result of this session as CSV (one row per metric; a sample without metrics gets
+        one row), written atomically; PanelError naming the file when it cannot be written."""
+        import csv
+        import io
+
+        from imagebench.records import atomic_write_text
+
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(RESULT_COLUMNS)
+        for r in self.results:
+            base = [r.subject, r.label, "" if r.sample is None else r.sample, r.status, r.reason]
+            cells = r.metric_cells() or [("", "", "", "", "")]
+            for name, value, limit, verdict, why in cells:
+                writer.writerow([*base, name, value, limit, verdict, why, str(r.run_dir)])
+        try:
+            atomic_write_text(path, out.getvalue())
+        except OSError as exc:
+            raise PanelError(f"{path}: the results could not be written ({exc.strerror or exc})") from None
+        return path
 
     def _run_folder(self, subject_name: str, subject: Any = None) -> RunFolder:
         folder = self.run_folders.get(subject_name)

@@ -265,8 +265,12 @@ class BenchPanel(QWidget):
         self.artifacts_button.clicked.connect(self.view_artifacts)
         self.folder_button = QPushButton("Open run folder")
         self.folder_button.clicked.connect(self.open_run_folder)
+        self.export_button = QPushButton("Export CSV…")
+        self.export_button.setToolTip("every result of this session, one row per metric, as CSV")
+        self.export_button.clicked.connect(lambda: self.export_results())
         row.addWidget(self.artifacts_button)
         row.addWidget(self.folder_button)
+        row.addWidget(self.export_button)
         cl.addLayout(row)
 
         split = QSplitter(Qt.Vertical)
@@ -274,6 +278,10 @@ class BenchPanel(QWidget):
         split.addWidget(controls)
         layout.addWidget(split, 1)
 
+        self.setObjectName("bench_panel")
+        for attr, widget in vars(self).items():  # tests and people's scripts find controls by name
+            if isinstance(widget, QWidget) and not widget.objectName():
+                widget.setObjectName(attr)
         self.refresh()
 
     def _coverage_tab(self) -> QWidget:
@@ -629,6 +637,7 @@ class BenchPanel(QWidget):
             child.setToolTip(4, check)
         item.setExpanded(True)
         self.results.setCurrentItem(item)
+        self.results.scrollToItem(item)  # the newest result in view, its metric rows too
         self._update_buttons()
         self.refresh_coverage()  # validation is read from the run folders, which now hold this sample
 
@@ -665,8 +674,24 @@ class BenchPanel(QWidget):
         if path is None:
             self.model.notify("warning", "no run folder yet: score a sample first")
             return None
-        QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
+            self.model.notify("info", f"no file browser could open it; the run folder is {path}")
         return path
+
+    def export_results(self, path: str | Path | None = None) -> Path | None:
+        """Write every result of this session as CSV to ``path`` (asked for when not given)."""
+        if path is None:
+            chosen, _ = QFileDialog.getSaveFileName(self, "Export results", "imagebench-results.csv", "CSV (*.csv)")
+            if not chosen:
+                return None
+            path = chosen
+        try:
+            written = self.model.export_results(Path(path))
+        except PanelError as exc:
+            self.model.notify("error", str(exc))
+            return None
+        self.model.notify("info", f"results written to {written}")
+        return written
 
     # ---------------------------------------------------------------- layers and buttons
 

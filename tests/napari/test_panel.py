@@ -356,3 +356,46 @@ def _qimage_array(image: Any) -> np.ndarray:
     ptr.setsize(image.height() * image.bytesPerLine())
     rows = np.frombuffer(ptr, np.uint8).reshape(image.height(), image.bytesPerLine())
     return rows[:, : image.width() * 4].reshape(image.height(), image.width(), 4).copy()
+
+
+def test_every_control_has_an_object_name_and_a_session_is_worked_by_clicking_them(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    """Load, Run, Score and Export CSV found by objectName and clicked; the results are a CSV."""
+    import csv
+
+    from qtpy.QtCore import Qt
+    from qtpy.QtWidgets import QPushButton, QWidget
+
+    _, panel = make_panel(make_napari_viewer, tmp_path)
+    named = {w.objectName() for w in panel.findChildren(QWidget)}
+    controls = [w for w in vars(panel).values() if isinstance(w, QWidget)]
+    assert controls and all(w.objectName() for w in controls)
+    assert {"load_button", "run_button", "score_button", "export_button", "case_tree", "results"} <= named
+    assert panel.objectName() == "bench_panel"
+
+    def click(name: str) -> None:
+        button = panel.findChild(QPushButton, name)
+        assert button is not None and button.isEnabled(), name
+        qtbot.mouseClick(button, Qt.LeftButton)
+
+    panel.select_case(TOY)
+    click("load_button")
+    qtbot.waitUntil(lambda: not panel.running and panel.model.loaded is not None, timeout=30_000)
+    panel.subject_combo.setCurrentText("reference")
+    click("run_button")
+    qtbot.waitUntil(lambda: not panel.running, timeout=30_000)
+    click("score_button")
+    assert [r.status for r in panel.model.results] == ["ok"]
+    newest = panel.results.topLevelItem(panel.results.topLevelItemCount() - 1)
+    assert panel.results.currentItem() is newest
+
+    path = panel.export_results(tmp_path / "results.csv")
+    assert path is not None
+    rows = list(csv.DictReader(path.open()))
+    assert [(r["case"], r["status"], r["metric"], r["verdict"]) for r in rows] == [
+        (TOY, "ok", "mask_error", "pass"),
+        (TOY, "ok", "area_error", "pass"),
+    ]
+    assert panel.export_results(path / "x.csv") is None  # under a file: named, the panel goes on
+    assert "could not be written" in panel.model.messages[-1].text
