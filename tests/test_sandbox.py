@@ -358,3 +358,19 @@ def test_the_environment_names_no_harness_path(tmp_path: Path, monkeypatch: pyte
     assert "PWD=/workspace" in lines
     # PATH names the tool environment's own bin folder (bound read-only at its path), nothing else of the host
     assert [line for line in lines if str(CHECKOUT) in line] == [line for line in lines if line.startswith("PATH=")]
+
+
+def test_a_stopped_command_ends_with_its_whole_process_tree(tmp_path: Path) -> None:
+    """The panel's Stop: ``stop`` set while the command sleeps ends it (a setsid child too) at once."""
+    mark = _mark(6000)
+    case = make_toy_case()
+    session = open_session(case, case.build())
+    ctx = UnitContext(sample_dir=tmp_path / "sample-0", timeout_s=60)
+    work = bind_subject(CommandSubject(f"setsid sleep {mark} & sleep {mark}"), case, ctx)
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    started = time.monotonic()
+    run = run_subject(work, session, 60, stop=stop)
+    assert run.stopped and not run.timed_out
+    assert time.monotonic() - started < 3.0
+    assert _wait_until(lambda: not _sleepers(mark))

@@ -39,6 +39,7 @@ Status = Literal[
     "subject-error",  # the subject raised (or its command failed) and what it left did not pass: a failure
     "truth-tampered",  # the fixture's truth changed while the subject worked: a failure
     "fixture-overwritten",  # the fixture's data on the data plane changed while the subject worked: a failure
+    "stopped",  # a person stopped the subject's turn (the panel's Stop): no result, excluded and counted
 ]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
 

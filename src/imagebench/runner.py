@@ -22,6 +22,7 @@ Every sample ends in exactly one :data:`imagebench.records.Status`:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -306,10 +307,11 @@ def _outcome_folders(run_dir: Path) -> list[Path]:
     return [root]
 
 
-def work_unit(unit: Unit, subject: Subject) -> SubjectRun | None:
+def work_unit(unit: Unit, subject: Subject, *, stop: threading.Event | None = None) -> SubjectRun | None:
     """Phase two: the subject's turn. None when the unit could not be opened (nothing to work on).
 
     A subject that cannot be bound to the case ends its turn as a harness error (never its fault).
+    Setting ``stop`` (the panel's Stop) ends the turn at once; the sample is then ``stopped``.
     """
     from imagebench.subjects import (
         SubjectError,
@@ -328,7 +330,7 @@ def work_unit(unit: Unit, subject: Subject) -> SubjectRun | None:
         why = str(exc) if isinstance(exc, SubjectError) else f"binding the subject failed: {type(exc).__name__}: {exc}"
         return SubjectRun(seconds=0.0, harness_error=why)
     try:
-        return run_subject(work, unit.session, unit.timeout_s)
+        return run_subject(work, unit.session, unit.timeout_s, stop=stop)
     finally:
         unit.release()
 
@@ -511,6 +513,8 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
     notes = {k: attempt.notes[k] for k in ("exit_code", "unreadable") if k in attempt.notes}
     if run.harness_error:
         return write_ended(unit, "harness-error", run.harness_error, flags=flags)
+    if run.stopped:
+        return write_ended(unit, "stopped", f"stopped by the person at the viewer after {run.seconds:.1f} s", flags=flags)
     if run.timed_out:
         return write_ended(unit, "timeout", run.timeout_reason, flags=flags, detail=notes)
     if run.error:

@@ -535,6 +535,7 @@ class SubjectRun:
     timeout_reason: str = ""
     error: str | None = None
     harness_error: str | None = None
+    stopped: bool = False  # a person stopped the turn (``stop`` was set)
 
 
 def bind_subject(subject: Subject, case: Case, context: UnitContext) -> Callable[[Session], None]:
@@ -550,12 +551,15 @@ def _describe(exc: BaseException) -> str:
     return f"{text} (at {where})" if where else text
 
 
-def run_subject(work: Callable[[Session], None], session: Session, timeout_s: float) -> SubjectRun:
-    """Run ``work(session)`` with a time limit.
+def run_subject(
+    work: Callable[[Session], None], session: Session, timeout_s: float, stop: threading.Event | None = None
+) -> SubjectRun:
+    """Run ``work(session)`` with a time limit; ``stop`` (set from another thread) ends it early.
 
-    In-process work runs in a daemon thread that is abandoned when it runs past ``timeout_s``
-    (Python cannot kill a thread; the session is private to this sample, so nothing it still
-    writes reaches a result). Work that enforces its own limit (a command) gets a grace margin.
+    In-process work runs in a daemon thread that is abandoned when it runs past ``timeout_s`` or is
+    stopped (Python cannot kill a thread; the session is private to this sample, so nothing it
+    still writes reaches a result); a command is killed with everything it started. Work that
+    enforces its own limit (a command) gets a grace margin.
     """
     own_limit = bool(getattr(work, "enforces_timeout", False))
     outcome: dict[str, Any] = {}
@@ -573,13 +577,22 @@ def run_subject(work: Callable[[Session], None], session: Session, timeout_s: fl
     start = time.perf_counter()
     thread = threading.Thread(target=target, name=f"imagebench-subject:{session.label}", daemon=True)
     thread.start()
+    cancel = getattr(work, "cancel", None)
+    limit = timeout_s + (KILL_GRACE_S + 10.0 if own_limit else 0.0)
     try:
-        thread.join(timeout_s + (KILL_GRACE_S + 10.0 if own_limit else 0.0))
+        if stop is None:
+            thread.join(limit)
+        else:
+            while thread.is_alive() and time.perf_counter() - start < limit and not stop.is_set():
+                thread.join(0.05)
     except BaseException:  # interrupted (Ctrl-C): take the subject's processes down with us
-        cancel = getattr(work, "cancel", None)
         if cancel is not None:
             cancel()
         raise
+    if stop is not None and stop.is_set() and thread.is_alive():
+        if cancel is not None:
+            cancel()  # a command: its whole process tree ends now
+        return SubjectRun(seconds=time.perf_counter() - start, stopped=True)
     seconds = time.perf_counter() - start
     if thread.is_alive():
         return SubjectRun(

@@ -23,6 +23,7 @@ skill, joined with the run folders this panel has written; the model only asks
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -264,11 +265,14 @@ class Loaded:
 
 @dataclass
 class RunJob:
-    """A prepared Run: ``work()`` runs the subject (in a worker thread) and returns its SubjectRun."""
+    """A prepared Run: ``work()`` runs the subject (in a worker thread) and returns its SubjectRun;
+    setting ``stop`` (the panel's Stop) ends it, and the sample is recorded ``stopped``."""
 
     subject_name: str
     unit: Unit
     work: Callable[[], SubjectRun | None]
+    spec: str = ""
+    stop: threading.Event = field(default_factory=threading.Event)
 
     @property
     def session(self) -> Session:
@@ -758,7 +762,8 @@ class BenchModel:
         if unit.failure is not None:
             unit.release()
             raise self._fail(f"{case.label}: {unit.failure[1]}")
-        return RunJob(subject.name, unit, lambda: work_unit(unit, subject))
+        stop = threading.Event()
+        return RunJob(subject.name, unit, lambda: work_unit(unit, subject, stop=stop), spec=spec, stop=stop)
 
     def finish_run(self, job: RunJob, run: SubjectRun | None) -> dict[str, Any]:
         """Record how ``job`` ended; return what the subject bound of the case's leavings."""
@@ -766,6 +771,10 @@ class BenchModel:
         loaded.runs[job.subject_name] = (job.unit, run)
         if run is None:
             self.notify("error", f"{job.subject_name}: the unit could not be opened")
+            return {}
+        if run.stopped:  # no result to look at: the sample is recorded as stopped at once
+            self.notify("warning", f"{job.subject_name}: stopped after {run.seconds:.1f} s")
+            self.score(job.spec)
             return {}
         if run.harness_error:
             self.notify("error", f"{job.subject_name}: the harness failed: {run.harness_error}")

@@ -245,12 +245,17 @@ class BenchPanel(QWidget):
         self.run_button.clicked.connect(self.run)
         self.score_button = QPushButton("Score")
         self.score_button.clicked.connect(self.score)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("end the running subject now (its processes too); the sample is recorded as stopped")
+        self.stop_button.clicked.connect(self.stop)
+        self._job: RunJob | None = None
         self.progress = QProgressBar()
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
         self.progress.setTextVisible(False)
         row.addWidget(self.run_button)
         row.addWidget(self.score_button)
+        row.addWidget(self.stop_button)
         row.addWidget(self.progress, 1)
         cl.addLayout(row)
 
@@ -538,7 +543,17 @@ class BenchPanel(QWidget):
             job = self.model.prepare_run(spec)
         except PanelError:
             return False
+        self._job = job
         self._start(job.work, f"{spec} working…", lambda run, job=job: self._run_done(job, run), job.subject_name)
+        return True
+
+    def stop(self) -> bool:
+        """Stop the running subject (False when no subject is running)."""
+        if self._job is None or not self.running:
+            return False
+        self._job.stop.set()
+        self.progress.setFormat("stopping…")
+        self.stop_button.setEnabled(False)
         return True
 
     def _start(self, work: Any, busy_text: str, done: Any, what: str) -> None:
@@ -579,6 +594,7 @@ class BenchPanel(QWidget):
 
     def _work_finished(self) -> None:
         self.worker = None
+        self._job = None
         self.progress.setRange(0, 1)
         self.progress.setValue(1)
         self.progress.setTextVisible(False)
@@ -723,6 +739,7 @@ class BenchPanel(QWidget):
         self.run_button.setEnabled(loaded and not interactive and not problem and not self.running)
         self.run_button.setToolTip(problem or "run the subject on a fresh session of the loaded case")
         self.score_button.setEnabled(loaded and not self.running)
+        self.stop_button.setEnabled(self._job is not None and self.running and not self._job.stop.is_set())
         has_result = bool(self.model.results)
         self.artifacts_button.setEnabled(has_result)
         self.folder_button.setEnabled(has_result)

@@ -399,3 +399,33 @@ def test_every_control_has_an_object_name_and_a_session_is_worked_by_clicking_th
     ]
     assert panel.export_results(path / "x.csv") is None  # under a file: named, the panel goes on
     assert "could not be written" in panel.model.messages[-1].text
+
+
+def test_stop_ends_a_sleeping_solver_within_2_s_and_records_the_sample_stopped(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from qtpy.QtCore import Qt
+    from qtpy.QtWidgets import QPushButton
+
+    (tmp_path / "sleepy_solver.py").write_text("import time\n\ndef solve(session):\n    time.sleep(60)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = "python:sleepy_solver:solve"
+    _, panel = make_panel(make_napari_viewer, tmp_path)
+    load_and_wait(qtbot, panel, TOY)
+    panel.solver_edit.setText(spec)
+    assert panel.add_solver()
+    stop = panel.findChild(QPushButton, "stop_button")
+    assert stop is not None and not stop.isEnabled()  # nothing to stop yet
+    assert panel.run() and stop.isEnabled()
+    time.sleep(0.3)
+    started = time.perf_counter()
+    qtbot.mouseClick(stop, Qt.LeftButton)
+    qtbot.waitUntil(lambda: not panel.running, timeout=5_000)
+    assert time.perf_counter() - started < 2.0
+    (result,) = panel.model.results
+    assert result.status == "stopped" and "stopped by the person" in result.reason
+    on_disk = read_record(result.sample_dir / "summary.json", SampleSummary)
+    assert on_disk.status == "stopped"
+    assert not stop.isEnabled() and panel.run_button.isEnabled()  # the panel goes on

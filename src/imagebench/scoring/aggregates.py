@@ -16,8 +16,9 @@ Which samples count: ``ok`` is a success; ``wrong-answer``, ``no-result``,
 ``unscorable-result``, ``timeout``, ``subject-error`` (it raised, or its command failed, and what
 it left did not pass), ``truth-tampered`` and ``fixture-overwritten`` are failures, the
 subject's doing. A timeout is a failure rather than an exclusion because leaving them out would raise the mean
-exactly on the cases too hard to finish in time. ``harness-error`` (the bench's own failure) and
-``skipped`` (not runnable here) are excluded and counted in the coverage; ``blocked`` (the bench
+exactly on the cases too hard to finish in time. ``harness-error`` (the bench's own failure),
+``skipped`` (not runnable here) and ``stopped`` (a person ended the turn at the viewer) are
+excluded and counted in the coverage; ``blocked`` (the bench
 cannot grade the task) is excluded and counted on its own, never averaged in as a zero. A case
 with fewer than k scored samples is *incomplete* (or *unscored* when it has none) and left out
 of the figures; a case named in ``expected`` with no sample at all is *missing*. Nothing is
@@ -44,7 +45,7 @@ FAILURE = frozenset(
 )
 SCORED = SUCCESS | FAILURE
 # Left out of every figure, each counted in the coverage under its own name.
-EXCLUDED = frozenset({"harness-error", "skipped"})
+EXCLUDED = frozenset({"harness-error", "skipped", "stopped"})
 BLOCKED = frozenset({"blocked"})
 
 
