@@ -42,10 +42,20 @@ class Layer:
     presentation: Presentation = "array"
     chunks: tuple[int, ...] | None = None
     dim_labels: tuple[str, ...] | None = None
+    # How a viewer shows it, from the case (the verifier reads the same numbers): the physical size
+    # of a pixel per axis and its unit, a colormap and blending (several channels shown together),
+    # and, for points whose order carries meaning, their index drawn beside each.
+    scale: tuple[float, ...] | None = None
+    units: str | None = None
+    colormap: str | None = None
+    blending: str | None = None
+    ordered: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in LAYER_KINDS:
             raise CaseError(f"layer {self.name!r}: kind must be one of {LAYER_KINDS}, got {self.kind!r}")
+        if self.scale is not None and (not self.scale or any(not (v > 0) for v in self.scale)):
+            raise CaseError(f"layer {self.name!r}: scale must be positive numbers, got {self.scale!r}")
         if self.presentation not in PRESENTATIONS:
             raise CaseError(
                 f"layer {self.name!r}: presentation must be one of {PRESENTATIONS}, got {self.presentation!r}"
@@ -63,6 +73,17 @@ class Collect:
     name: str
     what: Literal["array", "scalar", "json"] = "array"
     description: str = ""
+    # How a person at the viewer leaves it: as a layer of this kind (``labels`` painted, ``points``
+    # clicked, ``image``), on the grid of the data layer ``like``; ``ordered`` points carry meaning
+    # in their order. None: typed (a scalar or a structured answer in the panel's form, or an array
+    # computed in the console).
+    layer: LayerKind | None = None
+    like: str | None = None
+    ordered: bool = False
+
+    def __post_init__(self) -> None:
+        if self.layer is not None and self.layer not in LAYER_KINDS:
+            raise CaseError(f"leaving {self.name!r}: layer must be one of {LAYER_KINDS} or None, got {self.layer!r}")
 
 
 Verifier = Callable[[Fixture, Attempt], Outcome]
@@ -110,6 +131,8 @@ class Case:
         for c in self.collect:
             if c.name not in self.task:
                 raise CaseError(f"case {self.label}: the prompt must name what to leave ({c.name!r})")
+            if c.like is not None and c.like not in names:
+                raise CaseError(f"case {self.label}: leaving {c.name!r} is like {c.like!r}, which is not a layer ({names})")
 
     @property
     def label(self) -> str:

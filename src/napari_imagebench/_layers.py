@@ -46,11 +46,12 @@ def _shapes_data(value: Any, name: str) -> list[np.ndarray]:
         raise PresentationError(f"layer {name!r}: shapes data is not a list of vertex arrays ({exc})") from None
 
 
-def layer_data(layer: Layer, value: Any, *, client: Any = None) -> LayerData:
+def layer_data(layer: Layer, value: Any, *, client: Any = None, point_size: float | None = None) -> LayerData:
     """The napari layer data tuple presenting ``value`` as ``layer`` says.
 
     ``value`` is the session's data for the layer: an array for ``array`` presentation, the
-    data-plane id for ``tensor`` (which then needs ``client``).
+    data-plane id for ``tensor`` (which then needs ``client``). ``point_size`` sizes a points
+    layer's markers (:func:`point_size` of the image they lie on).
     """
     kwargs: dict[str, Any] = {"name": layer.name, "metadata": {"imagebench": {"key": layer.key}}}
     if layer.presentation == "tensor":
@@ -90,9 +91,45 @@ def layer_data(layer: Layer, value: Any, *, client: Any = None) -> LayerData:
                 data = data.astype(np.uint8)
     if layer.dim_labels and len(layer.dim_labels) == ndim:
         kwargs["axis_labels"] = tuple(layer.dim_labels)
-    if layer.kind == "image":
-        kwargs["colormap"] = "gray"
+    kwargs.update(presentation_kwargs(layer, ndim))
+    if layer.kind == "points":
+        kwargs.update(points_kwargs(np.asarray(data), ordered=layer.ordered, size=point_size))
     return data, kwargs, layer.kind
+
+
+def presentation_kwargs(layer: Layer, ndim: int) -> dict[str, Any]:
+    """What the case declares about showing ``layer``: physical scale and units (per axis), a
+    colormap and blending; an image without a colormap is grey."""
+    out: dict[str, Any] = {}
+    if layer.scale is not None:
+        if len(layer.scale) != ndim:
+            raise PresentationError(
+                f"layer {layer.name!r}: the case's scale {layer.scale} has {len(layer.scale)} axes, the data {ndim}"
+            )
+        out["scale"] = tuple(float(v) for v in layer.scale)
+        if layer.units:
+            out["units"] = (layer.units,) * ndim
+    if layer.kind == "image":
+        out["colormap"] = layer.colormap or "gray"
+    if layer.blending:
+        out["blending"] = layer.blending
+    return out
+
+
+def points_kwargs(data: np.ndarray, *, ordered: bool = False, size: float | None = None) -> dict[str, Any]:
+    """Points sized to the data they mark (``size``: about 1/50 of the image they lie on) and, when
+    their order carries meaning, each one's index drawn beside it."""
+    out: dict[str, Any] = {"size": float(size) if size else 5.0, "face_color": "yellow" if ordered else "cyan"}
+    if ordered:
+        out["features"] = {"index": np.arange(len(data))}
+        out["text"] = {"string": "{index}", "size": 10, "color": "yellow", "anchor": "upper_left"}
+    return out
+
+
+def point_size(shape: Sequence[int]) -> float:
+    """A marker about 1/50 of the smaller in-plane side of the image it lies on (at least 2 px)."""
+    sides = [int(v) for v in shape[-2:]] or [100]
+    return max(2.0, round(min(sides) / 50.0, 1))
 
 
 def fixture_layer_data(layers: Sequence[Layer], data: Mapping[str, Any]) -> list[LayerData]:
@@ -105,7 +142,8 @@ def fixture_layer_data(layers: Sequence[Layer], data: Mapping[str, Any]) -> list
             f"layer(s) {tensors} present as tensor: they come from the data plane (present_fixture), "
             "never as an in-memory array"
         )
-    return [layer_data(layer, np.asarray(data[layer.key])) for layer in layers if layer.key in data]
+    size = _marker_size([(layer, data[layer.key]) for layer in layers if layer.key in data])
+    return [layer_data(layer, np.asarray(data[layer.key]), point_size=size) for layer in layers if layer.key in data]
 
 
 def present_fixture(case: Any, fixture: Any) -> list[LayerData]:
@@ -127,18 +165,28 @@ def present_fixture(case: Any, fixture: Any) -> list[LayerData]:
             f"({exc.reason}); they are not shown as in-memory arrays instead"
         ) from None
     ids = plane.present(case, fixture)
+    size = _marker_size([(layer, fixture.data[layer.key]) for layer in case.layers if layer.key in fixture.data])
     out: list[LayerData] = []
     for layer in case.layers:
         if layer.presentation == "tensor":
             out.append(layer_data(layer, ids[layer.name], client=plane.client))
         elif layer.key in fixture.data:
-            out.append(layer_data(layer, np.asarray(fixture.data[layer.key])))
+            out.append(layer_data(layer, np.asarray(fixture.data[layer.key]), point_size=size))
     return out
 
 
 def session_layer_data(session: Session) -> list[LayerData]:
     """One layer data tuple per layer of ``session`` (its data layers, in the case's order)."""
-    return [layer_data(sl.layer, sl.data, client=session.client) for sl in session.layers.values()]
+    size = _marker_size([(sl.layer, sl.data) for sl in session.layers.values()])
+    return [layer_data(sl.layer, sl.data, client=session.client, point_size=size) for sl in session.layers.values()]
+
+
+def _marker_size(pairs: Sequence[tuple[Layer, Any]]) -> float | None:
+    """:func:`point_size` of the first in-memory image or labels layer among ``pairs``."""
+    for layer, value in pairs:
+        if layer.kind in ("image", "labels") and layer.presentation == "array" and hasattr(value, "shape"):
+            return point_size(value.shape)
+    return None
 
 
 def result_kind(value: Any, reference_shapes: Mapping[str, tuple[int, ...]]) -> str | None:

@@ -341,7 +341,7 @@ _LEAVE = (
 
 _COLLECT = (
     Collect("shifts", "array", f"({FRAMES}, 2) float, (dy, dx) content displacement of each frame vs frame 0, px"),
-    Collect("corrected", "array", f"({FRAMES}, {SIZE}, {SIZE}) float, the registered movie"),
+    Collect("corrected", "array", f"({FRAMES}, {SIZE}, {SIZE}) float, the registered movie", layer="image", like="movie"),
 )
 _LAYERS = (Layer("movie", "movie", "image", dim_labels=("t", "y", "x")),)
 

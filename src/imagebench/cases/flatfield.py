@@ -206,7 +206,11 @@ CASES = [
             Layer("fields", "fields", "image", dim_labels=("field", "y", "x")),
             Layer("dark", "dark", "image"),
         ),
-        collect=(Collect("corrected", "array", f"({FIELDS}, {SIZE}, {SIZE}) float, shading- and offset-free fields"),),
+        collect=(
+            Collect(
+                "corrected", "array", f"({FIELDS}, {SIZE}, {SIZE}) float, shading- and offset-free fields", layer="image", like="fields"
+            ),
+        ),
         verify=verify_flatfield,
         reference=reference_flatfield,
         case_class="golden",

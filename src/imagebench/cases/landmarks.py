@@ -327,13 +327,18 @@ CASES = [
             tolerance={"median_probe_error": 1.1, "worst_probe_error": 2.5},
         ),
         layers=(
-            Layer("fixed", "fixed", "image"),
-            Layer("moving", "moving", "image"),
-            Layer("landmarks_fixed", "landmarks_fixed", "points"),
-            Layer("landmarks_moving", "landmarks_moving", "points"),
-            Layer("probes_moving", "probes_moving", "points"),
+            Layer("fixed", "fixed", "image", colormap="green", blending="additive"),
+            Layer("moving", "moving", "image", colormap="magenta", blending="additive"),
+            Layer("landmarks_fixed", "landmarks_fixed", "points", ordered=True),
+            Layer("landmarks_moving", "landmarks_moving", "points", ordered=True),
+            Layer("probes_moving", "probes_moving", "points", ordered=True),
         ),
-        collect=(Collect("probes_fixed", "array", f"({N_PROBES}, 2) float, (row, col) in the fixed channel, px"),),
+        collect=(
+            Collect(
+                "probes_fixed", "array", f"({N_PROBES}, 2) float, (row, col) in the fixed channel, px",
+                layer="points", like="fixed", ordered=True,
+            ),
+        ),  # fmt: skip
         verify=verify_landmarks,
         reference=reference_landmarks,
         case_class="golden",

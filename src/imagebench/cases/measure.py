@@ -190,7 +190,7 @@ CASES = [
         ),
         persona="a cell biologist comparing cell volumes across confocal stacks with different z steps",
         fixture=Procedural(build_volumes, seed=3, tolerance={"volume_relative_error": 0.01}),
-        layers=(Layer("labels", "labels", "labels", dim_labels=("z", "y", "x")),),
+        layers=(Layer("labels", "labels", "labels", dim_labels=("z", "y", "x"), scale=SPACING, units="um"),),
         collect=(Collect("volumes", "array", "(N,) float, um^3, entry i for label i + 1"),),
         verify=verify_volumes,
         reference=reference_volumes,

@@ -673,7 +673,9 @@ _LABELS_TASK = (
     "and poor boundaries all count against it."
 )
 
-_SEGMENT_COLLECT = (Collect("labels", "array", "int label image, same shape as `nuclei`, 0 = background"),)
+_SEGMENT_COLLECT = (
+    Collect("labels", "array", "int label image, same shape as `nuclei`, 0 = background", layer="labels", like="nuclei"),
+)
 
 CASES: list[Case] = [
     Case(

@@ -541,7 +541,7 @@ CASES: list[Case] = [
         ),
         persona="A cell biologist picking the largest nucleus of a stack to seed a detailed 3D measurement.",
         fixture=Procedural(build_pick_nucleus, seed=2026, tolerance=TOLERANCE),
-        layers=(Layer("volume", "volume", kind="image"),),
+        layers=(Layer("volume", "volume", kind="image", dim_labels=("z", "y", "x")),),
         collect=_COLLECT,
         verify=drawn(PICK_CONTRACT, draw_pick_nucleus),
         reference=reference_pick_nucleus,
