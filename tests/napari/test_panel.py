@@ -429,3 +429,26 @@ def test_stop_ends_a_sleeping_solver_within_2_s_and_records_the_sample_stopped(
     on_disk = read_record(result.sample_dir / "summary.json", SampleSummary)
     assert on_disk.status == "stopped"
     assert not stop.isEnabled() and panel.run_button.isEnabled()  # the panel goes on
+
+
+def test_cases_are_shown_in_physical_units_with_channels_and_ordered_points(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    load_and_wait(qtbot, panel, "calibrated-measurements/anisotropic-volumes")
+    labels = viewer.layers["labels"]
+    assert tuple(labels.scale) == (2.0, 0.5, 0.5) and [str(u) for u in labels.units] == ["micrometer"] * 3
+    assert tuple(labels.axis_labels) == ("z", "y", "x")
+
+    load_and_wait(qtbot, panel, "tasks/pick-a-nucleus")
+    assert tuple(viewer.layers["volume"].axis_labels) == ("z", "y", "x")
+
+    load_and_wait(qtbot, panel, "tasks/align-channels-from-landmarks")
+    fixed, moving = viewer.layers["fixed"], viewer.layers["moving"]
+    assert (fixed.colormap.name, moving.colormap.name) == ("green", "magenta")
+    assert fixed.blending == moving.blending == "additive"  # neither hides the other
+    points = viewer.layers["landmarks_fixed"]
+    assert list(points.features["index"]) == list(range(len(points.data)))
+    assert points.text.string.format == "{index}"
+    side = min(fixed.data.shape[-2:])
+    assert 2.0 <= float(points.size[0]) <= side / 25  # sized to the image, not a fixed 10 px
