@@ -35,6 +35,13 @@ from psygnal import Signal, SignalGroup
 from imagebench.case import Case, Collect, Layer
 from imagebench.fixture import FIXTURES_ENV, Fixture, FixtureError
 from imagebench.specs import OnDisk
+from napari_imagebench._answers import (
+    AnswerError,
+    AnswerSlot,
+    answer_layer_data,
+    answer_slots,
+    form_value,
+)
 from napari_imagebench._runs import ResultRow, RunFolder
 
 if TYPE_CHECKING:
@@ -235,6 +242,8 @@ class Loaded:
     runs: dict[str, tuple[Unit, SubjectRun | None]] = field(default_factory=dict)
     # what this load has shown a person beyond the data: flags on their later samples
     seen: set[str] = field(default_factory=set)
+    # the answers a person set in the Answer tab's forms, by leaving name
+    answers: dict[str, Any] = field(default_factory=dict)
 
     @property
     def fixture(self) -> Fixture:
@@ -800,12 +809,15 @@ class BenchModel:
     def interactive_lookup(
         self, layers: Mapping[str, Any], console: Mapping[str, Any] | None
     ) -> Callable[[str], Any]:
-        """Where a person's leavings are found: a viewer layer of that name, then the console
-        namespace, then the panel's own session namespace."""
+        """Where a person's leavings are found: an answer set in the Answer tab's form, a viewer
+        layer of that name (or the one picked for it), then the console namespace, then the
+        panel's own session namespace."""
         loaded = self._need_loaded()
         deleted = set(self._deleted)
 
         def lookup(name: str) -> Any:
+            if name in loaded.answers:
+                return loaded.answers[name]
             if name in layers:
                 return layers[name]
             if console is not None and name in console:
@@ -821,6 +833,51 @@ class BenchModel:
                 raise KeyError(f"you left nothing named {name!r}: {where}") from None
 
         return lookup
+
+    # ---------------------------------------------------------------- answers (the Answer tab)
+
+    def answer_slots(self) -> list[AnswerSlot]:
+        """How a person gives each leaving of the loaded case (:mod:`napari_imagebench._answers`)."""
+        return answer_slots(self._need_loaded().case)
+
+    def _slot(self, name: str) -> AnswerSlot:
+        slot = next((s for s in self.answer_slots() if s.name == name), None)
+        if slot is None:
+            raise self._fail(f"{self._need_loaded().case.label} asks for no leaving named {name!r}")
+        return slot
+
+    def set_answer(self, name: str, values: Mapping[str, Any]) -> Any:
+        """Set the form answer ``name`` from ``values`` ({field: value}); PanelError names a bad field."""
+        slot = self._slot(name)
+        try:
+            value = form_value(slot, values)
+        except AnswerError as exc:
+            raise self._fail(str(exc), "warning") from None
+        self._need_loaded().answers[name] = value
+        self.notify("info", f"answer set: {name} = {value}")
+        return value
+
+    def answer_layer(self, name: str) -> tuple[Any, dict[str, Any], str]:
+        """An empty layer for the layer slot ``name``, shaped, typed and scaled like its data layer."""
+        loaded = self._need_loaded()
+        data = {n: sl.data for n, sl in loaded.session.layers.items()}
+        try:
+            return answer_layer_data(self._slot(name), loaded.case.layers, data)
+        except AnswerError as exc:
+            raise self._fail(str(exc)) from None
+
+    def missing_answers(self, layers: Mapping[str, Any], console: Mapping[str, Any] | None) -> dict[str, str]:
+        """``{leaving: why it is missing}`` for each leaving a person has not given yet (Score waits
+        for every one), in the case's order."""
+        loaded = self._need_loaded()
+        lookup = self.interactive_lookup(layers, console)
+        missing: dict[str, str] = {}
+        for c in loaded.case.collect:
+            try:
+                lookup(c.name)
+            except KeyError as exc:
+                missing[c.name] = str(exc.args[0]) if exc.args else "not given"
+        return missing
 
     def score(
         self,
@@ -845,6 +902,11 @@ class BenchModel:
         if spec == INTERACTIVE:
             name = INTERACTIVE_NAME
             unit = loaded.unit
+            missing = self.missing_answers(layers or {}, console)
+            if missing:  # a sample is written only for a complete answer
+                how = {s.name: s.how() for s in self.answer_slots()}
+                todo = "; ".join(f"{n}: {why}; {how.get(n, 'bind it in the console')}" for n, why in missing.items())
+                raise self._fail(f"leave {', '.join(missing)} first ({todo})", "warning")
             lookup = self.interactive_lookup(layers or {}, console)
             # A person who has seen another subject's answer or the artifacts (which can show the
             # truth) is no longer working blind: the sample says so.

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from qtpy.QtCore import Qt, QUrl
+from qtpy.QtCore import Qt, QTimer, QUrl
 from qtpy.QtGui import QBrush, QColor, QDesktopServices
 from qtpy.QtWidgets import (
     QCheckBox,
@@ -44,6 +44,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from napari_imagebench._answer_panel import AnswerPanel
 from napari_imagebench._artifacts import ARTIFACT_KEY, sample_pngs, show_artifacts
 from napari_imagebench._layers import (
     PresentationError,
@@ -212,6 +213,9 @@ class BenchPanel(QWidget):
         self.detail.setPlaceholderText("select a case")
         self.tabs = QTabWidget()
         self.tabs.addTab(self.detail, "Detail")
+        self.answer_panel = AnswerPanel(self.viewer, self.model)
+        self.answer_panel.changed.connect(self._update_buttons)
+        self.tabs.addTab(self.answer_panel, "Answer")
         self.tabs.addTab(self._coverage_tab(), "Coverage")
         top = QSplitter(Qt.Vertical)
         top.addWidget(self.case_tree)
@@ -283,6 +287,11 @@ class BenchPanel(QWidget):
         split.addWidget(controls)
         layout.addWidget(split, 1)
 
+        # napari's console says nothing when a name is bound there: look again now and then
+        self._answer_timer = QTimer(self)
+        self._answer_timer.setInterval(1000)
+        self._answer_timer.timeout.connect(self._poll_answers)
+        self._answer_timer.start()
         self.setObjectName("bench_panel")
         for attr, widget in vars(self).items():  # tests and people's scripts find controls by name
             if isinstance(widget, QWidget) and not widget.objectName():
@@ -511,6 +520,7 @@ class BenchPanel(QWidget):
         if problem:
             self.subject_combo.setCurrentText(INTERACTIVE)
             self.model.notify("info", f"{problem}; the subject is now {INTERACTIVE}")
+        self.answer_panel.rebuild()
         self._update_buttons()
 
     # ---------------------------------------------------------------- subjects
@@ -603,10 +613,12 @@ class BenchPanel(QWidget):
     # ---------------------------------------------------------------- score
 
     def viewer_leavings(self) -> dict[str, Any]:
-        """``{layer name: data}`` of the viewer's layers, artifact panes aside."""
-        return {
-            layer.name: layer_value(layer) for layer in self.viewer.layers if ARTIFACT_KEY not in layer.metadata
-        }
+        """``{layer name: data}`` of the viewer's layers, artifact panes aside; a layer picked in the
+        Answer tab stands for its leaving."""
+        found = {layer.name: layer_value(layer) for layer in self.viewer.layers if ARTIFACT_KEY not in layer.metadata}
+        for name, layer_name in self.answer_panel.picked_names().items():
+            found[name] = found[layer_name]
+        return found
 
     def score(self) -> ResultRow | None:
         if self.running:
@@ -738,11 +750,25 @@ class BenchPanel(QWidget):
         self.load_button.setEnabled(runnable and not self.running)
         self.run_button.setEnabled(loaded and not interactive and not problem and not self.running)
         self.run_button.setToolTip(problem or "run the subject on a fresh session of the loaded case")
-        self.score_button.setEnabled(loaded and not self.running)
+        missing: list[str] = self._missing_answers() if loaded and interactive else []
+        self.score_button.setEnabled(loaded and not self.running and not missing)
+        self.score_button.setToolTip(
+            f"leave {', '.join(missing)} first (the Answer tab says how)" if missing else "score the leavings as a sample"
+        )
         self.stop_button.setEnabled(self._job is not None and self.running and not self._job.stop.is_set())
         has_result = bool(self.model.results)
         self.artifacts_button.setEnabled(has_result)
         self.folder_button.setEnabled(has_result)
+
+    def _poll_answers(self) -> None:
+        if self.model.loaded is not None and not self.running and self.subject_combo.currentText() == INTERACTIVE:
+            self._update_buttons()
+
+    def _missing_answers(self) -> list[str]:
+        try:
+            return list(self.model.missing_answers(self.viewer_leavings(), console_namespace(self.viewer)))
+        except PanelError:
+            return []
 
     def _mark_subjects(self, case: Any) -> str:
         """Grey each subject that cannot work ``case`` (its reason as tooltip); return the current one's reason."""

@@ -223,10 +223,10 @@ def test_interactive_subject_paints_labels_binds_a_value_and_scores(
     load_and_wait(qtbot, panel, TOY)
     assert panel.subject_combo.currentText() == INTERACTIVE and not panel.run_button.isEnabled()
     assert console_namespace(viewer) is None  # the console was never opened
-    # nothing left yet: no-result, and the reason names what is missing
-    first = panel.score()
-    assert first is not None and first.status == "no-result"
-    assert "you left nothing named 'mask'" in first.reason
+    # nothing left yet: Score waits, and no sample is written for an empty answer
+    assert not panel.score_button.isEnabled() and "leave mask, area first" in panel.score_button.toolTip()
+    assert panel.score() is None and panel.model.results == []
+    assert "leave mask, area first" in result_lines(panel)[-1]
     # a person looks at the image, paints the rectangle and types its area into the console
     bright = viewer.layers["image"].data > 0.5
     labels = viewer.add_labels(np.zeros(bright.shape, np.uint8), name="mask")
@@ -234,9 +234,11 @@ def test_interactive_subject_paints_labels_binds_a_value_and_scores(
     user_ns: dict[str, Any] = {"area": int(bright.sum())}
     viewer.window._qt_viewer._console = _FakeConsole(user_ns)
     assert console_namespace(viewer) is user_ns
+    panel._update_buttons()
+    assert panel.score_button.isEnabled()
     result = panel.score()
     assert result is not None and result.status == "ok", result.reason
-    assert result.subject == "interactive" and result.sample == 1
+    assert result.subject == "interactive" and result.sample == 0
     # a sloppy area bound in the panel's own session counts when the console holds none
     del user_ns["area"]
     panel.model.loaded.session.namespace["area"] = int(bright.sum()) * 2
@@ -256,12 +258,9 @@ def test_layer_deleted_before_scoring_is_reported_and_the_panel_stays_usable(
     panel.model.loaded.session.namespace["area"] = int(bright.sum())
     viewer.layers.remove(labels)
     before = len(notification_manager.records)
-    result = panel.score()
-    assert result is not None
-    mask_metric = {m.name: m for m in result.metrics}["mask_error"]
-    assert mask_metric.verdict == "unavailable"
-    assert "the layer 'mask' was deleted before scoring" in (mask_metric.unavailable or "")
-    assert any("layer 'mask' was deleted before scoring" in line for line in result_lines(panel))
+    # the answer is incomplete again: Score waits and names the layer that was deleted
+    assert panel.score() is None and panel.model.results == []
+    assert "leave mask first (mask: the layer 'mask' was deleted before scoring" in result_lines(panel)[-1]
     assert any("deleted before scoring" in str(n.message) for n in notification_manager.records[before:])
     # a deleted data layer does not stop a reference run from scoring
     viewer.layers.remove(viewer.layers["image"])
@@ -333,8 +332,11 @@ def test_artifacts_share_one_contrast_range_and_a_screenshot_is_not_blank(
     assert len(panel.view_artifacts()) == len(panes) and len(artifact_layers(viewer)) == len(panes)
     # the panes are no leaving, and a person who has seen them (truth among them) is flagged
     panel.subject_combo.setCurrentText(INTERACTIVE)
+    assert panel.score() is None  # the panes are no answer: nothing is left yet
+    viewer.add_labels(np.zeros(viewer.layers["image"].data.shape, np.uint8), name="mask")
+    panel.model.loaded.session.namespace["area"] = 1
     seen = panel.score()
-    assert seen is not None and seen.status == "no-result"
+    assert seen is not None and seen.status == "wrong-answer"
     flags = read_record(seen.sample_dir / "summary.json", SampleSummary).flags
     assert flags == ["saw-artifacts", "saw-results-reference"]
 

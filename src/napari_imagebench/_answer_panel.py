@@ -1,0 +1,212 @@
+"""The Answer tab: a person gives each leaving by picking a layer or filling a form (magicgui).
+
+One row per :class:`~napari_imagebench._answers.AnswerSlot` of the loaded case:
+
+- a layer slot: a magicgui combo box listing the viewer's layers of the kind the case wants
+  (labels, points, image, shapes), defaulting to the one named after the leaving, and a Create
+  button adding an empty layer of that name shaped, typed and scaled like its data layer;
+- a form slot: magicgui widgets built from the case's answer contract (an integer, a number, a
+  vector, a voxel filled from a clicked point, a yes/no, text) and a Set button;
+- a console slot: what to bind in napari's console.
+
+Every control has an objectName (``pick_<name>``, ``create_<name>``, ``set_<name>``,
+``field_<name>_<field>``, ``point_<name>``) so people's scripts and tests find it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from magicgui.widgets import (
+    CheckBox,
+    ComboBox,
+    Container,
+    LineEdit,
+    PushButton,
+    SpinBox,
+)
+from qtpy.QtCore import Signal
+from qtpy.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from napari_imagebench._answers import AnswerSlot, FormField
+from napari_imagebench._layers import add_layer_data
+from napari_imagebench._model import BenchModel, PanelError
+
+if TYPE_CHECKING:
+    import napari
+
+_LAYER_TYPES = {"labels": "Labels", "points": "Points", "image": "Image", "shapes": "Shapes"}
+_NONE = "(none)"
+
+
+class AnswerPanel(QWidget):
+    """The Answer tab of the bench panel; ``changed`` fires when what would be scored changes."""
+
+    changed = Signal()
+
+    def __init__(self, viewer: napari.Viewer, model: BenchModel) -> None:
+        super().__init__()
+        self.viewer, self.model = viewer, model
+        self.setObjectName("answer_panel")
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(2, 2, 2, 2)
+        self._rows: list[QWidget] = []
+        self.pickers: dict[str, ComboBox] = {}
+        self.forms: dict[str, Container] = {}
+        self._placeholder = QLabel("load a case to answer it here")
+        self._placeholder.setObjectName("answer_placeholder")
+        self._layout.addWidget(self._placeholder)
+        self._layout.addStretch(1)
+        viewer.layers.events.inserted.connect(self._layers_changed)
+        viewer.layers.events.removed.connect(self._layers_changed)
+
+    # ---------------------------------------------------------------- building
+
+    def rebuild(self) -> None:
+        """One row per leaving of the loaded case (called after each Load)."""
+        for row in self._rows:
+            self._layout.removeWidget(row)
+            row.deleteLater()
+        self._rows, self.pickers, self.forms = [], {}, {}
+        slots = self.model.answer_slots() if self.model.loaded is not None else []
+        self._placeholder.setVisible(not slots)
+        for slot in slots:
+            row = self._row(slot)
+            self._layout.insertWidget(self._layout.count() - 1, row)
+            self._rows.append(row)
+        self.changed.emit()
+
+    def _row(self, slot: AnswerSlot) -> QWidget:
+        box = QWidget()
+        box.setObjectName(f"answer_{slot.name}")
+        col = QVBoxLayout(box)
+        col.setContentsMargins(0, 4, 0, 4)
+        title = QLabel(f"<b>{slot.name}</b>: {slot.how()}" + (f"<br><i>{slot.description}</i>" if slot.description else ""))
+        title.setWordWrap(True)
+        col.addWidget(title)
+        if slot.kind == "layer":
+            picker = ComboBox(name=f"pick_{slot.name}", label="layer", choices=lambda _w, s=slot: self._choices(s))
+            picker.native.setObjectName(f"pick_{slot.name}")
+            picker.changed.connect(lambda _v: self.changed.emit())
+            create = PushButton(name=f"create_{slot.name}", text=f"Create `{slot.name}`")
+            create.native.setObjectName(f"create_{slot.name}")
+            create.changed.connect(lambda _v, s=slot: self.create_layer(s.name))
+            self.pickers[slot.name] = picker
+            self._select_default(slot)
+            col.addWidget(Container(widgets=[picker, create], layout="horizontal", labels=False).native)
+        elif slot.kind == "form":
+            widgets = [self._field(slot, f) for f in slot.fields]
+            set_button = PushButton(name=f"set_{slot.name}", text="Set")
+            set_button.native.setObjectName(f"set_{slot.name}")
+            set_button.changed.connect(lambda _v, s=slot: self.set_answer(s.name))
+            form = Container(widgets=[*widgets, set_button])
+            self.forms[slot.name] = form
+            col.addWidget(form.native)
+        return box
+
+    def _field(self, slot: AnswerSlot, f: FormField) -> Any:
+        name = f"field_{slot.name}_{f.name}"
+        if f.kind == "int":
+            widget: Any = SpinBox(name=name, label=f.name, min=-(10**9), max=10**9, value=0)
+        elif f.kind == "bool":
+            widget = CheckBox(name=name, label=f.name, value=False)
+        else:
+            hint = {"vector": f"{f.length} numbers, comma-separated", "voxel": "z, y, x: or click a point"}.get(f.kind, "")
+            widget = LineEdit(name=name, label=f.name, tooltip=hint)
+        widget.native.setObjectName(name)
+        if f.kind == "voxel":
+            pick = PushButton(name=f"point_{slot.name}", text="From the last clicked point")
+            pick.native.setObjectName(f"point_{slot.name}")
+            pick.changed.connect(lambda _v, w=widget: self._fill_from_point(w))
+            return Container(widgets=[widget, pick], layout="horizontal", labels=False, name=f"voxel_{slot.name}")
+        return widget
+
+    # ---------------------------------------------------------------- layer slots
+
+    def _choices(self, slot: AnswerSlot) -> list[str]:
+        wanted = _LAYER_TYPES.get(slot.layer or "", "")
+        names = [layer.name for layer in self.viewer.layers if type(layer).__name__ == wanted]
+        return [_NONE, *names]
+
+    def _select_default(self, slot: AnswerSlot) -> None:
+        picker = self.pickers[slot.name]
+        picker.reset_choices()
+        if picker.value in (None, _NONE) and slot.name in picker.choices:
+            picker.value = slot.name
+
+    def _layers_changed(self, _event: Any = None) -> None:
+        for name, picker in self.pickers.items():
+            current = picker.value
+            picker.reset_choices()
+            if current in picker.choices:
+                picker.value = current
+            elif name in picker.choices:
+                picker.value = name
+        self.changed.emit()
+
+    def create_layer(self, name: str) -> Any:
+        """Add the empty answer layer of ``name`` (as the case wants it) and pick it."""
+        try:
+            data = self.model.answer_layer(name)
+        except PanelError:
+            return None
+        if name in self.viewer.layers:
+            self.model.notify("warning", f"a layer named {name!r} is there already: it is picked instead")
+            layer = self.viewer.layers[name]
+        else:
+            layer = add_layer_data(self.viewer, data)
+            if "features" in data[1]:  # ordered points: their index follows their order
+                layer.events.data.connect(lambda _e, lay=layer: _renumber(lay))
+        self.viewer.layers.selection.active = layer
+        self.pickers[name].reset_choices()
+        self.pickers[name].value = layer.name
+        self.changed.emit()
+        return layer
+
+    def picked_names(self) -> dict[str, str]:
+        """``{leaving name: layer name}`` of every picked layer still on the viewer."""
+        out: dict[str, str] = {}
+        for name, picker in self.pickers.items():
+            chosen = picker.value
+            if chosen not in (None, _NONE) and chosen in self.viewer.layers:
+                out[name] = chosen
+        return out
+
+    # ---------------------------------------------------------------- form slots
+
+    def form_values(self, name: str) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        slot = next(s for s in self.model.answer_slots() if s.name == name)
+        form = self.forms[name]
+        for f in slot.fields:
+            widget = form[f"voxel_{name}"][0] if f.kind == "voxel" else form[f"field_{name}_{f.name}"]
+            value = widget.value
+            if f.kind in ("vector", "voxel") and isinstance(value, str):
+                value = [v for v in value.replace(";", ",").split(",") if v.strip()] if value.strip() else ""
+            values[f.name] = value
+        return values
+
+    def set_answer(self, name: str) -> Any:
+        try:
+            value = self.model.set_answer(name, self.form_values(name))
+        except PanelError:
+            return None
+        self.changed.emit()
+        return value
+
+    def _fill_from_point(self, widget: Any) -> None:
+        points = [layer for layer in self.viewer.layers if type(layer).__name__ == "Points" and len(layer.data)]
+        active = self.viewer.layers.selection.active
+        source = active if active in points else (points[-1] if points else None)
+        if source is None:
+            self.model.notify("warning", "add a Points layer and click the voxel first")
+            return
+        voxel = np.round(np.asarray(source.data[-1])).astype(int)  # the point's own (data) coordinates
+        widget.value = ", ".join(str(int(v)) for v in voxel)
+
+
+def _renumber(layer: Any) -> None:
+    n = len(layer.data)
+    if len(layer.features) != n or list(layer.features.get("index", [])) != list(range(n)):
+        layer.features = {"index": np.arange(n)}
