@@ -213,8 +213,12 @@ def result_kind(value: Any, reference_shapes: Mapping[str, tuple[int, ...]]) -> 
     return "image"
 
 
-def result_layer_data(name: str, value: Any, kind: str) -> LayerData:
-    """The layer data tuple showing leaving ``name`` as ``kind`` (from :func:`result_kind`).
+def result_layer_data(
+    name: str, value: Any, kind: str, *, like: Layer | None = None, ordered: bool = False, size: float | None = None
+) -> LayerData:
+    """The layer data tuple showing leaving ``name`` as ``kind`` (the case's ``Collect.layer``, else
+    :func:`result_kind`), on the grid (scale, units) of the data layer ``like``; ``ordered``
+    points show their index.
 
     The layer gets a copy: painting on it must not change what the subject left (and is scored).
     """
@@ -222,12 +226,14 @@ def result_layer_data(name: str, value: Any, kind: str) -> LayerData:
     if kind == "labels" and arr.dtype.kind == "b":
         arr = arr.astype(np.uint8)
     kwargs: dict[str, Any] = {"name": name, "metadata": {"imagebench": {"result": name}}}
+    ndim = arr.shape[1] if kind == "points" and arr.ndim == 2 else arr.ndim
+    if like is not None and like.scale is not None and len(like.scale) == ndim:
+        kwargs.update({k: v for k, v in presentation_kwargs(like, ndim).items() if k in ("scale", "units")})
     if kind == "image":
         kwargs["colormap"] = "magma"
         kwargs["blending"] = "additive"
     if kind == "points":
-        kwargs["face_color"] = "yellow"
-        kwargs["size"] = 3
+        kwargs.update(points_kwargs(arr, ordered=ordered, size=size))
     return arr, kwargs, kind
 
 

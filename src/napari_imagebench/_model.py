@@ -116,6 +116,7 @@ class CaseDetail:
     bundle: Path | None = None
     files: tuple[str, ...] = ()  # what a bundle case hands the subject under session.workspace/files/
     has_reference: bool = True
+    at_viewer: tuple[str, ...] = ()  # how a person gives each answer (the Answer tab)
 
     def text(self) -> str:
         lines = [
@@ -132,7 +133,10 @@ class CaseDetail:
         for layer in self.layers:
             extra = f", chunks {tuple(layer.chunks)}" if layer.chunks else ""
             lines.append(f"  {layer.name}: {layer.kind}, presented as {layer.presentation}{extra}")
-        lines += ["", "Leave:"]
+        if self.at_viewer:
+            lines += ["", "You, at the viewer (the Answer tab):"]
+            lines += [f"  {line}" for line in self.at_viewer]
+        lines += ["", "What is collected (a program binds these names or writes outputs/<name>):"]
         for c in self.collect:
             lines.append(f"  {c.name} ({c.what})" + (f": {c.description}" if c.description else ""))
         lines += ["", "Metrics (pass when value <= limit):"]
@@ -592,6 +596,7 @@ class BenchModel:
             bundle=r.bundle,
             files=_files_listing(_workspace_files(case)),
             has_reference=case.reference is not None,
+            at_viewer=tuple(f"{slot.name}: {slot.how()}" for slot in answer_slots(case)),
         )
 
     # ---------------------------------------------------------------- loading

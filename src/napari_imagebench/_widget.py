@@ -50,6 +50,7 @@ from napari_imagebench._layers import (
     PresentationError,
     add_layer_data,
     layer_value,
+    point_size,
     result_kind,
     result_layer_data,
     session_layer_data,
@@ -587,16 +588,28 @@ class BenchPanel(QWidget):
 
     def _run_done(self, job: RunJob, run: Any) -> None:
         left = self.model.finish_run(job, run)
+        case = job.unit.case
+        declared = {c.name: c for c in case.collect}
+        layers = {layer.name: layer for layer in case.layers}
         shapes = {n: tuple(sl.data.shape) for n, sl in job.session.layers.items() if hasattr(sl.data, "shape")}
+        size = point_size(next(iter(shapes.values()))) if shapes else None
         for name, value in left.items():
-            kind = result_kind(value, shapes)
+            collect = declared.get(name)
+            kind = collect.layer if collect is not None and collect.layer is not None else result_kind(value, shapes)
             if kind is None:
                 continue
+            like = layers.get(collect.like) if collect is not None and collect.like else None
+            ordered = bool(collect is not None and collect.ordered)
             layer_name = f"{job.subject_name}:{name}"
             old = self._result_layers.pop(layer_name, None)
             if old is not None and old in self.viewer.layers:
                 self.viewer.layers.remove(old)
-            layer = add_layer_data(self.viewer, result_layer_data(layer_name, value, kind))
+            try:
+                data = result_layer_data(layer_name, value, kind, like=like, ordered=ordered, size=size)
+                layer = add_layer_data(self.viewer, data)
+            except Exception as exc:  # what a subject left may not be showable as the case says
+                self.model.notify("warning", f"{layer_name} cannot be shown as {kind}: {type(exc).__name__}: {exc}")
+                continue
             self._result_layers[layer_name] = layer
             self.model.layer_shown(layer.name)
         self._console_results[job.subject_name] = dict(left)

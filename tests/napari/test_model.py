@@ -71,3 +71,16 @@ def test_a_subject_that_raises_is_scored_and_reported(tmp_path: Path, monkeypatc
     assert row.status == "subject-error" and "the subject raised RuntimeError: no idea" in row.reason
     with pytest.raises(PanelError, match="python: solvers only"):
         model.add_subject("command:echo hi")
+
+
+def test_the_detail_speaks_to_the_person_beside_the_program() -> None:
+    from imagebench import cases as builtin
+    from napari_imagebench._model import BenchModel
+
+    model = BenchModel(cases=builtin.all_cases)
+    text = model.detail("segment-nuclei/synthetic-blobs").text()
+    assert "You, at the viewer (the Answer tab):" in text
+    assert "labels: paint labels into the layer `labels` on the grid of `nuclei`" in text
+    assert text.count("\nLeave:") == 1  # the prompt's own section, once
+    form = model.detail("segment-nuclei/count-nuclei").text()
+    assert "answer: fill the form for `answer` and press Set" in form

@@ -454,3 +454,84 @@ def test_cases_are_shown_in_physical_units_with_channels_and_ordered_points(
     assert points.text.string.format == "{index}"
     side = min(fixed.data.shape[-2:])
     assert 2.0 <= float(points.size[0]) <= side / 25  # sized to the image, not a fixed 10 px
+
+
+# --------------------------------------------------------------------------- answering by picking
+
+
+def _reference_answer(case: Any, name: str) -> Any:
+    """What the case's reference leaves for ``name``, on a session of its own (the test's stand-in
+    for a person who worked it out by eye)."""
+    from imagebench.session import open_session
+
+    session = open_session(case, case.build())
+    case.reference(session)
+    return session.namespace[name]
+
+
+def test_painting_into_a_created_labels_layer_scores_ok(make_napari_viewer: Any, qtbot: Any, tmp_path: Path) -> None:
+    from qtpy.QtCore import Qt
+    from qtpy.QtWidgets import QPushButton
+
+    label = "segment-nuclei/synthetic-blobs"
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    load_and_wait(qtbot, panel, label)
+    assert not panel.score_button.isEnabled()  # nothing painted yet
+    create = panel.findChild(QPushButton, "create_labels")
+    assert create is not None
+    qtbot.mouseClick(create, Qt.LeftButton)
+    created = viewer.layers["labels"]
+    assert type(created).__name__ == "Labels" and created.data.shape == viewer.layers["nuclei"].data.shape
+    assert panel.answer_panel.picked_names() == {"labels": "labels"}
+    created.data = np.asarray(_reference_answer(builtin.get_case(label), "labels"), np.int32)  # the painting
+    panel._update_buttons()
+    assert panel.score_button.isEnabled()
+    qtbot.mouseClick(panel.score_button, Qt.LeftButton)
+    (result,) = panel.model.results
+    assert result.status == "ok", result.reason
+    # a layer of another name, picked for the leaving, stands for it
+    renamed = viewer.add_labels(np.zeros_like(created.data), name="my painting")
+    panel.answer_panel.pickers["labels"].value = renamed.name
+    assert panel.answer_panel.picked_names() == {"labels": "my painting"}
+
+
+def test_count_nuclei_and_pick_a_nucleus_are_answered_through_the_generated_form(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    from qtpy.QtCore import Qt
+    from qtpy.QtWidgets import QPushButton
+
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    load_and_wait(qtbot, panel, "segment-nuclei/count-nuclei")
+    form = panel.answer_panel.forms["answer"]
+    count = int(_reference_answer(builtin.get_case("segment-nuclei/count-nuclei"), "answer")["count"])
+    form["field_answer_count"].value = count
+    assert not panel.score_button.isEnabled()  # filled, not yet set
+    qtbot.mouseClick(panel.answer_panel.findChild(QPushButton, "set_answer"), Qt.LeftButton)
+    panel._update_buttons()
+    assert panel.score_button.isEnabled()
+    assert panel.score().status == "ok"  # type: ignore[union-attr]
+
+    load_and_wait(qtbot, panel, "tasks/pick-a-nucleus")
+    voxel = _reference_answer(builtin.get_case("tasks/pick-a-nucleus"), "answer")["voxel"]
+    viewer.add_points([voxel], name="my click", ndim=3)  # the person clicks inside the largest nucleus
+    qtbot.mouseClick(panel.answer_panel.findChild(QPushButton, "point_answer"), Qt.LeftButton)
+    field = panel.answer_panel.forms["answer"]["voxel_answer"][0]
+    assert field.value == ", ".join(str(v) for v in voxel)
+    qtbot.mouseClick(panel.answer_panel.findChild(QPushButton, "set_answer"), Qt.LeftButton)
+    assert panel.score().status == "ok"  # type: ignore[union-attr]
+    # a bad value is named and nothing is set
+    field.value = "1, two, 3"
+    assert panel.answer_panel.set_answer("answer") is None
+    assert "field 'voxel' is" in result_lines(panel)[-1] and "3 integer voxel indices" in result_lines(panel)[-1]
+
+
+def test_a_reference_landmark_answer_arrives_as_points_with_their_index(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    load_and_wait(qtbot, panel, "tasks/align-channels-from-landmarks")
+    run_and_wait(qtbot, panel)
+    shown = viewer.layers["reference:probes_fixed"]
+    assert type(shown).__name__ == "Points"
+    assert list(shown.features["index"]) == list(range(len(shown.data))) and shown.text.string.format == "{index}"
