@@ -12,9 +12,9 @@ import hashlib
 import hmac
 import json
 import pickle
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-import sys
 from pathlib import Path
 from typing import Any
 

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from imagebench import cases as builtin
-from napari_imagebench._answers import AnswerError, answer_layer_data, answer_slots, form_value
+from napari_imagebench._answers import (
+    AnswerError,
+    answer_layer_data,
+    answer_slots,
+    form_value,
+)
 
 
 def _slots(label: str) -> dict:
