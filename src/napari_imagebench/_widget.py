@@ -22,9 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from qtpy.QtCore import Qt, QTimer, QUrl
+from qtpy.QtCore import QEventLoop, Qt, QTimer, QUrl
 from qtpy.QtGui import QBrush, QColor, QDesktopServices
 from qtpy.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QFileDialog,
@@ -500,6 +501,11 @@ class BenchPanel(QWidget):
         for layer in self._panel_layers + list(self._result_layers.values()):
             if layer in self.viewer.layers:
                 self.viewer.layers.remove(layer)
+        # Let the canvas draw once without the removed layers before new ones arrive: removing
+        # images and points and adding a layer in one go can leave the GL state pointing at freed
+        # vertex buffers, and Mesa segfaults in glDrawArrays (napari/napari#6472). User input
+        # waits; only paint and posted events run here.
+        QApplication.processEvents(QEventLoop.ExcludeUserInputEvents)
         self._panel_layers = []
         self._result_layers = {}
         self._console_results = {}
