@@ -76,7 +76,7 @@ def _only_harness_files(result: RunResult) -> None:
         if len(rel.parts) == 1:  # run.json, receipt.json, journal, report
             continue
         if path.parent.name.startswith("sample-"):
-            assert path.name in HARNESS_FILES or path.suffix == ".png", f"{rel} was not written by the harness"
+            assert path.name in HARNESS_FILES or path.suffix in (".png", ".npy"), f"{rel} was not written by the harness"
         else:
             assert path.name == "summary.json", f"{rel} was not written by the harness"
 

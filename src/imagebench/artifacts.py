@@ -180,6 +180,30 @@ def _to_uint8(arr: np.ndarray, vmin: float | None, vmax: float | None) -> np.nda
     return np.round(np.clip(scaled, 0.0, 1.0) * 255.0).astype(np.uint8)
 
 
+#: The largest array kept beside its PNG (``save_values``); bigger ones are shown from the PNG only.
+VALUES_MAX_BYTES = 16 * 1024 * 1024
+
+
+def save_values(path: str | os.PathLike[str], image: Any) -> Path | None:
+    """Keep a grey artifact's values (float32, reduced as its PNG is) at ``path`` (``.npy``), so a
+    viewer shows and hovers the real numbers under one real contrast range rather than 0..255.
+    Colour images and arrays over :data:`VALUES_MAX_BYTES` are not kept; never raises."""
+    path = Path(path)
+    try:
+        arr = _numeric(image)
+        if arr is None:
+            return None
+        values = _to_rgb_or_gray(arr)
+        if values.ndim != 2 or values.size * 4 > VALUES_MAX_BYTES:
+            return None
+        tmp = path.with_name(f".{path.name}.tmp.npy")
+        np.save(tmp, values.astype(np.float32), allow_pickle=False)
+        os.replace(tmp, path)
+        return path
+    except Exception:
+        return None
+
+
 def save_png(
     path: str | os.PathLike[str], image: Any, vmin: float | None = None, vmax: float | None = None
 ) -> Path | None:
@@ -291,6 +315,8 @@ def write_report(
             stem = safe_name(name, "image")
             png = save_png(folder / f"{stem}.png", image, vmin, vmax)
             written.append(png.name if png is not None else f"{stem}.png.error")
+            if png is not None:
+                save_values(folder / f"{stem}.npy", image)
 
     summary = SampleSummary(
         **{

@@ -486,13 +486,13 @@ def read_run(
 
 def remove_stale_temporaries(run_dir: str | os.PathLike[str]) -> list[Path]:
     """Delete the temporary files an interrupted atomic write leaves (``.<name>.<random>.tmp``,
-    ``.<name>.tmp.png``); return what was removed."""
+    ``.<name>.tmp.png``, ``.<name>.tmp.npy``); return what was removed."""
     from imagebench.journal import LOCK_NAME
 
     removed: list[Path] = []
     for path in Path(run_dir).rglob(".*"):
         name = path.name
-        if path.is_file() and name.endswith((".tmp", ".tmp.png")) and name != LOCK_NAME:
+        if path.is_file() and name.endswith((".tmp", ".tmp.png", ".tmp.npy")) and name != LOCK_NAME:
             try:
                 path.unlink()
                 removed.append(path)

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from napari_imagebench._layers import LayerData
 
 if TYPE_CHECKING:
@@ -59,17 +61,30 @@ def artifact_layer_data(
 ) -> list[LayerData]:
     """Image layer data for ``paths`` with one contrast range shared by every pane.
 
-    A pane is named ``prefix`` + the PNG's path below ``relative_to`` (without ``.png``), or
-    ``prefix`` + ``<sample folder>/<stem>`` when no ``relative_to`` is given.
+    A grey artifact whose values were kept beside its PNG (``<stem>.npy``, see
+    :func:`imagebench.artifacts.save_values`) is shown from those values, so hovering reads real
+    numbers and the shared range is real (not 0..255); a colour one from its PNG. A pane is named
+    ``prefix`` + the PNG's path below ``relative_to`` (without ``.png``), or ``prefix`` +
+    ``<sample folder>/<stem>`` when no ``relative_to`` is given.
     """
     import imageio.v3 as iio
 
     from imagebench.artifacts import shared_range
 
-    images = [(p, iio.imread(p)) for p in paths]
+    images: list[tuple[Path, Any]] = []
+    for p in paths:
+        values = p.with_suffix(".npy")
+        if values.is_file():
+            try:
+                images.append((p, np.load(values, allow_pickle=False)))
+                continue
+            except (OSError, ValueError):
+                pass  # the PNG still shows it
+        images.append((p, iio.imread(p)))
     if not images:
         return []
-    lo, hi = shared_range(*(img for _, img in images))
+    grey = [img for _, img in images if not (img.ndim == 3 and img.shape[-1] in (3, 4))]
+    lo, hi = shared_range(*grey) if grey else (0.0, 255.0)
     out: list[LayerData] = []
     for path, img in images:
         if relative_to is not None:
@@ -78,14 +93,10 @@ def artifact_layer_data(
             name = f"{path.parent.name}/{path.stem}"
         name = prefix + name
         rgb = img.ndim == 3 and img.shape[-1] in (3, 4)
-        kwargs: dict[str, Any] = {
-            "name": name,
-            "contrast_limits": (lo, hi),
-            "rgb": rgb,
-            "metadata": {ARTIFACT_KEY: str(path)},
-        }
+        kwargs: dict[str, Any] = {"name": name, "rgb": rgb, "metadata": {ARTIFACT_KEY: str(path)}}
         if not rgb:
             kwargs["colormap"] = "gray"
+            kwargs["contrast_limits"] = (lo, hi)
         out.append((img, kwargs, "image"))
     return out
 
@@ -97,7 +108,9 @@ def artifact_layers(viewer: napari.Viewer) -> list[Any]:
 def show_artifacts(
     viewer: napari.Viewer, paths: Sequence[Path], *, relative_to: Path | None = None, prefix: str = ""
 ) -> list[Any]:
-    """Replace the viewer's artifact panes with ``paths``, side by side in grid mode, contrast linked."""
+    """Replace the viewer's artifact panes with ``paths``, side by side in grid mode, contrast
+    linked, each pane titled with its name; every other layer is hidden meanwhile (see
+    :func:`hide_others` and :func:`back_to_the_case`)."""
     from napari.experimental import link_layers
 
     from napari_imagebench._layers import add_layer_data
@@ -105,12 +118,38 @@ def show_artifacts(
     for layer in artifact_layers(viewer):
         viewer.layers.remove(layer)
     layers = [add_layer_data(viewer, data) for data in artifact_layer_data(paths, relative_to=relative_to, prefix=prefix)]
-    if len(layers) > 1:
-        link_layers(layers, ("contrast_limits", "gamma"))
+    grey = [layer for layer in layers if not layer.rgb]
+    if len(grey) > 1:
+        link_layers(grey, ("contrast_limits", "gamma"))
+    for layer in layers:
+        overlay = getattr(layer, "name_overlay", None)  # napari >= 0.6: the layer's name in its pane
+        if overlay is not None:
+            overlay.visible = True
     if layers:
         viewer_grid(viewer).enabled = True
         viewer.reset_view()
     return layers
+
+
+def hide_others(viewer: napari.Viewer) -> dict[str, bool]:
+    """Hide every layer but the artifact panes; return ``{name: was visible}`` to restore them."""
+    hidden: dict[str, bool] = {}
+    for layer in viewer.layers:
+        if ARTIFACT_KEY not in layer.metadata:
+            hidden[layer.name] = bool(layer.visible)
+            layer.visible = False
+    return hidden
+
+
+def back_to_the_case(viewer: napari.Viewer, visibility: dict[str, bool]) -> None:
+    """Remove the artifact panes, leave grid mode and show the other layers as they were."""
+    for layer in artifact_layers(viewer):
+        viewer.layers.remove(layer)
+    viewer_grid(viewer).enabled = False
+    for layer in viewer.layers:
+        if layer.name in visibility:
+            layer.visible = visibility[layer.name]
+    viewer.reset_view()
 
 
 def viewer_grid(viewer: napari.Viewer) -> Any:

@@ -46,7 +46,13 @@ from qtpy.QtWidgets import (
 )
 
 from napari_imagebench._answer_panel import AnswerPanel
-from napari_imagebench._artifacts import ARTIFACT_KEY, sample_pngs, show_artifacts
+from napari_imagebench._artifacts import (
+    ARTIFACT_KEY,
+    back_to_the_case,
+    hide_others,
+    sample_pngs,
+    show_artifacts,
+)
 from napari_imagebench._layers import (
     PresentationError,
     add_layer_data,
@@ -276,10 +282,15 @@ class BenchPanel(QWidget):
         self.artifacts_button.clicked.connect(self.view_artifacts)
         self.folder_button = QPushButton("Open run folder")
         self.folder_button.clicked.connect(self.open_run_folder)
+        self.back_button = QPushButton("Back to the case")
+        self.back_button.setToolTip("remove the artifact panes and show the case's layers as they were")
+        self.back_button.clicked.connect(self.back_to_the_case)
+        self._case_visibility: dict[str, bool] | None = None
         self.export_button = QPushButton("Export CSV…")
         self.export_button.setToolTip("every result of this session, one row per metric, as CSV")
         self.export_button.clicked.connect(lambda: self.export_results())
         row.addWidget(self.artifacts_button)
+        row.addWidget(self.back_button)
         row.addWidget(self.folder_button)
         row.addWidget(self.export_button)
         cl.addLayout(row)
@@ -498,6 +509,9 @@ class BenchPanel(QWidget):
     def _loaded(self, built: tuple[Loaded, list[Any]]) -> None:
         loaded, tuples = built
         self.model.adopt(loaded)
+        if self._case_visibility is not None:  # leave the previous case's artifact panes first
+            back_to_the_case(self.viewer, {})
+            self._case_visibility = None
         for layer in self._panel_layers + list(self._result_layers.values()):
             if layer in self.viewer.layers:
                 self.viewer.layers.remove(layer)
@@ -707,10 +721,22 @@ class BenchPanel(QWidget):
         if not pngs:
             self.model.notify("info", f"{result.label} sample {result.sample} wrote no images")
             return []
-        prefix = f"artifact {result.subject} s{result.sample}: "
+        prefix = f"{result.subject} s{result.sample}: "
+        if self._case_visibility is None:  # the case as it was, for Back to the case
+            self._case_visibility = hide_others(self.viewer)
         layers = show_artifacts(self.viewer, pngs, relative_to=result.sample_dir, prefix=prefix)
         self.model.artifacts_shown(result)
+        self._update_buttons()
         return layers
+
+    def back_to_the_case(self) -> bool:
+        """Leave the artifact panes: remove them and show the case's layers as they were."""
+        if self._case_visibility is None:
+            return False
+        back_to_the_case(self.viewer, self._case_visibility)
+        self._case_visibility = None
+        self._update_buttons()
+        return True
 
     def run_folder_path(self) -> Path | None:
         result = self.selected_result()
@@ -777,6 +803,7 @@ class BenchPanel(QWidget):
         self.stop_button.setEnabled(self._job is not None and self.running and not self._job.stop.is_set())
         has_result = bool(self.model.results)
         self.artifacts_button.setEnabled(has_result)
+        self.back_button.setEnabled(self._case_visibility is not None)
         self.folder_button.setEnabled(has_result)
 
     def _poll_answers(self) -> None:

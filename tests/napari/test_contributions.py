@@ -141,7 +141,11 @@ def test_reader_opens_a_run_folder_s_artifacts_with_one_contrast_range(tmp_path:
     layers = reader(str(result.run_dir))
     pngs = sorted(result.run_dir.glob("*/*/*/sample-*/*.png"))
     assert len(layers) == len(pngs) >= 2
-    assert {kw["contrast_limits"] for _, kw, _ in layers} == {shared_range(*(iio.imread(p) for p in pngs))}
+    # shown from the float values kept beside each PNG: one real range, not 0..255
+    values = [np.load(p.with_suffix(".npy")) for p in pngs]
+    assert all(v.dtype == np.float32 for v in values)
+    assert {kw["contrast_limits"] for _, kw, _ in layers} == {shared_range(*values)}
+    assert {tuple(np.asarray(data).shape) for data, _, _ in layers} == {v.shape for v in values}
     assert {kw["name"] for _, kw, _ in layers} == {"reference/toy/rectangle/sample-0/mask", "reference/toy/rectangle/sample-0/truth"}
     assert all(ARTIFACT_KEY in kw["metadata"] for _, kw, _ in layers)
 

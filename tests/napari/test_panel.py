@@ -324,12 +324,23 @@ def test_artifacts_share_one_contrast_range_and_a_screenshot_is_not_blank(
     panes = panel.view_artifacts()
     assert len(panes) == len(result.artifacts) >= 2
     assert panes == artifact_layers(viewer) and viewer_grid(viewer).enabled
-    pngs = [iio.imread(result.sample_dir / name) for name in result.artifacts]
-    assert contrast_ranges(panes) == {shared_range(*pngs)}
-    panes[0].contrast_limits = (10.0, 200.0)  # linked: every pane follows
-    assert contrast_ranges(panes) == {(10.0, 200.0)}
+    # the real values kept beside each PNG, under one range computed from them (not 0..255)
+    values = [np.load((result.sample_dir / name).with_suffix(".npy")) for name in result.artifacts]
+    assert contrast_ranges(panes) == {shared_range(*values)} != {(0.0, 255.0)}
+    assert all(pane.data.dtype == np.float32 for pane in panes)
+    assert all(pane.name_overlay.visible for pane in panes)  # each pane titled
+    assert [layer.name for layer in viewer.layers if layer.visible] == [pane.name for pane in panes]  # only them
+    panes[0].contrast_limits = (0.1, 0.5)  # linked: every pane follows
+    assert contrast_ranges(panes) == {(0.1, 0.5)}
     # viewing again replaces the panes rather than stacking them
     assert len(panel.view_artifacts()) == len(panes) and len(artifact_layers(viewer)) == len(panes)
+    # Back to the case: the panes go, the case's layers show as they were
+    before = {"image": True, "reference:mask": True}
+    assert panel.back_button.isEnabled() and panel.back_to_the_case()
+    assert artifact_layers(viewer) == [] and not viewer_grid(viewer).enabled
+    assert {layer.name: layer.visible for layer in viewer.layers if layer.name in before} == before
+    assert not panel.back_button.isEnabled()
+    panes = panel.view_artifacts()
     # the panes are no leaving, and a person who has seen them (truth among them) is flagged
     panel.subject_combo.setCurrentText(INTERACTIVE)
     assert panel.score() is None  # the panes are no answer: nothing is left yet
