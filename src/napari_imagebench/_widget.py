@@ -338,7 +338,9 @@ class BenchPanel(QWidget):
 
     def refresh(self) -> None:
         root = self.model.fixtures_root
-        self.tree_label.setText(f"fixture tree: {root}" if root else "fixture tree: none ($IMAGEBENCH_FIXTURES unset)")
+        self.tree_label.setText(
+            f"fixture tree: {root}" if root else "fixture tree: none (curated cases read the data shipped in the package)"
+        )
         selected = self.selected_label()
         self.case_tree.clear()
         groups: dict[str, QTreeWidgetItem] = {}

@@ -131,6 +131,17 @@ def test_fixture_tree_picker_reroots_curated_cases_and_lists_unused_fixtures(
     # the reader shows a tree case no suite case knows as its data keys, as images, and never truth
     layers = napari_get_reader(str(tree / "other" / "orphan"))(str(tree / "other" / "orphan"))  # type: ignore[misc]
     assert [(kw["name"], kind) for _, kw, kind in layers] == [("image", "image")]
+    assert f"pixels: the fixture tree {tree.resolve()}" in panel.model.detail("toy/curated").text()
+
+    # a tree that drifted from its manifest (a truth file deleted) is refused; the valid one is kept
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(tree, broken)
+    (broken / "toy" / "curated" / "mask.npy").unlink()
+    assert not panel.set_fixtures_root(broken)
+    assert panel.model.fixtures_root == tree and str(tree) in panel.tree_label.text()
+    assert "differs from its manifest" in result_lines(panel)[-1] and "mask.npy" in result_lines(panel)[-1]
 
 
 def test_detail_shows_what_a_subject_is_told_and_never_truth(make_napari_viewer: Any, tmp_path: Path) -> None:
