@@ -268,8 +268,8 @@ class BenchPanel(QWidget):
         row.addWidget(self.run_button)
         row.addWidget(self.score_button)
         row.addWidget(self.stop_button)
-        row.addWidget(self.progress, 1)
         cl.addLayout(row)
+        cl.addWidget(self.progress)  # its own row: the busy text is readable
 
         self.results = QTreeWidget()
         self.results.setHeaderLabels(["result", "value", "limit", "verdict", "note"])
@@ -291,6 +291,8 @@ class BenchPanel(QWidget):
         self.export_button.clicked.connect(lambda: self.export_results())
         row.addWidget(self.artifacts_button)
         row.addWidget(self.back_button)
+        cl.addLayout(row)
+        row = QHBoxLayout()  # two rows of two: the dock fits a 1366x768 screen
         row.addWidget(self.folder_button)
         row.addWidget(self.export_button)
         cl.addLayout(row)

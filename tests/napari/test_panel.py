@@ -557,3 +557,16 @@ def test_a_reference_landmark_answer_arrives_as_points_with_their_index(
     shown = viewer.layers["reference:probes_fixed"]
     assert type(shown).__name__ == "Points"
     assert list(shown.features["index"]) == list(range(len(shown.data))) and shown.text.string.format == "{index}"
+
+
+def test_the_dock_fits_a_1366x768_screen_and_the_busy_text_is_readable(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    _, panel = make_panel(make_napari_viewer, tmp_path)
+    hint = panel.minimumSizeHint()
+    assert hint.width() <= 400 and hint.height() <= 600, (hint.width(), hint.height())  # beside a canvas
+    load_and_wait(qtbot, panel, TOY)
+    panel.subject_combo.setCurrentText("reference")
+    assert panel.run()
+    assert panel.progress.isTextVisible() and "reference working" in panel.progress.format()
+    qtbot.waitUntil(lambda: not panel.running, timeout=30_000)
