@@ -101,6 +101,49 @@ def artifact_layer_data(
     return out
 
 
+#: The first word of the artifact a pair is compared against (the truth, the raw input).
+_REFERENCES = ("truth", "raw")
+
+
+def compared_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
+    """``(reference, other)`` artifact names that show the same thing two ways: ``truth_<x>`` and
+    ``<leaving>_<x>``, or ``raw_<x>`` and ``corrected_<x>``; none when the verifier drew a
+    ``difference`` of its own."""
+    if any(name.split("_", 1)[0] == "difference" or name == "difference" for name in names):
+        return []
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        head, sep, tail = name.partition("_")
+        if sep:
+            groups.setdefault(tail, []).append(name)
+    pairs = []
+    for members in groups.values():
+        refs = [m for m in members if m.split("_", 1)[0] in _REFERENCES]
+        if len(members) == 2 and len(refs) == 1:
+            pairs.append((refs[0], next(m for m in members if m != refs[0])))
+    return pairs
+
+
+def difference_layer_data(reference: LayerData, other: LayerData) -> LayerData | None:
+    """``other - reference`` as a pane of its own (a diverging colormap, a range symmetric about
+    zero), or None when the two are not grey images of one shape."""
+    a, b = np.asarray(reference[0]), np.asarray(other[0])
+    if reference[1].get("rgb") or other[1].get("rgb") or a.shape != b.shape:
+        return None
+    diff = b.astype(np.float32) - a.astype(np.float32)
+    span = float(np.nanmax(np.abs(diff))) if diff.size else 0.0
+    span = span if np.isfinite(span) and span > 0 else 1.0
+    name = f"{other[1]['name']} - {reference[1]['name'].rsplit('/', 1)[-1].rsplit(': ', 1)[-1]}"
+    kwargs = {
+        "name": name,
+        "colormap": "PiYG",
+        "contrast_limits": (-span, span),
+        "rgb": False,
+        "metadata": {ARTIFACT_KEY: f"difference of {other[1]['metadata'][ARTIFACT_KEY]}"},
+    }
+    return diff, kwargs, "image"
+
+
 def artifact_layers(viewer: napari.Viewer) -> list[Any]:
     return [layer for layer in viewer.layers if ARTIFACT_KEY in layer.metadata]
 
@@ -109,16 +152,21 @@ def show_artifacts(
     viewer: napari.Viewer, paths: Sequence[Path], *, relative_to: Path | None = None, prefix: str = ""
 ) -> list[Any]:
     """Replace the viewer's artifact panes with ``paths``, side by side in grid mode, contrast
-    linked, each pane titled with its name; every other layer is hidden meanwhile (see
-    :func:`hide_others` and :func:`back_to_the_case`)."""
+    linked, each pane titled with its name, plus a difference pane for each compared pair
+    (:func:`compared_pairs`); every other layer is hidden meanwhile (see :func:`hide_others` and
+    :func:`back_to_the_case`)."""
     from napari.experimental import link_layers
 
     from napari_imagebench._layers import add_layer_data
 
     for layer in artifact_layers(viewer):
         viewer.layers.remove(layer)
-    layers = [add_layer_data(viewer, data) for data in artifact_layer_data(paths, relative_to=relative_to, prefix=prefix)]
-    grey = [layer for layer in layers if not layer.rgb]
+    datas = artifact_layer_data(paths, relative_to=relative_to, prefix=prefix)
+    by_stem = {Path(d[1]["metadata"][ARTIFACT_KEY]).stem: d for d in datas}
+    differences = [difference_layer_data(by_stem[a], by_stem[b]) for a, b in compared_pairs(list(by_stem))]
+    layers = [add_layer_data(viewer, data) for data in datas]
+    grey = [layer for layer in layers if not layer.rgb]  # linked; a difference pane keeps its own range
+    layers += [add_layer_data(viewer, d) for d in differences if d is not None]
     if len(grey) > 1:
         link_layers(grey, ("contrast_limits", "gamma"))
     for layer in layers:

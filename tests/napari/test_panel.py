@@ -570,3 +570,28 @@ def test_the_dock_fits_a_1366x768_screen_and_the_busy_text_is_readable(
     assert panel.run()
     assert panel.progress.isTextVisible() and "reference working" in panel.progress.format()
     qtbot.waitUntil(lambda: not panel.running, timeout=30_000)
+
+
+def test_a_compared_pair_gets_a_difference_pane_with_a_range_symmetric_about_zero(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    from napari_imagebench._artifacts import compared_pairs
+
+    assert compared_pairs(["image", "truth_outlines", "labels_outlines"]) == [("truth_outlines", "labels_outlines")]
+    assert compared_pairs(["raw_mean", "corrected_mean"]) == [("raw_mean", "corrected_mean")]
+    assert compared_pairs(["raw_mean", "corrected_mean", "difference"]) == []  # the verifier drew one
+    assert compared_pairs(["fixed", "moving", "probes"]) == []
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    load_and_wait(qtbot, panel, "drift-correction/large-field-tensor")
+    run_and_wait(qtbot, panel)
+    result = panel.score()
+    assert result is not None and result.artifacts == ("raw_mean.png", "corrected_mean.png")
+    panes = panel.view_artifacts()
+    assert len(panes) == 3
+    diff = panes[-1]
+    assert diff.name.endswith("corrected_mean - raw_mean") and diff.colormap.name == "PiYG"
+    lo, hi = diff.contrast_limits
+    assert lo == -hi > -np.inf and hi > 0
+    raw, corrected = (np.load((result.sample_dir / n).with_suffix(".npy")) for n in ("raw_mean.png", "corrected_mean.png"))
+    np.testing.assert_allclose(diff.data, corrected - raw, atol=1e-6)
+    assert contrast_ranges(panes[:2]) == {shared_range(raw, corrected)}  # the pair keeps its linked range
