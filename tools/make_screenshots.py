@@ -48,7 +48,7 @@ def _shoot(out: Path, label: str) -> int:
     from qtpy.QtCore import Qt
     from qtpy.QtWidgets import QApplication
 
-    from napari_imagebench._artifacts import artifact_layers, viewer_grid
+    from napari_imagebench._canvas import remove_layers
     from napari_imagebench._model import INTERACTIVE
 
     out.mkdir(parents=True, exist_ok=True)
@@ -107,9 +107,7 @@ def _shoot(out: Path, label: str) -> int:
 
         # You, at the viewer: a labels layer named after the leaving, painted by hand. Here it is
         # the reference's answer with every third nucleus left unpainted, as a hurried person might.
-        viewer_grid(viewer).enabled = False
-        for layer in artifact_layers(viewer):
-            viewer.layers.remove(layer)
+        panel.back_to_the_case()
         painted = np.array(viewer.layers[f"reference:{LEAVING}"].data)
         for value in np.unique(painted)[1::3]:
             painted[painted == value] = 0
@@ -120,7 +118,10 @@ def _shoot(out: Path, label: str) -> int:
             return 1
         save(panel, "panel-interactive.png")
 
-        # a skill bundle: its cases join the tree; one scored by the example solver moves its claim
+        # a skill bundle: its cases join the tree; one scored by the example solver moves its claim.
+        # The painted layer goes first: napari on Mesa can crash drawing a Labels layer left when
+        # another Labels layer below it was removed (napari/napari#8471).
+        remove_layers(viewer, [viewer.layers[LEAVING]])
         sys.path.insert(0, str(ROOT / "examples" / "solvers"))
         if not panel.open_bundle(BUNDLE):
             print(f"make_screenshots: the bundle did not open: {panel.model.messages[-1].text}", file=sys.stderr)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from napari_imagebench._canvas import remove_layers
 from napari_imagebench._layers import LayerData
 
 if TYPE_CHECKING:
@@ -159,8 +160,7 @@ def show_artifacts(
 
     from napari_imagebench._layers import add_layer_data
 
-    for layer in artifact_layers(viewer):
-        viewer.layers.remove(layer)
+    remove_layers(viewer, artifact_layers(viewer))
     datas = artifact_layer_data(paths, relative_to=relative_to, prefix=prefix)
     by_stem = {Path(d[1]["metadata"][ARTIFACT_KEY]).stem: d for d in datas}
     differences = [difference_layer_data(by_stem[a], by_stem[b]) for a, b in compared_pairs(list(by_stem))]
@@ -191,8 +191,7 @@ def hide_others(viewer: napari.Viewer) -> dict[str, bool]:
 
 def back_to_the_case(viewer: napari.Viewer, visibility: dict[str, bool]) -> None:
     """Remove the artifact panes, leave grid mode and show the other layers as they were."""
-    for layer in artifact_layers(viewer):
-        viewer.layers.remove(layer)
+    remove_layers(viewer, artifact_layers(viewer))
     viewer_grid(viewer).enabled = False
     for layer in viewer.layers:
         if layer.name in visibility:

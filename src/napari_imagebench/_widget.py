@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from qtpy.QtCore import QEventLoop, Qt, QTimer, QUrl
+from qtpy.QtCore import Qt, QTimer, QUrl
 from qtpy.QtGui import QBrush, QColor, QDesktopServices
 from qtpy.QtWidgets import (
     QApplication,
@@ -53,6 +53,7 @@ from napari_imagebench._artifacts import (
     sample_pngs,
     show_artifacts,
 )
+from napari_imagebench._canvas import remove_layers
 from napari_imagebench._layers import (
     PresentationError,
     add_layer_data,
@@ -150,7 +151,6 @@ _CLOSING: list[Any] = []  # data planes whose close() runs when the application 
 
 def _close_on_quit(plane: Any) -> None:
     """Stop ``plane`` (its server process and temporary data) when the Qt application quits."""
-    from qtpy.QtWidgets import QApplication
 
     app = QApplication.instance()
     if app is None or any(p is plane for p in _CLOSING):
@@ -516,14 +516,7 @@ class BenchPanel(QWidget):
         if self._case_visibility is not None:  # leave the previous case's artifact panes first
             back_to_the_case(self.viewer, {})
             self._case_visibility = None
-        for layer in self._panel_layers + list(self._result_layers.values()):
-            if layer in self.viewer.layers:
-                self.viewer.layers.remove(layer)
-        # Let the canvas draw once without the removed layers before new ones arrive: removing
-        # images and points and adding a layer in one go can leave the GL state pointing at freed
-        # vertex buffers, and Mesa segfaults in glDrawArrays (napari/napari#6472). User input
-        # waits; only paint and posted events run here.
-        QApplication.processEvents(QEventLoop.ExcludeUserInputEvents)
+        remove_layers(self.viewer, self._panel_layers + list(self._result_layers.values()))
         self._panel_layers = []
         self._result_layers = {}
         self._console_results = {}
@@ -626,8 +619,8 @@ class BenchPanel(QWidget):
             ordered = bool(collect is not None and collect.ordered)
             layer_name = f"{job.subject_name}:{name}"
             old = self._result_layers.pop(layer_name, None)
-            if old is not None and old in self.viewer.layers:
-                self.viewer.layers.remove(old)
+            if old is not None:
+                remove_layers(self.viewer, [old])
             try:
                 data = result_layer_data(layer_name, value, kind, like=like, ordered=ordered, size=size)
                 layer = add_layer_data(self.viewer, data)
