@@ -10,6 +10,12 @@ the rectangle) and ``area`` (a scalar, its pixel count). Its truth holds the mas
 
 from __future__ import annotations
 
+import os
+
+# Each test builds its own fixtures: the fixture cache (imagebench.cache) is off unless a test
+# turns it on (tests/test_cache.py), and so it is in every process a test starts.
+os.environ["IMAGEBENCH_CACHE"] = "off"
+
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any

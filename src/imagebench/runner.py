@@ -117,9 +117,29 @@ def prepare_fixture(case: Case, *, plane: Plane | None | object = None, seed: in
 
 
 def _build(case: Case, seed: int | None) -> Fixture:
-    if seed is None:
-        return case.build()
     from imagebench.specs import Procedural
+
+    if seed is None:
+        spec = case.fixture
+        if not isinstance(spec, Procedural):
+            return case.build()
+        # a built procedural fixture is kept once, under everything it is made from
+        from imagebench import cache
+
+        if cache.cache_root() is None:
+            return case.build()
+        from imagebench.digest import FingerprintError
+        from imagebench.fingerprint import definition_fingerprint
+
+        try:
+            definition = definition_fingerprint(case)
+        except FingerprintError:  # a case with no stable identity is simply built every time
+            return case.build()
+        fixture = cache.load(case.label, definition, spec.seed)
+        if fixture is None:
+            fixture = case.build()
+            cache.store(case.label, definition, spec.seed, fixture)
+        return fixture
 
     spec = case.fixture
     if not isinstance(spec, Procedural):

@@ -221,7 +221,7 @@ def _checkout_of(package_dir: str) -> str | None:
 
 def harness_paths() -> list[str]:
     """What of the harness a subject must never see: its packages (and their data) and checkout,
-    the fixture tree and the outcome folder named in the environment."""
+    the fixture tree and the outcome folder named in the environment, the fixture cache."""
     found: list[str] = []
     for name in _PACKAGES:
         spec = importlib.util.find_spec(name)
@@ -233,6 +233,11 @@ def harness_paths() -> list[str]:
     for var in ("IMAGEBENCH_FIXTURES", "IMAGEBENCH_OUTCOME_DIR"):
         if os.environ.get(var):
             found.append(_real(os.environ[var]))
+    from imagebench.cache import cache_root
+
+    cached = cache_root()  # built fixtures, truth included
+    if cached is not None:
+        found.append(_real(cached))
     return found
 
 

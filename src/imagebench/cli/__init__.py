@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("imagebench.cli.suite", "compare two runs case by case, when they are comparable"),
     "report": ("imagebench.cli.report", "write a static HTML report of a run folder"),
     "schema": ("imagebench.cli.schema", "print the JSON schema of an on-disk record"),
+    "cache": ("imagebench.cli.cache", "the cache of built fixtures: where it is, how big, clear it"),
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

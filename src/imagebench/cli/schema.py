@@ -23,6 +23,7 @@ FORMATS: dict[str, str] = {
     "suite-aliases": "imagebench.suite.model:AliasFile",
     "suite-run": "imagebench.suite.record:SuiteRunInfo",
     "comparison": "imagebench.suite.compare:Comparison",
+    "cache-entry": "imagebench.cache:CacheEntry",
 }
 
 
