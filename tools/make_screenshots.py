@@ -65,11 +65,11 @@ def _shoot(out: Path, label: str) -> int:
             time.sleep(0.02)
         _close_toasts()
 
-    def save(widget: object, name: str) -> None:
+    def save(widget: object, name: str, width: int | None = WIDTH) -> None:
         settle()
         pixmap = widget.grab()  # type: ignore[attr-defined]
-        if pixmap.width() > WIDTH:
-            pixmap = pixmap.scaledToWidth(WIDTH, Qt.SmoothTransformation)
+        if width is not None and pixmap.width() > width:
+            pixmap = pixmap.scaledToWidth(width, Qt.SmoothTransformation)
         path = out / name
         _save_small(pixmap.toImage(), path)
         print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
@@ -103,7 +103,7 @@ def _shoot(out: Path, label: str) -> int:
         save(panel, "panel-scored.png")
 
         panel.view_artifacts()
-        save(window, "viewer-artifacts.png")
+        save(window, "viewer-artifacts.png", width=None)  # full size: thin coloured lines of a difference stay
 
         # You, at the viewer: a labels layer named after the leaving, painted by hand. Here it is
         # the reference's answer with every third nucleus left unpainted, as a hurried person might.
@@ -155,7 +155,11 @@ def _save_small(image: object, path: Path) -> None:
     ptr.setsize(rgba.height() * rgba.bytesPerLine())
     rows = np.frombuffer(ptr, np.uint8).reshape(rgba.height(), rgba.bytesPerLine())
     pixels = rows[:, : rgba.width() * 4].reshape(rgba.height(), rgba.width(), 4)[..., :3]
-    Image.fromarray(np.ascontiguousarray(pixels)).quantize(colors=96).save(path, optimize=True)
+    # 256 colours, chosen by median cut over the whole shot: few enough to keep the PNGs small,
+    # enough that a pane's few coloured pixels (a difference in PiYG) keep their colour
+    Image.fromarray(np.ascontiguousarray(pixels)).quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(
+        path, optimize=True
+    )
 
 
 def _close_toasts() -> None:

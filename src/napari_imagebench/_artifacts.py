@@ -134,7 +134,12 @@ def difference_layer_data(reference: LayerData, other: LayerData) -> LayerData |
     diff = b.astype(np.float32) - a.astype(np.float32)
     span = float(np.nanmax(np.abs(diff))) if diff.size else 0.0
     span = span if np.isfinite(span) and span > 0 else 1.0
-    name = f"{other[1]['name']} - {reference[1]['name'].rsplit('/', 1)[-1].rsplit(': ', 1)[-1]}"
+    # "<prefix>labels - truth": the pair's first words, short enough for the pane's title
+    other_name, ref_name = other[1]["name"], reference[1]["name"]
+    prefix, _, other_stem = other_name.rpartition(": ") if ": " in other_name else ("", "", other_name)
+    ref_stem = ref_name.rsplit(": ", 1)[-1].rsplit("/", 1)[-1]
+    other_stem = other_stem.rsplit("/", 1)[-1]
+    name = f"{prefix + ': ' if prefix else ''}{other_stem.split('_')[0]} - {ref_stem.split('_')[0]}"
     kwargs = {
         "name": name,
         "colormap": "PiYG",

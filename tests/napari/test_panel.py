@@ -589,7 +589,7 @@ def test_a_compared_pair_gets_a_difference_pane_with_a_range_symmetric_about_zer
     panes = panel.view_artifacts()
     assert len(panes) == 3
     diff = panes[-1]
-    assert diff.name.endswith("corrected_mean - raw_mean") and diff.colormap.name == "PiYG"
+    assert diff.name.endswith(": corrected - raw") and diff.colormap.name == "PiYG"
     lo, hi = diff.contrast_limits
     assert lo == -hi > -np.inf and hi > 0
     raw, corrected = (np.load((result.sample_dir / n).with_suffix(".npy")) for n in ("raw_mean.png", "corrected_mean.png"))
