@@ -92,7 +92,7 @@ def test_in_process_the_cheat_reaches_the_truth_and_isolated_it_does_not(solvers
         [case], parse_subject("python:isolated_solvers:cheat", isolate=True), out=tmp_path / "b", progress=False
     )
     (summary,) = apart.samples["toy/rectangle"]
-    assert summary.status == "no-result", summary.reason
+    assert summary.status == "subject-error", summary.reason  # it raised: the harness is not there
     stderr = next(apart.run_dir.rglob("sample-0/stderr.txt")).read_text()
     assert "No module named 'imagebench'" in stderr
 
@@ -156,3 +156,16 @@ def test_cli_no_sandbox_is_recorded_everywhere(tmp_path: Path, capsys: pytest.Ca
     for path in run_dir.rglob("summary.json"):
         assert json.loads(path.read_text())["sandbox"] == "none", path
     assert "could read this whole machine" in (run_dir / "report.html").read_text()
+
+
+def test_an_isolated_function_that_raises_is_a_subject_error_as_in_process(
+    solvers: Path, tmp_path: Path
+) -> None:
+    (solvers / "raising_solver.py").write_text("def solve(session):\n    raise ValueError('no nuclei here')\n")
+    sys.modules.pop("raising_solver", None)
+    case = make_toy_case()
+    inside = run_cases([case], parse_subject("python:raising_solver:solve"), out=tmp_path / "a", progress=False)
+    apart = run_cases([case], parse_subject("python:raising_solver:solve", isolate=True), out=tmp_path / "b", progress=False)
+    assert inside.samples["toy/rectangle"][0].status == apart.samples["toy/rectangle"][0].status == "subject-error"
+    stderr = next(apart.run_dir.rglob("sample-0/stderr.txt")).read_text()
+    assert "ValueError: no nuclei here" in stderr

@@ -25,6 +25,8 @@ from pathlib import Path
 from imagebench.sandbox import SandboxPolicy
 
 TARGET_ENV = "IMAGEBENCH_ISOLATE_TARGET"
+#: The child's exit code when the function raised (BOOTSTRAP's ``RAISED``).
+RAISED_EXIT = 70
 PATH_ENV = "IMAGEBENCH_ISOLATE_PATH"
 
 # Run by the child Python. It must not import imagebench (masked in the sandbox).
@@ -33,6 +35,7 @@ import importlib, json, os, sys
 from pathlib import Path
 import numpy as np
 
+RAISED = 70  # the function raised (the harness scores it as a subject error, as in process)
 ws = Path(os.environ["IMAGEBENCH_WORKSPACE"])
 sys.path[:0] = json.loads(os.environ["IMAGEBENCH_ISOLATE_PATH"])
 module, _, name = os.environ["IMAGEBENCH_ISOLATE_TARGET"].partition(":")
@@ -57,7 +60,13 @@ class Session:
 
 session = Session()
 given = dict(session.namespace)
-func(session)
+try:
+    func(session)
+except BaseException:
+    import traceback
+
+    traceback.print_exc()
+    sys.exit(RAISED)
 out = ws / "outputs"
 
 

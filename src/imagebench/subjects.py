@@ -178,10 +178,33 @@ class PythonSubject:
         subject = self.isolated()
         subject.check_sandbox()
         env = {**context.env, **isolated_env(self.target, code_paths(self.target)[1], case.label)}
-        return _BoundCommand(subject, replace(context, env=env))
+        return _IsolatedCall(_BoundCommand(subject, replace(context, env=env)))
 
     def __call__(self, session: Session) -> None:
         self.function(session)
+
+
+class IsolatedRaised(RuntimeError):
+    """An isolated ``python:`` function raised in its child process (its traceback is in stderr.txt)."""
+
+
+@dataclass
+class _IsolatedCall:
+    """The bound command of an isolated function: a function that raised in its child process is
+    a subject error, as it is in process (not a command that merely failed)."""
+
+    bound: _BoundCommand
+    enforces_timeout: bool = True
+
+    def cancel(self) -> None:
+        self.bound.cancel()
+
+    def __call__(self, session: Session) -> None:
+        from imagebench.isolate import RAISED_EXIT
+
+        self.bound(session)
+        if session.notes.get("exit_code") == RAISED_EXIT:
+            raise IsolatedRaised("the function raised in its isolated process; its traceback is in stderr.txt")
 
 
 def confinement_of(subject: object) -> Confinement:
