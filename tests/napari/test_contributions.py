@@ -133,7 +133,6 @@ def test_reader_opens_a_fixture_case_folder_as_its_data_layers_only(make_napari_
 
 
 def test_reader_opens_a_run_folder_s_artifacts_with_one_contrast_range(tmp_path: Path) -> None:
-    import imageio.v3 as iio
 
     result = run_cases([make_toy_case()], ReferenceSubject(), out=tmp_path, progress=False)
     reader = napari_get_reader(str(result.run_dir))
