@@ -207,6 +207,12 @@ class _IsolatedCall:
             raise IsolatedRaised("the function raised in its isolated process; its traceback is in stderr.txt")
 
 
+def runs_out_of_process(subject: object) -> bool:
+    """Whether ``subject`` works its unit in a child process (a command, an isolated function):
+    ``--workers`` then drives units from threads rather than worker processes."""
+    return isinstance(subject, CommandSubject) or (isinstance(subject, PythonSubject) and subject.isolate is not None)
+
+
 def confinement_of(subject: object) -> Confinement:
     """How ``subject`` is confined, as a run records it: ``bubblewrap``, ``none`` (a command run
     with --no-sandbox) or ``in-process`` (trusted code: python subjects, the reference, nop)."""

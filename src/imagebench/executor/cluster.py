@@ -73,6 +73,20 @@ class Parallel:
     def distributed(self) -> bool:
         return self.workers is not None or self.scheduler is not None
 
+    def threads_for(self, subject: Subject) -> int | None:
+        """``workers`` when they are threads here (a subject working in a child process needs no
+        worker process of its own, :mod:`imagebench.executor.threads`), else None."""
+        from imagebench.subjects import runs_out_of_process
+
+        return self.workers if self.workers is not None and runs_out_of_process(subject) else None
+
+    def describe_for(self, subject: Subject) -> str:
+        """What ``--workers`` chose for ``subject``: threads driving child processes, or processes."""
+        threads = self.threads_for(subject)
+        if threads is not None:
+            return f"{threads} thread(s) here, each driving one unit's child process (no dask cluster needed)"
+        return self.describe()
+
     def describe(self) -> str:
         if self.workers is not None:
             return f"local cluster of {self.workers} worker(s)"
@@ -282,8 +296,8 @@ def open_cluster(
     With ``progress`` a spinner on stderr says what is starting."""
     from imagebench.runner import presents_tensor
 
-    if not parallel.distributed:
-        return None
+    if not parallel.distributed or parallel.threads_for(subject) is not None:
+        return None  # serial, or threads here driving child processes
     subject_spec(subject)  # refuse a subject that cannot travel before anything starts
     from imagebench.progress import spinner
 

@@ -32,6 +32,7 @@ from imagebench.executor.planes import PlaneStarter
 from imagebench.executor.prefetch import Prefetcher, start_prefetch
 from imagebench.executor.serial import run_serial, serial_builds
 from imagebench.executor.sink import Sink
+from imagebench.executor.threads import run_threaded
 from imagebench.executor.workers import run_dask
 from imagebench.runfolder import RunFolderError, RunResult
 from imagebench.sealed import RECORD_KEY as SEALED_KEY
@@ -193,6 +194,8 @@ def execute(
                 except ExecutorError as exc:
                     exc.run_dir = run_dir
                     raise
+            elif parallel.threads_for(subject) is not None:
+                run_threaded(builds, subject, run_dir, timeout, starter, sink, helper, parallel.threads_for(subject))
             else:
                 run_serial(builds, subject, run_dir, timeout, starter, sink, helper)
         finished = True
@@ -283,7 +286,7 @@ def run_cases(
             extra[SEALED_KEY] = sealed.record()
         extra.update(subject_record(subject))
         if parallel.distributed:
-            extra["executor"] = parallel.describe()
+            extra["executor"] = parallel.describe_for(subject)
         record = RunRecord(
             run_id=run_dir.name,
             started=started,
