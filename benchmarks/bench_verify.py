@@ -1,11 +1,13 @@
-"""Out-of-band hashing throughput: ``imagebench fixtures verify`` against one ``sha256sum`` process.
+"""Out-of-band hashing throughput: ``imagebench fixtures verify`` against one ``openssl dgst -sha256``.
 
 Writes a fixture tree of several files of random bytes (default 8 x 272 MiB, about 2.1 GiB)
 with a manifest, reads every file once so both tools start from a warm page cache, then runs
-``imagebench fixtures verify ROOT --quiet`` and ``sha256sum FILES...`` alternately and prints
-the median wall time of each, the throughput, and the ratio (the anchor is sha256sum; the
-target is verify >= 1.5x as fast). verify runs as a fresh process, so its Python start-up is
-inside the number. The tree is deleted afterwards.
+``imagebench fixtures verify ROOT --quiet`` and one ``openssl dgst -sha256 FILES...`` process
+alternately and prints the median wall time of each, the throughput, and the ratio. The anchor
+is openssl on one core (it uses the CPU's SHA extensions where coreutils' ``sha256sum`` may not,
+so it is the honest single-core limit); the target is verify >= 1.7x its throughput with two
+cores. ``sha256sum`` is printed beside it when installed. verify runs as a fresh process, so its
+Python start-up is inside the number. The tree is deleted afterwards.
 
 Usage: python benchmarks/bench_verify.py [--files N] [--mib M] [--repeats R] [--workers W] [--dir TMPDIR]
 """
@@ -83,24 +85,28 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--dir", default=None)
     args = ap.parse_args()
-    sha256sum = shutil.which("sha256sum")
-    if sha256sum is None:
-        print("sha256sum is not installed; nothing to compare against")
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        print("openssl is not installed; nothing to compare against")
         return 2
+    sha256sum = shutil.which("sha256sum")
 
     tmp = Path(tempfile.mkdtemp(prefix="imagebench-bench-verify-", dir=args.dir))
     try:
         total = args.files * args.mib * MIB
         print(f"writing {args.files} x {args.mib} MiB ({total / (1 << 30):.2f} GiB) into {tmp}", flush=True)
         paths = write_tree(tmp, args.files, args.mib)
-        baseline = [sha256sum, *map(str, paths)]
+        baseline = [openssl, "dgst", "-sha256", *map(str, paths)]
         print(f"cores: {os.cpu_count()}, verify workers: {args.workers or 'default'}", flush=True)
-        t_verify, t_sum = measure(verify_command(tmp, args.workers), baseline, args.repeats)
-        mv, ms = statistics.median(t_verify), statistics.median(t_sum)
+        t_verify, t_ssl = measure(verify_command(tmp, args.workers), baseline, args.repeats)
+        mv, mo = statistics.median(t_verify), statistics.median(t_ssl)
         gib = total / (1 << 30)
-        print(f"sha256sum (anchor)        median {ms:7.2f} s  {gib / ms:6.2f} GiB/s")
-        print(f"imagebench fixtures verify median {mv:7.2f} s  {gib / mv:6.2f} GiB/s")
-        print(f"ratio verify throughput / sha256sum: {ms / mv:.2f}x (target >= 1.5x)")
+        print(f"openssl dgst -sha256, one process (anchor) median {mo:7.2f} s  {gib / mo:6.2f} GiB/s")
+        if sha256sum is not None:
+            _, t_sum = measure(verify_command(tmp, args.workers), [sha256sum, *map(str, paths)], 1)
+            print(f"sha256sum (for reference)                  once   {t_sum[0]:7.2f} s  {gib / t_sum[0]:6.2f} GiB/s")
+        print(f"imagebench fixtures verify                  median {mv:7.2f} s  {gib / mv:6.2f} GiB/s")
+        print(f"ratio verify throughput / openssl: {mo / mv:.2f}x (target >= 1.7x)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
