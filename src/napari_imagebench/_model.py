@@ -26,15 +26,14 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from psygnal import Signal, SignalGroup
 
-from imagebench.case import Case, Collect, Layer
+from imagebench.case import Case
 from imagebench.fixture import FIXTURES_ENV, Fixture, FixtureError
-from imagebench.specs import OnDisk
 from napari_imagebench._answers import (
     AnswerError,
     AnswerSlot,
@@ -42,10 +41,18 @@ from napari_imagebench._answers import (
     answer_slots,
     form_value,
 )
+from napari_imagebench._cases import (
+    CaseDetail,
+    CaseRow,
+    files_listing,
+    pixels_from,
+    rooted,
+    workspace_files,
+)
+from napari_imagebench._coverage import CoverageView
 from napari_imagebench._runs import ResultRow, RunFolder
 
 if TYPE_CHECKING:
-    from imagebench.bundle.coverage import Row
     from imagebench.bundle.load import Bundle
     from imagebench.runner import Unit
     from imagebench.session import Session
@@ -69,187 +76,10 @@ class Message:
     text: str
 
 
-# --------------------------------------------------------------------------- the case tree
-
-
-@dataclass(frozen=True)
-class CaseRow:
-    """One row of the case tree: a case (or a tree fixture no case uses) and whether it can run here."""
-
-    namespace: str
-    case_id: str
-    kind: str
-    case_class: str
-    available: bool
-    reason: str
-    source: Literal["built-in", "tree", "bundle"]
-    case: Case | None = None
-    bundle: Path | None = None  # the bundle folder a "bundle" row was read from
-
-    @property
-    def label(self) -> str:
-        return f"{self.namespace}/{self.case_id}"
-
-
 #: The columns of :meth:`BenchModel.export_results`.
 RESULT_COLUMNS = (
     "subject", "case", "sample", "status", "reason", "metric", "value", "limit", "verdict", "note", "run folder",
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class CaseDetail:
-    """What the detail pane shows about a case: everything a subject is told, never truth."""
-
-    label: str
-    about: str
-    kind: str
-    case_class: str
-    available: bool
-    reason: str
-    prompt: str
-    persona: str
-    layers: tuple[Layer, ...]
-    collect: tuple[Collect, ...]
-    limits: Mapping[str, float]
-    timeout_s: float
-    bundle: Path | None = None
-    files: tuple[str, ...] = ()  # what a bundle case hands the subject under session.workspace/files/
-    has_reference: bool = True
-    at_viewer: tuple[str, ...] = ()  # how a person gives each answer (the Answer tab)
-    pixels_from: str = ""  # where the case's pixels come from: generated, the package's data, a tree
-
-    def text(self) -> str:
-        lines = [
-            f"{self.label}  ({self.kind}, {self.case_class})",
-            "available" if self.available else f"unavailable: {self.reason}",
-        ]
-        if self.pixels_from:
-            lines.append(f"pixels: {self.pixels_from}")
-        if self.bundle is not None:
-            lines.append(f"from the bundle {self.bundle}")
-        if not self.has_reference:
-            lines.append("no reference solution: work it yourself or run a python: solver")
-        if self.about:
-            lines += ["", self.about]
-        lines += ["", "Persona:", self.persona or "(none)", "", "Prompt:", self.prompt.rstrip(), "", "Layers:"]
-        for layer in self.layers:
-            extra = f", chunks {tuple(layer.chunks)}" if layer.chunks else ""
-            lines.append(f"  {layer.name}: {layer.kind}, presented as {layer.presentation}{extra}")
-        if self.at_viewer:
-            lines += ["", "You, at the viewer (the Answer tab):"]
-            lines += [f"  {line}" for line in self.at_viewer]
-        lines += ["", "What is collected (a program binds these names or writes outputs/<name>):"]
-        for c in self.collect:
-            lines.append(f"  {c.name} ({c.what})" + (f": {c.description}" if c.description else ""))
-        lines += ["", "Metrics (pass when value <= limit):"]
-        if self.limits:
-            lines += [f"  {name} <= {limit:g}" for name, limit in self.limits.items()]
-        else:
-            lines.append("  (no limits declared)")
-        lines.append(f"Time limit: {self.timeout_s:g} s")
-        if self.files:
-            lines += ["", "Files (a read-only copy under session.workspace/files/):"]
-            lines += [f"  {name}" for name in self.files]
-        return "\n".join(lines)
-
-
-def _rooted(case: Case, root: Path | None) -> Case:
-    """``case`` reading its curated pixels from ``root`` when its spec follows $IMAGEBENCH_FIXTURES."""
-    spec = case.fixture
-    if root is None:
-        return case
-    if isinstance(spec, OnDisk) and spec.root is None:
-        return replace(case, fixture=OnDisk(tolerance=dict(spec.tolerance), root=root))
-    if case.meta.get("bundle") is not None:  # a bundle case whose pixels are a curated tree case
-        from imagebench.bundle.cases import CuratedRef
-
-        if isinstance(spec, CuratedRef) and spec.root is None:
-            return replace(case, fixture=replace(spec, root=str(root)))
-    return case
-
-
-def pixels_from(case: Case) -> str:
-    """Where ``case``'s pixels come from, in words: generated, the data shipped in the package, or
-    a fixture tree (the tree shows which)."""
-    spec = case.fixture
-    builder = getattr(spec, "builder_name", None)
-    if builder is not None:
-        return f"generated by {builder} (seed {getattr(spec, 'seed', '?')})"
-    root_of = getattr(spec, "tree_root", None)
-    root = root_of() if callable(root_of) else getattr(spec, "root", None)
-    if root is None:
-        return "a fixture tree ($IMAGEBENCH_FIXTURES is not set)"
-    root = Path(root).resolve()
-    import imagebench
-
-    packaged = (Path(imagebench.__file__).resolve().parent / "data").resolve()
-    if root == packaged or packaged in root.parents:
-        return f"the data shipped in the package ({root})"
-    return f"the fixture tree {root}"
-
-
-def _workspace_files(case: Case) -> Path | None:
-    """The folder a bundle case hands its subject as ``files/`` (``case.meta["workspace_files"]``)."""
-    files = case.meta.get("workspace_files")
-    return Path(files) if files else None
-
-
-def _files_listing(folder: Path | None) -> tuple[str, ...]:
-    if folder is None or not folder.is_dir():
-        return ()
-    return tuple(
-        p.relative_to(folder).as_posix() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".gitkeep"
-    )
-
-
-# --------------------------------------------------------------------------- coverage
-
-
-@dataclass(frozen=True)
-class CoverageView:
-    """The coverage table of one skill, as ``imagebench coverage BUNDLE --runs ...`` prints it.
-
-    ``rows`` come from :func:`imagebench.bundle.coverage.coverage_report` unchanged; ``warnings``
-    are the ones it prints after the table (the skill's presentation coverage among them).
-    ``bundle`` is None when no bundle is open for the skill; ``note`` then says so.
-    """
-
-    skill: str
-    bundle: Path | None
-    claims_source: str
-    rows: tuple[Row, ...]
-    warnings: tuple[str, ...]
-    runs: tuple[Path, ...]
-    note: str = ""
-
-    def title(self) -> str:
-        if self.bundle is None:
-            return self.note
-        text = f"{self.skill}: {len(self.rows)} claim(s) from {self.claims_source}"
-        if self.runs:
-            return text + f", validated against {len(self.runs)} run(s)"
-        return text + ", no run scored yet"
-
-    def cells(self, row: Row) -> tuple[str, str, str, str, str, str]:
-        """``(claim, band, coverage, validation, cases, samples)`` for one row, as plain text.
-
-        The cases cell names each case with its verdict over the runs (``pass``, ``fail``,
-        ``ungraded``), a proof spec with no folder as ``(missing)`` and a case that only lists the
-        claim in its risks as ``(lists it)``; the samples cell counts the graded samples.
-        """
-        def shown(case_id: str) -> str:
-            verdict = row.case_verdicts.get(case_id)
-            return f"{case_id} ({verdict})" if self.runs and verdict else case_id
-
-        # in the command's order: realized proof specs, missing ones, then cases that list the claim
-        lines = ["(no proof specs)"] if not row.proof_specs else []
-        lines += [shown(c) for c in row.realized]
-        lines += [f"{m} (missing)" for m in row.missing]
-        lines += [f"{shown(c)} (lists it)" for c in row.cases if c not in row.realized]
-        passed, failed = len(row.passed_samples), len(row.failed_samples)
-        samples = f"{passed} passed, {failed} failed" if passed + failed else "-"
-        return (row.claim_id, row.band or "?", row.coverage, row.validation, "\n".join(lines), samples)
 
 
 def builtin_cases() -> list[Case]:
@@ -417,7 +247,7 @@ class BenchModel:
 
         rows: list[CaseRow] = []
         try:
-            cases = [_rooted(c, self.fixtures_root) for c in self._cases()]
+            cases = [rooted(c, self.fixtures_root) for c in self._cases()]
         except Exception as exc:
             self.notify("error", f"the case list could not be read: {type(exc).__name__}: {exc}")
             cases = []
@@ -453,7 +283,7 @@ class BenchModel:
         out: list[CaseRow] = []
         for bundle in self.bundles.values():
             skipped = dict(bundle.skipped)
-            built = {c.case_id: _rooted(c, self.fixtures_root) for c in bundle.cases}
+            built = {c.case_id: rooted(c, self.fixtures_root) for c in bundle.cases}
 
             def row(folder_id: str, kind: str, cls: str, ok: bool, why: str, case: Case | None) -> CaseRow:
                 return CaseRow(bundle.skill_id, folder_id, kind, cls, ok, why, "bundle", case, bundle.path)
@@ -627,7 +457,7 @@ class BenchModel:
             limits=dict(case.tolerances),
             timeout_s=case.timeout_s,
             bundle=r.bundle,
-            files=_files_listing(_workspace_files(case)),
+            files=files_listing(workspace_files(case)),
             has_reference=case.reference is not None,
             at_viewer=tuple(f"{slot.name}: {slot.how()}" for slot in answer_slots(case)),
             pixels_from=pixels_from(case),

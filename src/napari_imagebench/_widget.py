@@ -54,6 +54,7 @@ from napari_imagebench._artifacts import (
     show_artifacts,
 )
 from napari_imagebench._canvas import remove_layers
+from napari_imagebench._coverage import CoverageView
 from napari_imagebench._layers import (
     PresentationError,
     add_layer_data,
@@ -66,7 +67,6 @@ from napari_imagebench._layers import (
 from napari_imagebench._model import (
     INTERACTIVE,
     BenchModel,
-    CoverageView,
     Loaded,
     Message,
     PanelError,
