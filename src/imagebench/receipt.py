@@ -164,10 +164,11 @@ def _version(dist: str) -> str | None:
 def describe_subject(subject: Any) -> dict[str, Any]:
     """The subject as a receipt records it (see :func:`_describe`), with how it was confined
     (``sandbox``: bubblewrap, none or in-process) when it is a subject object."""
+    from imagebench.subjects import confinement_of
+
     described = _describe(subject)
     if not isinstance(subject, str):
-        kind = getattr(subject, "sandbox_kind", None)
-        described["sandbox"] = kind if kind in ("bubblewrap", "none") else "in-process"
+        described["sandbox"] = confinement_of(subject)
     return described
 
 

@@ -65,19 +65,13 @@ class CaseView:
 
     @property
     def verdict(self) -> str:
-        from imagebench.runfolder import case_verdict
+        from imagebench.runfolder import checked_verdict
 
         if not self.samples and self.summary is None:
             return "missing"
         if self.expected and len(self.samples) < self.expected:
             return "incomplete"
-        # From the checked samples, never a case summary's say-so; only its check across samples
-        # (a bundle's rerun class) can turn a pass into a fail.
-        verdict = case_verdict(self.samples)
-        consistency = self.summary.extra.get("consistency") if self.summary is not None else None
-        if verdict == "pass" and isinstance(consistency, dict) and not consistency.get("consistent"):
-            return "fail"
-        return verdict
+        return checked_verdict(self.samples, self.summary)
 
     @property
     def counts(self) -> dict[str, int]:

@@ -216,6 +216,16 @@ def write_case_summary(
     return summary
 
 
+def checked_verdict(samples: Sequence[SampleSummary], summary: CaseSummary | None) -> str:
+    """A case's verdict from its checked samples, never its summary's say-so: only the summary's
+    check across samples (a bundle's rerun class) can turn a pass into a fail."""
+    verdict = case_verdict(samples)
+    consistency = summary.extra.get("consistency") if summary is not None else None
+    if verdict == "pass" and isinstance(consistency, dict) and not consistency.get("consistent"):
+        return "fail"
+    return verdict
+
+
 def verdicts_of(samples: Mapping[str, Sequence[SampleSummary]], summaries: Mapping[str, CaseSummary]) -> dict[str, str]:
     """Each case's verdict: its summary's (which a check across samples may turn to fail), else its samples'."""
     out: dict[str, str] = {}

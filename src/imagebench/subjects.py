@@ -158,26 +158,27 @@ class PythonSubject:
     def sandbox_kind(self) -> Confinement:
         return "in-process" if self.isolate is None else self.isolate.kind
 
-    def isolated(self) -> CommandSubject:
-        """The command subject that runs this function in a child process (``isolate`` must be set)."""
+    def isolated(self) -> tuple[CommandSubject, list[Path]]:
+        """The command subject that runs this function in a child process (``isolate`` must be
+        set), and the folders the child puts on its ``sys.path``."""
         from imagebench.isolate import code_paths, isolated_command
 
         assert self.isolate is not None
         try:
-            shown, _ = code_paths(self.target)
+            shown, path = code_paths(self.target)
         except ImportError as exc:
             raise SubjectError(f"subject python:{self.target}: cannot find its code to isolate: {exc}") from None
         policy = replace(self.isolate, expose=(*self.isolate.expose, *shown))
-        return CommandSubject(command=isolated_command(policy), sandbox=policy)
+        return CommandSubject(command=isolated_command(policy), sandbox=policy), path
 
     def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
         if self.isolate is None:
             return self.function
-        from imagebench.isolate import code_paths, isolated_env
+        from imagebench.isolate import isolated_env
 
-        subject = self.isolated()
+        subject, path = self.isolated()
         subject.check_sandbox()
-        env = {**context.env, **isolated_env(self.target, code_paths(self.target)[1], case.label)}
+        env = {**context.env, **isolated_env(self.target, path, case.label)}
         return _IsolatedCall(_BoundCommand(subject, replace(context, env=env)))
 
     def __call__(self, session: Session) -> None:
@@ -506,7 +507,7 @@ def parse_subject(spec: str, *, sandbox: SandboxPolicy | None = None, isolate: b
             target=target, function=_import_function(spec, target), isolate=(sandbox or SandboxPolicy()) if isolate else None
         )
         if isolate:
-            subject.isolated().check_sandbox()
+            subject.isolated()[0].check_sandbox()
         return subject
     if spec.startswith("command:"):
         command = spec[len("command:") :].strip()

@@ -176,7 +176,7 @@ def _borne_out(run_dir: str) -> str:
     """Why the run folder does not bear out a reported success ('' when it does): it must be
     complete, every summary must match its journal line, and every case must pass when its
     verdict is computed again from the checked samples."""
-    from imagebench.runfolder import RunFolderError, case_verdict, read_run
+    from imagebench.runfolder import RunFolderError, checked_verdict, read_run
 
     if not run_dir:
         return "it named no run folder"
@@ -189,10 +189,7 @@ def _borne_out(run_dir: str) -> str:
     if contents.problems:
         return f"{len(contents.problems)} sample(s) of {run_dir} are not what the run journaled ({contents.problems[0]})"
     for label in contents.record.cases:
-        verdict = case_verdict(contents.samples(label))
-        summary = contents.case_summaries.get(label)
-        if summary is not None and summary.extra.get("verdict") == "fail":
-            verdict = "fail"  # a check across samples failed it
+        verdict = checked_verdict(contents.samples(label), contents.case_summaries.get(label))
         if verdict != "pass":
             return f"case {label} is {verdict} in {run_dir}"
     return ""
