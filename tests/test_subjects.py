@@ -314,3 +314,21 @@ def test_final_message_cut_inside_a_character_is_still_text() -> None:
     assert final_message("é".encode()[1:] + b"done", 4096) == ("done", None)
     text, why = final_message("é".encode() + b"\xff", 100)
     assert text is None and why is not None and "byte 0xff at offset 102" in why
+
+
+def test_baseline_subject_runs_the_cases_naive_answer_and_refuses_a_case_without_one() -> None:
+    from dataclasses import replace as _replace
+
+    from imagebench.cases import get_case
+    from imagebench.subjects import BaselineSubject, SubjectError, UnitContext, parse_subject
+
+    subject = parse_subject("baseline")
+    assert isinstance(subject, BaselineSubject)
+    case = get_case("segment-nuclei/synthetic-blobs")
+    called = []
+    with_one = _replace(case, baseline=lambda session: called.append(session))
+    bound = subject.bind(with_one, UnitContext(Path("."), 1.0))
+    bound("session")
+    assert called == ["session"]
+    with pytest.raises(SubjectError, match="no naive baseline"):
+        subject.bind(_replace(case, baseline=None), UnitContext(Path("."), 1.0))

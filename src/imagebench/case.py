@@ -112,6 +112,10 @@ class Case:
     collect: tuple[Collect, ...]
     verify: Verifier
     reference: Reference | None = None
+    # A naive answer a person would try first (identity transform, a global threshold, "no
+    # correction"): it must fail, so the limits are known to discriminate (the `baseline` subject).
+    baseline: Reference | None = None
+    baseline_about: str = ""
     case_class: CaseClass = "golden"
     revision: str = "2026.11.0"
     timeout_s: float = 120.0

@@ -186,7 +186,7 @@ def _describe(subject: Any) -> dict[str, Any]:
             command = spec[len("command:") :].strip()
         elif spec.startswith("python:"):
             target = spec[len("python:") :].strip()
-        elif spec in ("reference", "nop"):
+        elif spec in ("reference", "nop", "baseline"):
             return {"form": spec}
         else:
             return {"form": "other", "spec_sha256": hashlib.sha256(spec.encode("utf-8")).hexdigest()}
@@ -208,7 +208,7 @@ def _describe(subject: Any) -> dict[str, Any]:
         return {"form": "python", "target": target}
     name = getattr(subject, "name", None)
     if isinstance(name, str):
-        return {"form": name if name in ("reference", "nop") else "other", "name": name}
+        return {"form": name if name in ("reference", "nop", "baseline") else "other", "name": name}
     raise ReceiptError(f"cannot describe subject {type(subject).__name__}: give its spec string")
 
 

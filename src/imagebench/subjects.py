@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 SUBJECT_FORMS: tuple[tuple[str, str], ...] = (
     ("reference", "the case's own reference solution"),
     ("nop", "does nothing; a floor that never passes"),
+    ("baseline", "the case's naive baseline (identity, a global threshold, no correction); it must fail"),
     ("python:package.module:function", "calls function(session) in this process (--isolate: a sandboxed child)"),
     ("command:<shell command>", "runs the command with bash in a sandboxed fresh workspace (prompt.md, inputs/, outputs/)"),
 )
@@ -120,6 +121,28 @@ class ReferenceSubject:
     def __call__(self, session: Session) -> None:
         raise SubjectError(
             f"the reference subject works through the case it is bound to; call bind(case, context) first "
+            f"(session {session.label})"
+        )
+
+
+@dataclass(frozen=True)
+class BaselineSubject:
+    """The case's naive baseline (``case.baseline(session)``): the first thing a person would try.
+
+    Every built-in case declares one, and every case must fail it (docs/cases.md, the calibration
+    table): a limit that a naive answer meets does not measure the skill.
+    """
+
+    name: str = "baseline"
+
+    def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
+        if case.baseline is None:
+            raise SubjectError(f"case {case.label} has no naive baseline")
+        return case.baseline
+
+    def __call__(self, session: Session) -> None:
+        raise SubjectError(
+            f"the baseline subject works through the case it is bound to; call bind(case, context) first "
             f"(session {session.label})"
         )
 
@@ -501,6 +524,8 @@ def parse_subject(spec: str, *, sandbox: SandboxPolicy | None = None, isolate: b
         return ReferenceSubject()
     if spec == "nop":
         return NopSubject()
+    if spec == "baseline":
+        return BaselineSubject()
     if spec.startswith("python:"):
         target = spec[len("python:") :].strip()
         subject = PythonSubject(

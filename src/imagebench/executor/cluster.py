@@ -102,6 +102,7 @@ def subject_spec(subject: Subject) -> str:
     command that keeps its workspace): such a subject cannot be sent to a worker.
     """
     from imagebench.subjects import (
+        BaselineSubject,
         CommandSubject,
         NopSubject,
         PythonSubject,
@@ -112,6 +113,8 @@ def subject_spec(subject: Subject) -> str:
         return "reference"
     if isinstance(subject, NopSubject):
         return "nop"
+    if isinstance(subject, BaselineSubject):
+        return "baseline"
     if isinstance(subject, PythonSubject):
         return f"python:{subject.target}"
     if isinstance(subject, CommandSubject):
