@@ -51,6 +51,8 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -e ".[test]"
+# The pinned stardist wheel the authoring scripts read real nuclei from (tests re-run them).
+"$VENV/bin/python" tools/sources.py >/dev/null
 if ! command -v bwrap >/dev/null 2>&1; then
   echo "setup: bwrap (package bubblewrap) is missing: command: subjects will be refused unless run with --no-sandbox" >&2
 fi
