@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from imagebench.fixture import Attempt, Fixture, Outcome
-from imagebench.specs import FixtureSpec
+from imagebench.specs import FixtureSpec, Source, source_of
 
 LayerKind = Literal["image", "labels", "points", "shapes"]
 Presentation = Literal["array", "tensor"]
@@ -136,7 +136,9 @@ class Case:
             if c.name not in self.task:
                 raise CaseError(f"case {self.label}: the prompt must name what to leave ({c.name!r})")
             if c.like is not None and c.like not in names:
-                raise CaseError(f"case {self.label}: leaving {c.name!r} is like {c.like!r}, which is not a layer ({names})")
+                raise CaseError(
+                    f"case {self.label}: leaving {c.name!r} is like {c.like!r}, which is not a layer ({names})"
+                )
 
     @property
     def label(self) -> str:
@@ -164,6 +166,10 @@ class Case:
     def build(self) -> Fixture:
         return self.fixture.build(self.namespace, self.case_id)
 
+    def source(self) -> Source | None:
+        """Where the pixels come from (a curated case's provenance and citation), without building."""
+        return source_of(self.fixture, self.namespace, self.case_id)
+
 
 def presentation_warnings(skills: Mapping[str, Skill], cases: Iterable[Case]) -> list[str]:
     """Presentation coverage per skill: a warning (never a failure) for each declared route no case presents."""
@@ -185,6 +191,28 @@ def presentation_warnings(skills: Mapping[str, Skill], cases: Iterable[Case]) ->
                 "result has been benchmarked for this skill"
             )
     return warnings
+
+
+def kind_counts(cases: Iterable[Case]) -> dict[str, dict[str, int]]:
+    """Per skill (namespace), how many of its cases are synthetic and how many curated."""
+    counts: dict[str, dict[str, int]] = {}
+    for case in cases:
+        per = counts.setdefault(case.namespace, {"synthetic": 0, "curated": 0})
+        per[case.kind] = per.get(case.kind, 0) + 1
+    return counts
+
+
+def kind_warnings(cases: Iterable[Case]) -> list[str]:
+    """A warning (never a failure) for each skill covered only one way: synthetic content can rank
+    methods in the opposite order from real tissue, so a skill is worth a case of each kind."""
+    out = []
+    for skill, per in sorted(kind_counts(cases).items()):
+        if skill == NO_SKILL:
+            continue
+        missing = [k for k in ("synthetic", "curated") if not per.get(k)]
+        if missing:
+            out.append(f"{skill} has no {missing[0]} case: it is covered one way only")
+    return out
 
 
 def select_cases(

@@ -474,6 +474,8 @@ def _case_section(run: RunView, view: CaseView, image_prefix: str) -> CaseSectio
         info += [("kind", first.kind), ("class", first.case_class)]
         if first.seed is not None:
             info.append(("seed", str(first.seed)))
+        if first.citation:
+            info.append(("cite", first.citation))
         if first.provenance:
             info.append(("provenance", first.provenance))
     info.append(("samples", f"{_pairs(dict(sorted(view.counts.items()))) or '-'} (of {view.expected} expected)"))

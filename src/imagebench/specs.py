@@ -32,6 +32,27 @@ class FixtureSpec(Protocol):
     def build(self, skill_id: str, case_id: str) -> Fixture: ...
 
 
+@dataclass(frozen=True)
+class Source:
+    """Where a case's pixels come from, in words a person can cite (never the truth)."""
+
+    kind: Kind
+    provenance: str
+    citation: str | None = None
+
+
+def source_of(spec: object, skill_id: str, case_id: str) -> Source | None:
+    """The :class:`Source` of a case's fixture spec, read without building the fixture (a curated
+    case's comes from the tree's manifest), or None when the spec cannot say (its tree is missing)."""
+    describe = getattr(spec, "source", None)
+    if describe is None:
+        return None
+    try:
+        return describe(skill_id, case_id)
+    except (OSError, ValueError, FixtureError):
+        return None
+
+
 def _stamp(fixture: Fixture, kind: Kind, skill_id: str, case_id: str, tolerance: Mapping[str, float]) -> Fixture:
     # The spec is the one place a case's identity comes from: overwrite whatever the builder set.
     return replace(fixture, kind=kind, skill_id=skill_id, case_id=case_id, tolerance=dict(tolerance))
@@ -54,6 +75,9 @@ class Procedural:
 
     def available(self, skill_id: str, case_id: str) -> tuple[bool, str]:
         return True, ""
+
+    def source(self, skill_id: str, case_id: str) -> Source:
+        return Source("synthetic", f"generated at run time by {self.builder_name}, seed {self.seed}")
 
     def build(self, skill_id: str, case_id: str, *, seed: int | None = None) -> Fixture:
         """Build the fixture from ``self.seed``, or from ``seed`` when given (a sealed run's)."""
@@ -86,6 +110,14 @@ class OnDisk:
         if root is None:
             return False, f"${FIXTURES_ENV} is not set; this curated case reads its pixels from a fixture tree"
         return tree.case_available(root, skill_id, case_id)
+
+    def source(self, skill_id: str, case_id: str) -> Source | None:
+        """The manifest entry's provenance and citation (None when no tree is set or it has no entry)."""
+        root = self.tree_root()
+        if root is None:
+            return None
+        entry = tree.load_manifest(root).entry(skill_id, case_id)
+        return None if entry is None else Source("curated", entry.provenance, entry.citation)
 
     def build(self, skill_id: str, case_id: str) -> Fixture:
         root = self.tree_root()

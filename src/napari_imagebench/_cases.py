@@ -55,6 +55,7 @@ class CaseDetail:
     has_reference: bool = True
     at_viewer: tuple[str, ...] = ()  # how a person gives each answer (the Answer tab)
     pixels_from: str = ""  # where the case's pixels come from: generated, the package's data, a tree
+    citation: str = ""  # a curated case's citation (its provenance is shown in the report, after scoring)
 
     def text(self) -> str:
         lines = [
@@ -63,6 +64,8 @@ class CaseDetail:
         ]
         if self.pixels_from:
             lines.append(f"pixels: {self.pixels_from}")
+        if self.citation:
+            lines.append(f"cite: {self.citation}")
         if self.bundle is not None:
             lines.append(f"from the bundle {self.bundle}")
         if not self.has_reference:

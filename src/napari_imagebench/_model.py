@@ -461,6 +461,7 @@ class BenchModel:
             has_reference=case.reference is not None,
             at_viewer=tuple(f"{slot.name}: {slot.how()}" for slot in answer_slots(case)),
             pixels_from=pixels_from(case),
+            citation=getattr(case.source(), "citation", None) or "",
         )
 
     # ---------------------------------------------------------------- loading

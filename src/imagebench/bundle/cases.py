@@ -27,7 +27,7 @@ from imagebench.bundle.grading import (
     is_degenerate,
 )
 from imagebench.fixture import Fixture, Kind
-from imagebench.specs import FixtureSpec, OnDisk, Procedural
+from imagebench.specs import FixtureSpec, OnDisk, Procedural, Source
 
 if TYPE_CHECKING:
     from imagebench.case import Case
@@ -59,6 +59,9 @@ class CuratedRef:
 
     def available(self, skill_id: str, case_id: str) -> tuple[bool, str]:
         return self._disk().available(self.skill, self.case_id)
+
+    def source(self, skill_id: str, case_id: str) -> Source | None:
+        return self._disk().source(self.skill, self.case_id)
 
     def build(self, skill_id: str, case_id: str) -> Fixture:
         fixture = self._disk().build(self.skill, self.case_id)

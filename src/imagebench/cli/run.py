@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from typing import TYPE_CHECKING
 
 from imagebench.case import FIXTURE_CHOICES, select_cases
@@ -46,7 +47,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--subject",
-        help="reference | nop | python:package.module:function | command:<shell command> (default: reference; "
+        help="reference | nop | baseline | python:package.module:function | command:<shell command> (default: reference; "
         "with --resume, only when run.json keeps the subject without its paths)",
     )
     p.add_argument("--samples", type=int, default=1, metavar="N", help="samples per case (default 1)")
@@ -103,7 +104,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from imagebench import cases as builtin
-    from imagebench.case import presentation_warnings
+    from imagebench.case import (
+        NO_SKILL,
+        kind_counts,
+        kind_warnings,
+        presentation_warnings,
+    )
     from imagebench.runner import presents_tensor
 
     all_cases, where = _listed_cases(args)
@@ -111,7 +117,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if not all_cases:
         console.print(f"no {where} cases are registered")
         return 0
-    table = Table(title=f"{len(all_cases)} {where} cases")
+    per_skill = {k: v for k, v in kind_counts(all_cases).items() if k != NO_SKILL}
+    n_curated = sum(1 for c in all_cases if c.kind == "curated")
+    both = sum(1 for per in per_skill.values() if per.get("synthetic") and per.get("curated"))
+    table = Table(
+        title=f"{len(all_cases)} {where} cases",
+        caption=(
+            f"{len(all_cases) - n_curated} synthetic, {n_curated} curated, over {len(per_skill)} skills; "
+            f"{both} of {len(per_skill)} skills have both kinds"
+        ),
+    )
     for col in ("label", "kind", "class", "available"):
         table.add_column(col, overflow="fold")
     for case in all_cases:
@@ -122,7 +137,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
             case.label, case.kind, case.case_class, ("yes" + (f"; {why}" if why else "")) if ok else f"no: {why}"
         )
     console.print(table)
-    warnings = presentation_warnings(builtin.skills(), all_cases)
+    warnings = presentation_warnings(builtin.skills(), all_cases) + kind_warnings(all_cases)
     for w in warnings:
         console.print(f"[yellow]coverage warning:[/yellow] {w}")
     return 0
@@ -184,6 +199,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
             f"  {layer.name}: {layer.kind}, presented as {layer.presentation}, data key {layer.key!r}"
             + (f", {', '.join(extra)}" if extra else "")
         )
+    source = case.source()
+    if source is not None and source.kind == "curated":
+        # The citation only: a curated fixture's provenance may state the perturbation it was made
+        # with, which a subject must not be told; the report shows it once the case is scored.
+        lines += ["", "cite:", *(f"  {line}" for line in textwrap.wrap(source.citation or "(none recorded)", 100))]
     lines.append("")
     lines.append("collect:")
     for c in case.collect:
@@ -308,5 +328,3 @@ def cmd_resume(args: argparse.Namespace) -> int:
     console.print(tally_line(result))
     finish_cli(args, result, console)
     return result.exit_code
-
-
