@@ -178,6 +178,38 @@ def test_get_is_lazy_and_fetches_only_the_chunks_it_needs(server: CountingServer
     assert fetched == {(1, 2), (1, 3)}
 
 
+@pytest.mark.parametrize("shape, chunks", [((70, 45), (16, 16)), ((3, 40, 33), (1, 16, 16)), ((5,), (2,))])
+def test_batched_reads_match_the_lazy_chunks_on_every_level(client: Client, shape: tuple, chunks: tuple) -> None:
+    x = np.random.default_rng(4).integers(0, 60000, shape).astype(np.uint16)
+    sid = client.upload(x, fresh(), chunks=chunks)
+    assert np.array_equal(client.read(sid), x)
+    for streams in (1, 2, 7):
+        assert np.array_equal(client.read(sid, streams=streams), x)
+    for level in range(len(client.describe(sid)["levels"])):
+        chunked = client.get(sid, level).compute()
+        assert np.array_equal(client.read(sid, level), chunked)
+        for span in [(2,) * len(shape), (1,) * (len(shape) - 1) + (3,), (99,) * len(shape)]:
+            assert np.array_equal(client.get(sid, level, span=span).compute(), chunked)
+    with pytest.raises(ValueError, match="span must be"):
+        client.get(sid, span=(0,) * len(shape))
+
+
+def test_a_box_ticket_streams_only_the_chunks_asked_for(server: PlaneServer, client: Client) -> None:
+    x = np.arange(64 * 64, dtype=np.uint16).reshape(64, 64)
+    sid = client.upload(x, fresh(), chunks=(16, 16))
+    conn = fl.connect(server.url)
+    table = conn.do_get(fl.Ticket(ChunkTicket(sid, 0, (1, 2), span=(2, 5)).encode())).read_all()
+    assert [tuple(i) for i in table.column(0).to_pylist()] == [(1, 2), (1, 3), (2, 2), (2, 3)]
+    for ticket, why in [
+        (json.dumps({"id": sid, "level": 0, "chunk": [0, 0], "span": [0, 1]}).encode(), "field 'span'"),
+        (json.dumps({"id": sid, "level": 0, "chunk": [0, 0], "span": [1]}).encode(), "field 'span'"),
+        (json.dumps({"id": sid, "level": 0, "chunk": [4, 0], "span": [1, 1]}).encode(), "outside the chunk grid"),
+    ]:
+        with pytest.raises(fl.FlightServerError, match=why):
+            conn.do_get(fl.Ticket(ticket)).read_all()
+    assert_serving(server)
+
+
 def test_parallel_reads_are_thread_safe(client: Client) -> None:
     x = np.random.default_rng(3).integers(0, 60000, (128, 128), dtype=np.uint16)
     sid = client.upload(x, fresh(), chunks=(16, 16))

@@ -175,7 +175,9 @@ class ArrayMeta:
                 raise ProtocolError(f"field 'dim_labels': {list(labels)} repeats a label")
             labels = tuple(labels)
         if self.downsample not in DOWNSAMPLE_METHODS:
-            raise ProtocolError(f"field 'downsample': expected one of {list(DOWNSAMPLE_METHODS)}, got {self.downsample!r}")
+            raise ProtocolError(
+                f"field 'downsample': expected one of {list(DOWNSAMPLE_METHODS)}, got {self.downsample!r}"
+            )
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "chunks", chunks)
         object.__setattr__(self, "dtype", dt.name)
@@ -251,7 +253,9 @@ def iter_chunk_indices(shape: Sequence[int], chunks: Sequence[int]) -> Iterator[
 def check_chunk_index(index: Any, shape: Sequence[int], chunks: Sequence[int], field: str = "chunk") -> tuple[int, ...]:
     grid = grid_shape(shape, chunks)
     if not isinstance(index, (list, tuple)) or len(index) != len(grid):
-        raise ProtocolError(f"field {field!r}: expected {len(grid)} integers (the chunk grid is {list(grid)}), got {index!r}")
+        raise ProtocolError(
+            f"field {field!r}: expected {len(grid)} integers (the chunk grid is {list(grid)}), got {index!r}"
+        )
     out = []
     for i, (v, g) in enumerate(zip(index, grid, strict=True)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < g:
@@ -263,9 +267,7 @@ def check_chunk_index(index: Any, shape: Sequence[int], chunks: Sequence[int], f
 
 
 def chunk_slices(index: Sequence[int], shape: Sequence[int], chunks: Sequence[int]) -> tuple[slice, ...]:
-    return tuple(
-        slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(index, chunks, shape, strict=True)
-    )
+    return tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(index, chunks, shape, strict=True))
 
 
 def chunk_shape(index: Sequence[int], shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...]:
@@ -313,12 +315,19 @@ class UploadRequest:
 
 @dataclass(frozen=True)
 class ChunkTicket:
+    """A read: one chunk, or with ``span`` a box of ``span`` chunks per axis starting at ``chunk``
+    (cut at the grid's end), streamed as one record batch per chunk in C order over the box."""
+
     id: str
     level: int
     chunk: tuple[int, ...]
+    span: tuple[int, ...] | None = None
 
     def encode(self) -> bytes:
-        return json.dumps({"id": self.id, "level": self.level, "chunk": list(self.chunk)}).encode("utf-8")
+        body: dict[str, Any] = {"id": self.id, "level": self.level, "chunk": list(self.chunk)}
+        if self.span is not None:
+            body["span"] = list(self.span)
+        return json.dumps(body).encode("utf-8")
 
     @classmethod
     def decode(cls, raw: bytes) -> ChunkTicket:
@@ -332,7 +341,26 @@ class ChunkTicket:
         chunk = body["chunk"]
         if not isinstance(chunk, list):
             raise ProtocolError(f"ticket: field 'chunk' must be a list of integers, got {chunk!r}")
-        return cls(id=check_id(body["id"]), level=level, chunk=tuple(chunk))
+        span = body.get("span")
+        if span is not None:
+            if (
+                not isinstance(span, list)
+                or len(span) != len(chunk)
+                or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in span)
+            ):
+                raise ProtocolError(
+                    f"ticket: field 'span' must be {len(chunk)} positive integers (chunks per axis), got {span!r}"
+                )
+            span = tuple(span)
+        return cls(id=check_id(body["id"]), level=level, chunk=tuple(chunk), span=span)
+
+    def indices(self, shape: Sequence[int], chunks: Sequence[int]) -> list[tuple[int, ...]]:
+        """The chunk indices this ticket reads, in C order (``chunk`` must already be checked)."""
+        if self.span is None:
+            return [tuple(self.chunk)]
+        grid = grid_shape(shape, chunks)
+        ranges = [range(c, min(c + s, g)) for c, s, g in zip(self.chunk, self.span, grid, strict=True)]
+        return list(itertools.product(*ranges))
 
 
 def _json_object(raw: bytes, what: str) -> dict[str, Any]:
@@ -355,7 +383,9 @@ def downsample_block(block: np.ndarray, axes: Sequence[int], method: str) -> np.
     in float64 otherwise, and rounded back to integer dtypes.
     """
     if method == "nearest":
-        return np.ascontiguousarray(block[tuple(slice(None, None, 2) if a in axes else slice(None) for a in range(block.ndim))])
+        return np.ascontiguousarray(
+            block[tuple(slice(None, None, 2) if a in axes else slice(None) for a in range(block.ndim))]
+        )
     dt = block.dtype
     small = (dt.kind in "biu" and dt.itemsize <= 2) or dt in (np.float16, np.float32)
     acc = np.float32 if small else np.float64

@@ -105,6 +105,8 @@ def _url(host: str, port: int) -> str:
 # --------------------------------------------------------------------------- Arrow helpers
 
 UPLOAD_SCHEMA = pa.schema([(INDEX_FIELD, pa.list_(pa.int64())), (DATA_FIELD, pa.large_binary())])
+# A box of chunks read with one ticket (``span``) comes back the way an upload goes: a batch per chunk.
+BOX_SCHEMA = UPLOAD_SCHEMA
 CHUNK_SCHEMA = pa.schema([(DATA_FIELD, pa.large_binary())])
 
 
@@ -216,7 +218,9 @@ class PyramidWriter:
         parent = tuple(i // 2 if a in self.axes else i for a, i in enumerate(child))
         small = downsample_block(block, self.axes, self.meta.downsample)
         at = tuple(
-            slice((i % 2) * (prev_chunks[a] // 2), (i % 2) * (prev_chunks[a] // 2) + n) if a in self.axes else slice(0, n)
+            slice((i % 2) * (prev_chunks[a] // 2), (i % 2) * (prev_chunks[a] // 2) + n)
+            if a in self.axes
+            else slice(0, n)
             for a, (i, n) in enumerate(zip(child, small.shape, strict=True))
         )
         expected = math.prod(min(2, prev_grid[a] - 2 * parent[a]) for a in self.axes)
@@ -225,7 +229,8 @@ class PyramidWriter:
             entry = self._pending.get(key)
             if entry is None:
                 entry = self._pending[key] = [
-                    np.zeros(chunk_shape(parent, self.shapes[level], chunks), dtype=self.meta.dtype), 0
+                    np.zeros(chunk_shape(parent, self.shapes[level], chunks), dtype=self.meta.dtype),
+                    0,
                 ]
             entry[0][at] = small
             entry[1] += 1
@@ -366,7 +371,9 @@ class PlaneServer(fl.FlightServerBase):
             except FileNotFoundError:  # zarr leaves out chunks that hold only the fill value
                 data = bytes(math.prod(chunks) * itemsize)
             if len(data) != math.prod(chunks) * itemsize:
-                raise ValueError(f"chunk file {path.name} holds {len(data)} bytes, expected {math.prod(chunks) * itemsize}")
+                raise ValueError(
+                    f"chunk file {path.name} holds {len(data)} bytes, expected {math.prod(chunks) * itemsize}"
+                )
             extent = chunk_shape(index, shape, chunks)
             if extent == tuple(chunks):
                 return data
@@ -420,8 +427,13 @@ class PlaneServer(fl.FlightServerBase):
         meta = request.meta
         schema = reader.schema
         names = schema.names
-        if names != [INDEX_FIELD, DATA_FIELD] or not pa.types.is_list(schema.field(INDEX_FIELD).type) or not (
-            pa.types.is_binary(schema.field(DATA_FIELD).type) or pa.types.is_large_binary(schema.field(DATA_FIELD).type)
+        if (
+            names != [INDEX_FIELD, DATA_FIELD]
+            or not pa.types.is_list(schema.field(INDEX_FIELD).type)
+            or not (
+                pa.types.is_binary(schema.field(DATA_FIELD).type)
+                or pa.types.is_large_binary(schema.field(DATA_FIELD).type)
+            )
         ):
             raise ProtocolError(
                 f"stream schema: expected fields {INDEX_FIELD!r} (list<int64>) and {DATA_FIELD!r} (binary), got {schema}"
@@ -441,7 +453,9 @@ class PlaneServer(fl.FlightServerBase):
                 if batch is None:
                     continue
                 if batch.num_rows != 1:
-                    raise ProtocolError(f"stream: each record batch carries exactly one chunk, got {batch.num_rows} rows")
+                    raise ProtocolError(
+                        f"stream: each record batch carries exactly one chunk, got {batch.num_rows} rows"
+                    )
                 index = check_chunk_index(batch.column(0)[0].as_py(), meta.shape, meta.chunks, field=INDEX_FIELD)
                 if index in seen:
                     raise ProtocolError(f"stream: chunk {list(index)} arrived twice")
@@ -462,10 +476,9 @@ class PlaneServer(fl.FlightServerBase):
         finally:
             store.close()
 
-
     # ----------------------------------------------------------------- reading
 
-    def do_get(self, context: Any, ticket: fl.Ticket) -> fl.RecordBatchStream:
+    def do_get(self, context: Any, ticket: fl.Ticket) -> fl.FlightDataStream:
         try:
             request = ChunkTicket.decode(ticket.ticket)
             meta = self._meta(request.id)
@@ -474,13 +487,42 @@ class PlaneServer(fl.FlightServerBase):
             index = check_chunk_index(list(request.chunk), shape, chunks)
         except ProtocolError as exc:
             raise _error(f"chunk request refused: {exc}") from None
+        if request.span is not None:
+            return self._stream_box(request, meta, shape, chunks)
         try:
             block = self._read_block(request.id, request.level, index, meta)
         except Exception as exc:
-            raise _error(f"array {request.id!r}: chunk {list(index)} of level {request.level} is unreadable ({exc})") from None
+            raise _error(
+                f"array {request.id!r}: chunk {list(index)} of level {request.level} is unreadable ({exc})"
+            ) from None
         extent = chunk_shape(index, shape, chunks)
-        schema = CHUNK_SCHEMA.with_metadata({META_KEY: json.dumps({"shape": list(extent), "dtype": meta.dtype}).encode()})
+        schema = CHUNK_SCHEMA.with_metadata(
+            {META_KEY: json.dumps({"shape": list(extent), "dtype": meta.dtype}).encode()}
+        )
         return fl.RecordBatchStream(pa.Table.from_batches([pa.record_batch([binary_column(block)], schema=schema)]))
+
+    def _stream_box(
+        self, request: ChunkTicket, meta: ArrayMeta, shape: tuple[int, ...], chunks: tuple[int, ...]
+    ) -> fl.GeneratorStream:
+        """A box of chunks as one stream: a batch per chunk (its index and its bytes), read as it is sent."""
+        indices = request.indices(shape, chunks)
+        schema = BOX_SCHEMA.with_metadata(
+            {META_KEY: json.dumps({"dtype": meta.dtype, "chunks": len(indices)}).encode()}
+        )
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for index in indices:
+                try:
+                    block = self._read_block(request.id, request.level, index, meta)
+                except Exception as exc:
+                    raise _error(
+                        f"array {request.id!r}: chunk {list(index)} of level {request.level} is unreadable ({exc})"
+                    ) from None
+                yield pa.record_batch(
+                    [pa.array([list(index)], type=pa.list_(pa.int64())), binary_column(block)], schema=schema
+                )
+
+        return fl.GeneratorStream(schema, batches())
 
     def _info(self, sid: str) -> fl.FlightInfo:
         meta = self._meta(sid)
@@ -538,7 +580,9 @@ def serve(args: argparse.Namespace) -> int:
     stop = threading.Event()  # set by the parent watcher
     signalled: list[int] = []  # appended to by the signal handler (no locks inside a handler)
     server: PlaneServer | None = None
-    previous = {sig: signal.signal(sig, lambda signum, _: signalled.append(signum)) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {
+        sig: signal.signal(sig, lambda signum, _: signalled.append(signum)) for sig in (signal.SIGTERM, signal.SIGINT)
+    }
     try:
         try:
             server = PlaneServer(data_dir, host=host, port=args.port)
