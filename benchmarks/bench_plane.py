@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import argparse
 import secrets
-import subprocess
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
