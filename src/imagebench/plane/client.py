@@ -40,7 +40,7 @@ from imagebench.plane.protocol import (
     source_id,
     spatial_axes,
 )
-from imagebench.plane.server import UPLOAD_SCHEMA, binary_column
+from imagebench.plane.server import UPLOAD_SCHEMA, binary_column, index_column
 
 DEFAULT_SPATIAL_CHUNK = 256
 _URL_SCHEMES = ("grpc://", "grpc+tcp://")
@@ -247,7 +247,7 @@ class _ChunkSender:
     def send(self, index: tuple[int, ...], block: np.ndarray) -> None:
         block = np.ascontiguousarray(block)
         batch = pa.record_batch(
-            [pa.array([list(index)], type=pa.list_(pa.int64())), binary_column(block)], schema=UPLOAD_SCHEMA
+            [index_column(index), binary_column(block)], schema=UPLOAD_SCHEMA
         )
         with self.lock:
             self.writer.write_batch(batch)

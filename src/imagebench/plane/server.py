@@ -117,6 +117,15 @@ def binary_column(data: Any) -> pa.Array:
     return pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, buf])
 
 
+def index_column(index: Any) -> pa.Array:
+    """One list<int64> value holding a chunk's grid index, built from buffers (``pa.array`` would
+    import pandas, a third of a second, to check whether it was handed a pandas object)."""
+    values = np.asarray(index, dtype=np.int64)
+    offsets = pa.Array.from_buffers(pa.int32(), 2, [None, pa.py_buffer(np.array([0, values.size], dtype=np.int32))])
+    items = pa.Array.from_buffers(pa.int64(), values.size, [None, pa.py_buffer(values)])
+    return pa.ListArray.from_arrays(offsets, items)
+
+
 def _error(message: str) -> fl.FlightServerError:
     return fl.FlightServerError(message)
 
@@ -519,7 +528,7 @@ class PlaneServer(fl.FlightServerBase):
                         f"array {request.id!r}: chunk {list(index)} of level {request.level} is unreadable ({exc})"
                     ) from None
                 yield pa.record_batch(
-                    [pa.array([list(index)], type=pa.list_(pa.int64())), binary_column(block)], schema=schema
+                    [index_column(index), binary_column(block)], schema=schema
                 )
 
         return fl.GeneratorStream(schema, batches())
