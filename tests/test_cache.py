@@ -60,7 +60,7 @@ def test_a_built_fixture_is_kept_once_and_reused(cache_dir: Path) -> None:
 def test_real_cases_score_the_same_from_the_cache(cache_dir: Path, tmp_path: Path) -> None:
     from imagebench.runner import run_unit
 
-    cases = [builtin.get_case(label) for label in ("segment-nuclei/count-nuclei", "tasks/pick-a-nucleus")]
+    cases = [builtin.get_case(label) for label in ("segment-nuclei/count-nuclei", "pick-a-nucleus/synthetic-volume")]
     fresh = [prepare_fixture(c) for c in cases]  # built, and kept
     assert len(_entries(cache_dir)) == 2
     for case, built in zip(cases, fresh, strict=True):

@@ -137,3 +137,47 @@ def test_truth_never_reaches_the_session() -> None:
         if isinstance(value, np.ndarray):
             assert truth_leaks(dict(fx.truth), array=value) == []
             assert truth_leaks(dict(fx.truth), blob=value.tobytes()) == []
+
+
+# --------------------------------------------------------------------------- real nuclei, stated spacing
+
+
+def test_real_volumes_case_reference_passes_and_wrong_spacings_fail() -> None:
+    from imagebench.cases import get_case
+    from imagebench.fixture import Attempt
+
+    case = get_case("calibrated-measurements/stardist-3d-volumes")
+    assert case.available() == (True, "") and case.kind == "curated"
+    assert case.layers[0].scale == measure.REAL_SPACING and case.layers[0].units == "um"
+    fx = case.build()
+    labels = np.asarray(fx.data["labels"])
+    assert labels.shape == measure.REAL_SHAPE and int(labels.max()) == measure.REAL_OBJECTS
+    assert np.array_equal(np.unique(labels), np.arange(measure.REAL_OBJECTS + 1))  # relabelled 1..N
+    counts = np.bincount(labels.ravel())[1:].astype(float)
+
+    def score(volumes):
+        return case.verify(fx, Attempt("t", arrays={"volumes": volumes}))
+
+    assert score(counts * 0.25).passed
+    counted = score(counts)
+    assert not counted.passed and "voxel counts" in counted.detail["hint"]
+    assert not score(counts * 0.5**3).passed  # the in-plane spacing for all three axes
+    assert not score(counts * 2.0 * 0.25).passed
+    assert not score((counts * 0.25)[:-1]).scored
+    from imagebench.session import open_session
+
+    session = open_session(case, fx)
+    case.baseline(session)
+    assert not score(session.namespace["volumes"]).passed
+
+
+def test_synthetic_volumes_baseline_fails() -> None:
+    from imagebench.cases import get_case
+    from imagebench.fixture import Attempt
+    from imagebench.session import open_session
+
+    case = get_case("calibrated-measurements/anisotropic-volumes")
+    fx = case.build()
+    session = open_session(case, fx)
+    case.baseline(session)
+    assert not case.verify(fx, Attempt("t", arrays={"volumes": session.namespace["volumes"]})).passed

@@ -4,7 +4,6 @@ builders are deterministic and cross-checked, the curated DSB tree is intact and
 from __future__ import annotations
 
 import importlib.util
-import io
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -237,35 +236,35 @@ def _author_module() -> Any:
     return module
 
 
-def _tiff_bytes(array: np.ndarray) -> bytes:
-    import tifffile
+def _pinned_wheel() -> Path:
+    import sys
 
-    buf = io.BytesIO()
-    tifffile.imwrite(buf, array)
-    return buf.getvalue()
+    sys.path.insert(0, str(REPO / "tools"))
+    import sources
+
+    try:
+        return sources.stardist_wheel(download=False)
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
 
 
-def test_author_tool_writes_a_loadable_tree_from_a_wheel(tmp_path: Path) -> None:
+def test_author_tool_reproduces_the_packaged_cases_byte_for_byte(tmp_path: Path) -> None:
     from imagebench import tree
 
     author = _author_module()
-    rng = np.random.default_rng(0)
-    labels = np.zeros((40, 50), np.uint16)
-    for k in range(12):
-        r, c = 3 * k % 36, 4 * k % 46
-        labels[r : r + 3, c : c + 3] = 2 * k + 1
-    image = (labels > 0).astype(np.uint16) * 100 + rng.integers(0, 10, labels.shape).astype(np.uint16)
-    wheel = tmp_path / "stardist-0.0.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:
-        zf.writestr(author.MEMBERS["image"], _tiff_bytes(image))
-        zf.writestr(author.MEMBERS["labels"], _tiff_bytes(labels))
+    assert author.CASES == (
+        ("segment-nuclei", "dsb2018"), ("segment-nuclei", "dsb2018-dim"), ("segmentation-qc-metrics", "dsb2018-watershed"),
+    )  # fmt: skip
     out = tmp_path / "tree"
-    assert author.main(["--wheel", str(wheel), "--out", str(out)]) == 0
-    fx = tree.load_fixture(out, "segment-nuclei", "dsb2018")
-    assert np.array_equal(np.asarray(fx.data["image"]), image)
-    assert np.array_equal(np.asarray(fx.truth["labels"]), labels)
-    assert wheel.name in fx.provenance and fx.citation == author.CITATION
+    assert author.main(["--wheel", str(_pinned_wheel()), "--out", str(out)]) == 0
     assert tree.verify_tree(out) == []
+    written, packaged = tree.load_manifest(out), tree.load_manifest(seg.FIXTURE_ROOT)
+    for skill, case_id in author.CASES:
+        mine, shipped = written.entry(skill, case_id), packaged.entry(skill, case_id)
+        assert mine is not None and shipped is not None
+        assert mine == shipped, f"{skill}/{case_id} differs from the packaged entry"
+    fx = tree.load_fixture(out, "segment-nuclei", "dsb2018")
+    assert fx.citation == author.CITATION
 
 
 def test_author_tool_refuses_a_wheel_without_the_members(tmp_path: Path) -> None:
@@ -355,3 +354,69 @@ def test_qc_builder_reverts_pairs_near_the_threshold() -> None:
     assert reverted > 0
     iou = label_overlaps(fx.data["annotation"], fx.data["model"]).iou()
     assert not np.any((iou >= 0.45) & (iou <= 0.55))
+
+
+# --------------------------------------------------------------------------- real pixels: dim DSB, real QC, baselines
+
+
+def run_baseline(case: Case, fixture: Fixture) -> Any:
+    session = open_session(case, fixture)
+    assert case.baseline is not None, case.label
+    case.baseline(session)
+    return case.verify(fixture, collect_attempt(case, "baseline", session.lookup))
+
+
+@pytest.mark.parametrize("case_id", [c.case_id for c in seg.CASES])
+def test_every_case_has_a_baseline_that_fails(case_id: str) -> None:
+    case = CASES[case_id]
+    assert case.baseline is not None and case.baseline_about
+    outcome = run_baseline(case, build(case))
+    assert outcome.scored and not outcome.passed, verdicts(outcome)
+
+
+def test_dsb_reference_is_the_synthetic_pipeline() -> None:
+    # no reference parameter is chosen on the curated image it is scored on
+    assert seg.reference_dsb is seg.reference_synthetic
+    for case_id in ("dsb2018", "dsb2018-dim"):
+        assert CASES[case_id].reference is seg.reference_synthetic
+
+
+def test_dim_dsb_is_the_same_field_dimmer_and_noisier() -> None:
+    case = CASES["dsb2018-dim"]
+    assert case.case_class == "hard-case" and case.available() == (True, "")
+    dim = build(case)
+    real = build(CASES["dsb2018"])
+    assert np.array_equal(np.asarray(dim.truth["labels"]), np.asarray(real.truth["labels"]))
+    a, b = np.asarray(dim.data["image"]).astype(float), np.asarray(real.data["image"]).astype(float)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert np.corrcoef(a.ravel(), b.ravel())[0, 1] > 0.8  # the same nuclei
+    # contrast over the noise is far lower than in the original
+    assert (a.std() / np.std(np.diff(a, axis=1))) < (b.std() / np.std(np.diff(b, axis=1)))
+    outcome = run_reference(case, dim)
+    assert outcome.passed, verdicts(outcome)
+    assert outcome.detail["matching"]["n_true"] == 125
+    # the dim case really is harder for the same method
+    easy = run_reference(CASES["dsb2018"], real)
+    assert outcome.metrics[0].value > easy.metrics[0].value
+
+
+def test_real_qc_case_truth_and_wrong_answers() -> None:
+    case = CASES["dsb2018-watershed"]
+    assert case.available() == (True, "")
+    fx = build(case)
+    annotation, model = np.asarray(fx.data["annotation"]), np.asarray(fx.data["model"])
+    r = match_labels(annotation, model)
+    assert r.fp > 0 and r.fn > 0 and r.n_true == 125
+    assert abs(r.precision - seg._number(fx.truth["precision"])) < 1e-12
+    assert (r.tp, r.fp, r.fn) == tuple(int(seg._number(fx.truth[k])) for k in ("tp", "fp", "fn"))
+    outcome = run_reference(case, fx)
+    assert outcome.passed and all(m.value == 0.0 for m in outcome.metrics)
+    p, rc, f = seg.pixel_scores(annotation, model)
+    assert not case.verify(fx, attempt_with(precision=p, recall=rc, f1=f)).passed
+    assert not case.verify(fx, attempt_with(precision=1.0, recall=1.0, f1=1.0)).passed
+    tp, fp, fn = r.tp, r.fp, r.fn
+    pp, rr = (tp - 2) / (tp + fp), (tp - 2) / (tp + fn)  # two objects miscounted
+    assert not case.verify(fx, attempt_with(precision=pp, recall=rr, f1=2 * pp * rr / (pp + rr))).passed
+    # matching at IoU > 0 (any overlap) instead of 0.5 is wrong too
+    loose = match_labels(annotation, model, iou=0.1)
+    assert not case.verify(fx, attempt_with(precision=loose.precision, recall=loose.recall, f1=loose.f1)).passed

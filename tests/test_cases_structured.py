@@ -36,7 +36,7 @@ def test_registered_and_contracted() -> None:
     labels = {c.label for c in all_cases()}
     assert set(CASES) <= labels
     assert set(CASES) == {
-        "segment-nuclei/count-nuclei", "drift-correction/drift-vector", "tasks/fibre-angle", "tasks/pick-a-nucleus",
+        "segment-nuclei/count-nuclei", "drift-correction/drift-vector", "tasks/fibre-angle", "pick-a-nucleus/synthetic-volume",
     }  # fmt: skip
     assert set(structured.BUILDERS.values()) <= set(builders().values())
     for case in CASES.values():
@@ -70,7 +70,7 @@ def test_reference_passes(label: str, seed: int) -> None:
         ("drift-correction/drift-vector", {"shift": [0.0, 0.0]}),
         ("tasks/fibre-angle", {"angle_deg": 0.0}),
         ("tasks/fibre-angle", {"angle_deg": 90.0}),
-        ("tasks/pick-a-nucleus", {"voxel": [16, 32, 32]}),
+        ("pick-a-nucleus/synthetic-volume", {"voxel": [16, 32, 32]}),
     ],
 )
 @pytest.mark.parametrize("seed", SEEDS)
@@ -110,7 +110,7 @@ def test_wrong_shape_and_type_are_mismatches() -> None:
     truth = fixture.truth["shift"]
     for bad in ({"shift": truth[::-1]}, {"shift": [truth[0]]}, {"shift": {"dy": truth[0], "dx": truth[1]}}):
         assert _verify(drift, fixture, bad).status == "wrong-answer"
-    pick = CASES["tasks/pick-a-nucleus"]
+    pick = CASES["pick-a-nucleus/synthetic-volume"]
     fixture = _fixture(pick, 5)
     mask = unpack_region(fixture.truth["largest_nucleus"])
     inside = [int(i) for i in np.argwhere(mask)[0]]
@@ -122,7 +122,7 @@ def test_wrong_shape_and_type_are_mismatches() -> None:
 def test_the_voxel_must_be_in_the_largest_nucleus_not_any() -> None:
     from scipy import ndimage as ndi
 
-    pick = CASES["tasks/pick-a-nucleus"]
+    pick = CASES["pick-a-nucleus/synthetic-volume"]
     fixture = _fixture(pick, 6)
     mask = unpack_region(fixture.truth["largest_nucleus"])
     labels, _ = ndi.label(fixture.data["volume"] > 0.45)
@@ -184,7 +184,7 @@ def test_fixtures_are_well_formed() -> None:
     assert f.data["frames"].shape == (2, 96, 96) and all(1.5 <= abs(v) <= 6 for v in f.truth["shift"])
     f = _fixture(CASES["tasks/fibre-angle"], 7)
     assert 0 <= f.truth["angle_deg"] < 180
-    f = _fixture(CASES["tasks/pick-a-nucleus"], 7)
+    f = _fixture(CASES["pick-a-nucleus/synthetic-volume"], 7)
     assert f.data["volume"].shape == (32, 64, 64)
     assert unpack_region(f.truth["largest_nucleus"]).sum() > 100
 
@@ -195,7 +195,7 @@ WRONG = {
     "segment-nuclei/count-nuclei": {"count": 3},
     "drift-correction/drift-vector": {"shift": [0.5, -0.5]},
     "tasks/fibre-angle": {"angle_deg": 100.0},
-    "tasks/pick-a-nucleus": {"voxel": [2, 3, 4]},
+    "pick-a-nucleus/synthetic-volume": {"voxel": [2, 3, 4]},
 }
 
 
@@ -232,7 +232,7 @@ def test_every_structured_case_draws_the_truth_and_the_answer(label: str, tmp_pa
 def test_a_wild_answer_is_drawn_off_the_image_without_trouble() -> None:
     for label, wild in [
         ("drift-correction/drift-vector", {"shift": [1e300, -1e300]}),
-        ("tasks/pick-a-nucleus", {"voxel": [10**40, -(10**40), 5]}),
+        ("pick-a-nucleus/synthetic-volume", {"voxel": [10**40, -(10**40), 5]}),
         ("segment-nuclei/count-nuclei", {"count": 10**12}),
         ("tasks/fibre-angle", {"angle_deg": "ninety"}),
     ]:
@@ -240,3 +240,21 @@ def test_a_wild_answer_is_drawn_off_the_image_without_trouble() -> None:
         fixture = case.fixture.build(case.namespace, case.case_id)
         outcome = case.verify(fixture, Attempt("test", arrays={"answer": wild}))
         assert outcome.artifacts and outcome.status in ("wrong-answer", "unscorable-result"), label
+
+
+@pytest.mark.parametrize("label", ["segment-nuclei/count-nuclei", "pick-a-nucleus/synthetic-volume"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_baselines_fail(label: str, seed: int) -> None:
+    case = CASES[label]
+    assert case.baseline is not None and case.baseline_about
+    fixture = _fixture(case, seed)
+    ns = types.SimpleNamespace(namespace={layer.name: np.array(fixture.data[layer.key]) for layer in case.layers})
+    case.baseline(ns)
+    assert _verify(case, fixture, ns.namespace["answer"]).status == "wrong-answer"
+
+
+def test_pick_a_nucleus_is_a_skill() -> None:
+    from imagebench.cases import skills
+
+    assert "pick-a-nucleus" in skills()
+    assert CASES["pick-a-nucleus/synthetic-volume"].answer.task_id == "pick-a-nucleus/synthetic-volume"

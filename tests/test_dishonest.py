@@ -29,7 +29,6 @@ import pytest
 import imagebench
 from imagebench import cases as builtin
 from imagebench.bundle.load import load_bundle
-from imagebench.case import select_cases
 from imagebench.executor import run_cases
 from imagebench.records import SampleSummary, read_record
 from imagebench.runfolder import EXIT_FAILED, EXIT_PASSED, RunResult
@@ -47,8 +46,7 @@ HARNESS_FILES = {"summary.json", "stdout.txt", "stderr.txt"}
 
 
 def _case(label: str):
-    (case,), _ = select_cases(builtin.all_cases(), [label])
-    return case
+    return builtin.get_case(label)
 
 
 def _run(tmp_path: Path, cases: list, command: str, samples: int = 1, sandboxed: bool = True) -> RunResult:
@@ -126,7 +124,7 @@ def test_the_parent_environment_does_not_give_the_fixture_tree(tmp_path: Path, s
         str(Path(sys.executable).with_name("imagebench")),
         "run",
         "-k",
-        "dsb2018",
+        "segment-nuclei/dsb201[8]",  # a glob matches the whole label: not dsb2018-dim
         "--subject",
         f"command:{command}",
     ]

@@ -110,11 +110,10 @@ def test_a_corrupt_curated_fixture_never_leaves_exit_0(tmp_path: Path) -> None:
     from dataclasses import replace
 
     from imagebench import cases as builtin
-    from imagebench.case import select_cases
     from imagebench.runfolder import EXIT_INCOMPLETE
     from imagebench.subjects import ReferenceSubject
 
-    (case,), _ = select_cases(builtin.all_cases(), ["segment-nuclei/dsb2018"])
+    case = builtin.get_case("segment-nuclei/dsb2018")
     root = tmp_path / "tree"
     shutil.copytree(case.fixture.tree_root(), root)
     mask = root / "segment-nuclei" / "dsb2018" / "mask2d.tif"

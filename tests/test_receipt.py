@@ -68,8 +68,8 @@ def test_receipt_records_what_a_rerun_needs(tmp_path: Path, secret_env) -> None:
     assert list(receipt.fixture_manifests) == ["root-of:x/curated"]
     assert len(receipt.fixture_manifests["root-of:x/curated"]) == 64
     labels = [c["label"] for c in receipt.cases]
-    assert "tasks/pick-a-nucleus" in labels
-    pick = next(c for c in receipt.cases if c["label"] == "tasks/pick-a-nucleus")
+    assert "pick-a-nucleus/synthetic-volume" in labels
+    pick = next(c for c in receipt.cases if c["label"] == "pick-a-nucleus/synthetic-volume")
     assert pick["seed"] == 2026 and pick["contract"] == "extent_voxel_tolerance_v1"
 
     path = write_receipt(tmp_path / "run", receipt)

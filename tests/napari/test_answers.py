@@ -28,7 +28,7 @@ def test_each_leaving_becomes_a_slot_of_the_kind_the_case_declares() -> None:
     assert _slots("calibrated-measurements/anisotropic-volumes")["volumes"].kind == "console"
     fields = {f.name: (f.kind, f.length) for f in _slots("drift-correction/drift-vector")["answer"].fields}
     assert fields == {"shift": ("vector", 2)}
-    fields = {f.name: (f.kind, f.length) for f in _slots("tasks/pick-a-nucleus")["answer"].fields}
+    fields = {f.name: (f.kind, f.length) for f in _slots("pick-a-nucleus/synthetic-volume")["answer"].fields}
     assert fields == {"voxel": ("voxel", 3)}
     assert [f.kind for f in _slots("tasks/fibre-angle")["answer"].fields] == ["float"]
 

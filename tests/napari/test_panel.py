@@ -464,7 +464,7 @@ def test_cases_are_shown_in_physical_units_with_channels_and_ordered_points(
     assert tuple(labels.scale) == (2.0, 0.5, 0.5) and [str(u) for u in labels.units] == ["micrometer"] * 3
     assert tuple(labels.axis_labels) == ("z", "y", "x")
 
-    load_and_wait(qtbot, panel, "tasks/pick-a-nucleus")
+    load_and_wait(qtbot, panel, "pick-a-nucleus/synthetic-volume")
     assert tuple(viewer.layers["volume"].axis_labels) == ("z", "y", "x")
 
     load_and_wait(qtbot, panel, "tasks/align-channels-from-landmarks")
@@ -534,8 +534,8 @@ def test_count_nuclei_and_pick_a_nucleus_are_answered_through_the_generated_form
     assert panel.score_button.isEnabled()
     assert panel.score().status == "ok"  # type: ignore[union-attr]
 
-    load_and_wait(qtbot, panel, "tasks/pick-a-nucleus")
-    voxel = _reference_answer(builtin.get_case("tasks/pick-a-nucleus"), "answer")["voxel"]
+    load_and_wait(qtbot, panel, "pick-a-nucleus/synthetic-volume")
+    voxel = _reference_answer(builtin.get_case("pick-a-nucleus/synthetic-volume"), "answer")["voxel"]
     viewer.add_points([voxel], name="my click", ndim=3)  # the person clicks inside the largest nucleus
     qtbot.mouseClick(panel.answer_panel.findChild(QPushButton, "point_answer"), Qt.LeftButton)
     field = panel.answer_panel.forms["answer"]["voxel_answer"][0]

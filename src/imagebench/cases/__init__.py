@@ -21,6 +21,7 @@ from imagebench.case import Case, Skill
 
 CASE_MODULES: tuple[str, ...] = (
     "imagebench.cases.segmentation",
+    "imagebench.cases.segmentation3d",
     "imagebench.cases.drift",
     "imagebench.cases.drift_tensor",
     "imagebench.cases.landmarks",

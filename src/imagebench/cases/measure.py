@@ -10,6 +10,7 @@ mistake fails at build time instead of silently mis-scoring every run.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,15 +24,22 @@ from imagebench.fixture import (
     Outcome,
     read_array,
 )
-from imagebench.specs import Procedural
+from imagebench.specs import OnDisk, Procedural
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from imagebench.session import Session
 
 SKILL_ID = "calibrated-measurements"
 SPACING: tuple[float, float, float] = (2.0, 0.5, 0.5)  # um per voxel along (z, y, x)
 SHAPE: tuple[int, int, int] = (32, 128, 128)
 ANALYTIC_TOLERANCE = 0.1  # rasterised ellipsoids this size land within 3% of 4/3 pi a b c (30 seeds)
+#: the curated case: StarDist's annotated 3D nuclei, on the voxel size the case states (the TIFFs carry none)
+FIXTURE_ROOT = Path(__file__).resolve().parent.parent / "data" / "fixtures"
+REAL_SPACING: tuple[float, float, float] = (1.0, 0.5, 0.5)
+REAL_SHAPE: tuple[int, int, int] = (31, 61, 57)
+REAL_OBJECTS = 51
 
 SKILLS = [
     Skill(
@@ -138,7 +146,21 @@ def build_volumes(
 # --------------------------------------------------------------------------- verifier
 
 
+def volumes_verifier(spacing: tuple[float, float, float]) -> Callable[[Fixture, Attempt], Outcome]:
+    """The volume verifier of a case whose voxels are ``spacing`` um (z, y, x) (used for the voxel-count hint)."""
+
+    def verify(fixture: Fixture, attempt: Attempt) -> Outcome:
+        return _verify_volumes(fixture, attempt, spacing)
+
+    verify.__qualname__ = f"volumes_verifier[{spacing}]"
+    return verify
+
+
 def verify_volumes(fixture: Fixture, attempt: Attempt) -> Outcome:
+    return _verify_volumes(fixture, attempt, SPACING)
+
+
+def _verify_volumes(fixture: Fixture, attempt: Attempt, spacing: tuple[float, float, float]) -> Outcome:
     truth = np.asarray(fixture.truth["volumes_um3"], dtype=np.float64)
     labels = np.asarray(fixture.data["labels"])
     limit = fixture.tolerance["volume_relative_error"]
@@ -155,11 +177,11 @@ def verify_volumes(fixture: Fixture, attempt: Attempt) -> Outcome:
         detail["median_relative_error"] = float(np.median(rel))
         detail["relative_errors"] = [round(float(r), 5) for r in rel]
         ratio = float(np.median(volumes / truth))
-        voxel_volume = float(np.prod(SPACING))
+        voxel_volume = float(np.prod(spacing))
         if np.isclose(ratio, 1.0 / voxel_volume, rtol=0.02):
             detail["hint"] = "the volumes look like voxel counts: the voxel spacing was not applied"
         # Each object painted with its relative error, seen from above (max over z).
-        painted = np.concatenate([[0.0], rel])[labels]
+        painted = np.concatenate([[0.0], rel])[labels.astype(np.intp)]
         artifacts["relative_error_map"] = painted.max(axis=0)
     return Outcome(fixture=fixture, attempt=attempt, metrics=[metric], detail=detail, artifacts=artifacts)
 
@@ -167,15 +189,30 @@ def verify_volumes(fixture: Fixture, attempt: Attempt) -> Outcome:
 # --------------------------------------------------------------------------- reference
 
 
-def reference_volumes(session: Session) -> None:
-    """Voxel counts per label times the voxel volume from the spacing the task states."""
+def _counts(session: Session) -> np.ndarray:
     labels = np.asarray(session.namespace["labels"])
     n = int(labels.max())
-    counts = np.bincount(labels.ravel().astype(np.int64), minlength=n + 1)[1:]
-    session.namespace["volumes"] = counts.astype(np.float64) * float(np.prod(SPACING))
+    return np.bincount(labels.ravel().astype(np.int64), minlength=n + 1)[1:].astype(np.float64)
+
+
+def reference_volumes(session: Session) -> None:
+    """Voxel counts per label times the voxel volume from the spacing the task states."""
+    session.namespace["volumes"] = _counts(session) * float(np.prod(SPACING))
+
+
+def reference_real_volumes(session: Session) -> None:
+    """As :func:`reference_volumes`, on the curated case's stated spacing."""
+    session.namespace["volumes"] = _counts(session) * float(np.prod(REAL_SPACING))
+
+
+def baseline_voxel_counts(session: Session) -> None:
+    """The naive answer: voxel counts, as if the voxels were 1 um cubes (the spacing ignored)."""
+    session.namespace["volumes"] = _counts(session)
 
 
 # --------------------------------------------------------------------------- case
+
+_BASELINE_ABOUT = "voxel counts, the spacing ignored (as if each voxel were 1 um^3)"
 
 CASES = [
     Case(
@@ -194,9 +231,33 @@ CASES = [
         collect=(Collect("volumes", "array", "(N,) float, um^3, entry i for label i + 1"),),
         verify=verify_volumes,
         reference=reference_volumes,
+        baseline=baseline_voxel_counts,
+        baseline_about=_BASELINE_ABOUT,
         case_class="golden",
         about="per-object volume on anisotropic voxels; voxel counts without the spacing are wrong by 2x",
-    )
+    ),
+    Case(
+        case_id="stardist-3d-volumes",
+        namespace=SKILL_ID,
+        task=(
+            f"`labels` is a 3-D label volume of shape {REAL_SHAPE} (z, y, x): the human annotation of real nuclei in "
+            "a confocal stack, 0 background and the nuclei labelled 1..N, N being the largest label (nuclei cut by "
+            "a face of the stack are measured as far as they are annotated). The voxels are not cubic: the "
+            f"spacing is {REAL_SPACING[0]} um in z, {REAL_SPACING[1]} um in y and {REAL_SPACING[2]} um in x. "
+            "Measure each object's physical volume as its number of voxels times the volume of one voxel. Leave "
+            "`volumes`: a 1-D float array of length N in cubic micrometres (um^3), entry i the volume of label i + 1."
+        ),
+        persona="a cell biologist comparing nuclear volumes across confocal stacks with different z steps",
+        fixture=OnDisk(tolerance={"volume_relative_error": 0.01}, root=FIXTURE_ROOT),
+        layers=(Layer("labels", "labels", "labels", dim_labels=("z", "y", "x"), scale=REAL_SPACING, units="um"),),
+        collect=(Collect("volumes", "array", "(N,) float, um^3, entry i for label i + 1"),),
+        verify=volumes_verifier(REAL_SPACING),
+        reference=reference_real_volumes,
+        baseline=baseline_voxel_counts,
+        baseline_about=_BASELINE_ABOUT,
+        case_class="golden",
+        about=f"per-nucleus volume of {REAL_OBJECTS} annotated real nuclei (StarDist's 3D stack) on stated voxels",
+    ),
 ]
 
 BUILDERS = {"ellipsoids-anisotropic": build_volumes}

@@ -9,7 +9,7 @@ command) or ends its final message with a line ``IMAGEBENCH_FINAL_JSON: {...}``.
 - ``segment-nuclei/count-nuclei``: how many nuclei (``integer_equal``);
 - ``drift-correction/drift-vector``: the sub-pixel shift between two frames (``vector_abs_tolerance``);
 - ``tasks/fibre-angle``: the dominant fibre orientation, modulo 180 degrees (``circular_tolerance``);
-- ``tasks/pick-a-nucleus``: one voxel inside the largest nucleus of a volume (``voxel_member_of_set``).
+- ``pick-a-nucleus/synthetic-volume``: one voxel inside the largest nucleus of a volume (``voxel_member_of_set``).
 
 Field tolerances were calibrated against the reference solutions over seeds 0-9 (see
 ``docs/scoring.md``): each limit is the stated margin times the worst reference error.
@@ -43,9 +43,13 @@ from imagebench.specs import Procedural
 if TYPE_CHECKING:
     from imagebench.session import Session
 
-SKILLS: list[Skill] = []  # segment-nuclei and drift-correction are declared by their own modules
 SEGMENT = "segment-nuclei"
 DRIFT = "drift-correction"
+PICK = "pick-a-nucleus"
+# segment-nuclei and drift-correction are declared by their own modules
+SKILLS: list[Skill] = [
+    Skill(PICK, checklist=(), about="point at one named object (the largest nucleus) of a 3D stack with a voxel index")
+]
 
 #: a structured answer passes only when every field matches
 TOLERANCE = {"answer_mismatch": 0.0}
@@ -122,6 +126,15 @@ def build_count_nuclei(*, seed: int, size: int = 128, low: int = 6, high: int = 
         truth={"count": n},
         about="count separated nuclei in a noisy 2D image",
     )
+
+
+def baseline_count_nuclei(session: Session) -> None:
+    """The naive count: connected components of the raw image above its mean, no smoothing, no size filter."""
+    from scipy import ndimage as ndi
+
+    image = np.asarray(session.namespace["nuclei"], dtype=np.float64)
+    _, n = ndi.label(image > image.mean())
+    session.namespace["answer"] = {"count": int(n)}
 
 
 def reference_count_nuclei(session: Session) -> None:
@@ -350,6 +363,12 @@ def reference_pick_nucleus(session: Session) -> None:
     session.namespace["answer"] = {"voxel": [int(i) for i in index]}
 
 
+def baseline_pick_centre(session: Session) -> None:
+    """The do-nothing guess: the voxel at the middle of the volume."""
+    shape = np.shape(session.namespace["volume"])
+    session.namespace["answer"] = {"voxel": [int(n) // 2 for n in shape]}
+
+
 # --------------------------------------------------------------------------- drawing the verdict
 
 #: ``draw(fixture, answer)`` -> ``(images, legend)``; ``answer`` is the parsed answer or None.
@@ -469,7 +488,9 @@ FIBRE_CONTRACT = _contract(
     {"angle_deg": ("circular_tolerance", {"tolerance": FIBRE_TOLERANCE_DEG, "modulus": 180}, "angle_deg")},
 )
 PICK_CONTRACT = _contract(
-    "tasks/pick-a-nucleus", "extent_voxel_tolerance_v1", {"voxel": ("voxel_member_of_set", {}, "largest_nucleus")}
+    "pick-a-nucleus/synthetic-volume",
+    "extent_voxel_tolerance_v1",
+    {"voxel": ("voxel_member_of_set", {}, "largest_nucleus")},
 )
 
 _COLLECT = (Collect("answer", what="json", description="one JSON object with the fields named in the task"),)
@@ -488,6 +509,8 @@ CASES: list[Case] = [
         collect=_COLLECT,
         verify=drawn(COUNT_CONTRACT, draw_count),
         reference=reference_count_nuclei,
+        baseline=baseline_count_nuclei,
+        baseline_about="connected components of the raw image above its mean intensity: noise specks count as nuclei",
         answer=COUNT_CONTRACT,
         about="6-14 separated nuclei; the count must be exact (integer_equal)",
     ),
@@ -531,8 +554,8 @@ CASES: list[Case] = [
         about="dominant orientation of an oriented line texture, modulo 180 (circular_tolerance)",
     ),
     Case(
-        case_id="pick-a-nucleus",
-        namespace=NO_SKILL,
+        case_id="synthetic-volume",
+        namespace=PICK,
         task=(
             "`volume` (32 x 64 x 64, float32, axes z, y, x) holds several nuclei. Point at the largest one "
             "(most voxels): give the integer index of any voxel inside it. "
@@ -545,6 +568,8 @@ CASES: list[Case] = [
         collect=_COLLECT,
         verify=drawn(PICK_CONTRACT, draw_pick_nucleus),
         reference=reference_pick_nucleus,
+        baseline=baseline_pick_centre,
+        baseline_about="the voxel at the middle of the volume (the builder keeps it outside the largest nucleus)",
         answer=PICK_CONTRACT,
         about="one voxel inside the largest of six ellipsoidal nuclei; the truth mask is the tolerance",
     ),
