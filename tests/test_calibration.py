@@ -4,6 +4,7 @@ baseline and ``nop`` fail (the table in docs/cases.md shows the same runs for ev
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ def _tool() -> Any:
     spec = importlib.util.spec_from_file_location("calibration_table", REPO / "tools" / "calibration_table.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("calibration_table", module)  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
