@@ -186,16 +186,35 @@ def serve_stdio(agent: AgentSession) -> None:
     anyio.run(build_server(agent).run_stdio_async)
 
 
-def serve_http(agent: AgentSession, *, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve ``agent`` as streamable HTTP on ``http://host:port/mcp`` until interrupted."""
+def serve_http(
+    agent: AgentSession, *, host: str = "127.0.0.1", port: int = 8765, until_submitted: bool = False
+) -> None:
+    """Serve ``agent`` as streamable HTTP on ``http://host:port/mcp`` until interrupted (or, with
+    ``until_submitted``, until the agent calls ``submit``)."""
     import anyio
+    import uvicorn
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError(f"the server listens on loopback only, not {host!r}")
     agent.transcript.route = agent.transcript.route or "http"
     server = build_server(agent)
     server.settings.host, server.settings.port = host, port
-    anyio.run(server.run_streamable_http_async)
+    uv = uvicorn.Server(uvicorn.Config(server.streamable_http_app(), host=host, port=port, log_level="warning"))
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                while not (until_submitted and agent.submitted.is_set()):
+                    await anyio.sleep(0.2)
+                await anyio.sleep(0.5)  # the submit call's answer goes out first
+                uv.should_exit = True
+
+            tg.start_soon(watch)
+            await uv.serve()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
 
 
 # --------------------------------------------------------------------------- a Unix socket
