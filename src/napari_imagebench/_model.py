@@ -851,7 +851,12 @@ class BenchModel:
         import shutil
         import tempfile
 
-        from imagebench.mcp.server import MCP_DIR, SOCKET_NAME, SocketServer, write_client_files
+        from imagebench.mcp.server import (
+            MCP_DIR,
+            SOCKET_NAME,
+            SocketServer,
+            write_client_files,
+        )
         from imagebench.mcp.tools import AgentSession, CaseView
         from imagebench.runner import open_unit
 
