@@ -287,16 +287,18 @@ class BenchPanel(QWidget):
             "appear as it works, and Score scores what it left as subject mcp:<client name>"
         )
         self.serve_button.clicked.connect(self._serve_clicked)
+        row.addWidget(self.serve_button)
+        cl.addLayout(row)
         self.agent_label = QLabel("")
         self.agent_label.setWordWrap(True)
         self.agent_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        row.addWidget(self.serve_button)
-        row.addWidget(self.agent_label, 1)
-        cl.addLayout(row)
+        self.agent_label.setVisible(False)  # shown while an agent is served (the dock fits 1366x768)
         self.agent_log = QPlainTextEdit()
         self.agent_log.setReadOnly(True)
         self.agent_log.setMaximumHeight(110)
-        self.agent_log.setPlaceholderText("an agent's tool calls appear here while it is served")
+        self.agent_log.setPlaceholderText("the agent's tool calls appear here")
+        self.agent_log.setVisible(False)
+        cl.addWidget(self.agent_label)
         cl.addWidget(self.agent_log)
         self._agent_signals = _AgentSignals()
         self._agent_signals.call.connect(self._agent_call)
@@ -723,6 +725,8 @@ class BenchPanel(QWidget):
             self.serve_button.setChecked(False)
             return False
         self.agent_log.clear()
+        self.agent_log.setVisible(True)
+        self.agent_label.setVisible(True)
         self.agent_label.setText(f"mcp.json: {serve.config}")
         self.agent_label.setToolTip(f"e.g. claude -p '<task>' --mcp-config {serve.config}")
         self.serve_button.setChecked(True)
@@ -745,6 +749,7 @@ class BenchPanel(QWidget):
         self.serve_button.setChecked(False)
         self.serve_button.setText("Serve to an agent")
         self.agent_label.setText("")
+        self.agent_label.setVisible(False)  # the log stays until the next agent: the person reads it
         self._update_buttons()
 
     def _agent_call(self, call: Any) -> None:
