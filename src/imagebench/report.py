@@ -300,6 +300,19 @@ class SampleBlock:
     artifacts: list[ArtifactView]
     range: str
     times: str
+    transcript: TranscriptView | None = None
+
+
+@dataclass(frozen=True)
+class TranscriptView:
+    """An agent's tool calls (``transcript.json`` beside the sample's summary)."""
+
+    client: str
+    route: str
+    submitted: bool
+    skills: str
+    calls: list[dict[str, str]]
+    error: str = ""
 
 
 @dataclass(frozen=True)
@@ -464,6 +477,42 @@ def _sample_block(run: RunView, view: CaseView, sample: SampleSummary, image_pre
         artifacts=_artifacts(run, view, sample, image_prefix),
         range=_range(sample),
         times=", ".join(f"{k} {v:.3f}s" for k, v in sorted(sample.times.items())) or "-",
+        transcript=_transcript(view, sample),
+    )
+
+
+def _transcript(view: CaseView, sample: SampleSummary) -> TranscriptView | None:
+    """The sample's transcript of tool calls, when its subject worked through MCP."""
+    from imagebench.mcp.transcript import TRANSCRIPT, Transcript
+    from imagebench.records import RecordError, read_record
+
+    folder = view.folder / f"sample-{sample.sample}" if sample.sample is not None else view.folder
+    path = folder / TRANSCRIPT
+    if not path.is_file():
+        return None
+    try:
+        record = read_record(path, Transcript)
+    except RecordError as exc:
+        return TranscriptView(client="", route="", submitted=False, skills="", calls=[], error=str(exc))
+    calls = [
+        {
+            "seq": str(c.seq),
+            "tool": c.tool,
+            "arguments": json.dumps(c.arguments, separators=(", ", ": "))[:300] if c.arguments else "",
+            "outcome": "ok" if c.ok else f"error: {c.error}",
+            "ok": "ok" if c.ok else "error",
+            "result": c.result,
+            "at": f"{c.started_s:.3f}",
+            "ms": f"{c.seconds * 1000:.1f}",
+        }
+        for c in record.calls
+    ]
+    return TranscriptView(
+        client=record.client or "(unnamed client)",
+        route=record.route,
+        submitted=record.submitted,
+        skills=", ".join(record.skills) or "none",
+        calls=calls,
     )
 
 

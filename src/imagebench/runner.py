@@ -446,6 +446,8 @@ def subject_notes(session: Session) -> dict[str, Any]:
         notes["unreadable"] = list(session.notes["unreadable"])
     if session.notes.get("final_message"):
         notes["final_message"] = session.notes["final_message"]
+    if session.notes.get("mcp"):  # the agent's tool calls (run --subject-mcp); transcript.json has them all
+        notes["mcp"] = session.notes["mcp"]
     return notes
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from imagebench import command as _command
 from imagebench.command import KILL_GRACE_S, TENSOR_URL_ENV, CommandHarnessError
+from imagebench.sandbox import WORKSPACE as WORKSPACE_IN_SANDBOX
 from imagebench.sandbox import (
     SandboxKind,
     SandboxPolicy,
@@ -269,10 +270,14 @@ class CommandSubject:
     command: str
     keep_workspace: bool = False
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    # ``--subject-mcp``: the harness serves the session's tools over MCP while the command works
+    # (``mcp.json`` in its workspace; imagebench.mcp), and scores what it left through them.
+    mcp: bool = False
 
     @property
     def name(self) -> str:
-        return f"command-{hashlib.sha256(self.command.encode('utf-8')).hexdigest()[:8]}"
+        digest = hashlib.sha256(self.command.encode("utf-8")).hexdigest()[:8]
+        return f"command-{digest}-mcp" if self.mcp else f"command-{digest}"
 
     @property
     def sandbox_kind(self) -> SandboxKind:
@@ -292,6 +297,10 @@ class CommandSubject:
 
     def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
         self.check_sandbox()
+        if self.mcp:
+            from imagebench.mcp.tools import CaseView
+
+            return _BoundCommand(self, context, view=CaseView.of(case))
         return _BoundCommand(self, context)
 
     def __call__(self, session: Session) -> None:
@@ -306,6 +315,7 @@ class _BoundCommand:
     subject: CommandSubject
     context: UnitContext
     enforces_timeout: bool = True
+    view: Any = None  # an imagebench.mcp.tools.CaseView when the command gets the MCP server
     _running: list[_command.Running] = field(default_factory=list, repr=False)
 
     def cancel(self) -> None:
@@ -333,6 +343,17 @@ class _BoundCommand:
         ctx = self.context
         session.workspace = workspace
         _prepare_workspace(session, workspace, ctx.files)
+        if self.view is None:
+            self._run(session, workspace, reaper)
+            return
+        from imagebench.mcp.host import served
+
+        shown_as = WORKSPACE_IN_SANDBOX if self.subject.sandbox.enabled else str(workspace)
+        with served(self.view, session, workspace, shown_as=shown_as, sample_dir=ctx.sample_dir):
+            self._run(session, workspace, reaper)
+
+    def _run(self, session: Session, workspace: Path, reaper: _command.Reaper | None) -> None:
+        ctx = self.context
         finished = _command.run(
             self.subject.command,
             workspace,
@@ -509,17 +530,22 @@ def _import_function(spec: str, target: str) -> Callable[..., Any]:
     return obj
 
 
-def parse_subject(spec: str, *, sandbox: SandboxPolicy | None = None, isolate: bool = False) -> Subject:
+def parse_subject(
+    spec: str, *, sandbox: SandboxPolicy | None = None, isolate: bool = False, mcp: bool = False
+) -> Subject:
     """Turn a command-line spec into a subject; an invalid spec raises SubjectError listing the valid forms.
 
     ``sandbox`` is how a ``command:`` subject (or an isolated ``python:`` one) is confined
     (default: :class:`SandboxPolicy()`, a bubblewrap sandbox without network); a command is
     refused here, saying how to install bubblewrap, when that sandbox cannot start on this
     machine. ``isolate`` runs a ``python:`` subject's function in a sandboxed child process.
+    ``mcp`` serves a ``command:`` subject the case's tools over MCP while it works (``--subject-mcp``).
     """
     spec = spec.strip()
     if isolate and not spec.startswith("python:"):
         raise SubjectError(f"subject {spec!r}: --isolate applies to python: subjects only")
+    if mcp and not spec.startswith("command:"):
+        raise SubjectError(f"subject {spec!r}: --subject-mcp applies to command: subjects only")
     if spec == "reference":
         return ReferenceSubject()
     if spec == "nop":
@@ -538,17 +564,26 @@ def parse_subject(spec: str, *, sandbox: SandboxPolicy | None = None, isolate: b
         command = spec[len("command:") :].strip()
         if not command:
             raise SubjectError(f"subject {spec!r}: the command is empty; valid subjects:\n{valid_forms()}")
-        subject = CommandSubject(command=command, sandbox=sandbox or SandboxPolicy())
+        subject = CommandSubject(command=command, sandbox=sandbox or SandboxPolicy(), mcp=mcp)
+        if mcp:
+            _check_mcp_sdk(spec)
         subject.check_sandbox()
         return subject
     raise SubjectError(f"unknown subject {spec!r}; valid subjects:\n{valid_forms()}")
+
+
+def _check_mcp_sdk(spec: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        raise SubjectError(f"subject {spec!r}: --subject-mcp needs the MCP SDK: pip install 'mcp>=1.20'")
 
 
 def subject_options(subject: object) -> dict[str, Any]:
     """The keyword arguments of :func:`parse_subject` that, with the subject's spec string,
     rebuild ``subject`` as confined as it is (a dask worker, ``--resume``)."""
     if isinstance(subject, CommandSubject):
-        return {"sandbox": subject.sandbox}
+        return {"sandbox": subject.sandbox, "mcp": True} if subject.mcp else {"sandbox": subject.sandbox}
     if isinstance(subject, PythonSubject) and subject.isolate is not None:
         return {"sandbox": subject.isolate, "isolate": True}
     return {}
@@ -559,7 +594,10 @@ def options_record(subject: object) -> dict[str, Any]:
     options = subject_options(subject)
     if not options:
         return {}
-    return {"sandbox": options["sandbox"].to_record(), "isolate": bool(options.get("isolate"))}
+    out = {"sandbox": options["sandbox"].to_record(), "isolate": bool(options.get("isolate"))}
+    if options.get("mcp"):
+        out["mcp"] = True
+    return out
 
 
 def options_from_record(raw: object) -> dict[str, Any]:
@@ -575,7 +613,15 @@ def options_from_record(raw: object) -> dict[str, Any]:
     isolate = raw.get("isolate", False)
     if not isinstance(isolate, bool):
         raise ValueError(f"field 'isolate' is {isolate!r}, expected true or false")
-    return {"sandbox": policy, "isolate": isolate} if isolate else {"sandbox": policy}
+    mcp = raw.get("mcp", False)
+    if not isinstance(mcp, bool):
+        raise ValueError(f"field 'mcp' is {mcp!r}, expected true or false")
+    out: dict[str, Any] = {"sandbox": policy}
+    if isolate:
+        out["isolate"] = True
+    if mcp:
+        out["mcp"] = True
+    return out
 
 
 # --------------------------------------------------------------------------- running one

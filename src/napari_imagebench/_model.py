@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 INTERACTIVE = "You (interactive)"
 #: the subject name (and run-folder name) of a person scoring their own work at the viewer
 INTERACTIVE_NAME = "interactive"
+AGENT_PREFIX = "mcp:"  # an agent served over MCP is recorded as subject mcp:<its client name>
 BUILTIN_SUBJECTS: tuple[str, ...] = (INTERACTIVE, "reference")
 
 Level = Literal["info", "warning", "error"]
@@ -130,6 +131,22 @@ class Loaded:
 
 
 @dataclass
+class AgentServe:
+    """The loaded case served to an agent over MCP: its own unit (a fresh session on the loaded
+    fixture), the tools' session, the server on a Unix socket in ``folder``, and ``folder/mcp.json``."""
+
+    unit: Unit
+    agent: Any  # imagebench.mcp.tools.AgentSession
+    server: Any  # imagebench.mcp.server.SocketServer
+    folder: Path
+    config: Path
+
+    @property
+    def subject_name(self) -> str:
+        return AGENT_PREFIX + (self.agent.client_name or "agent")
+
+
+@dataclass
 class RunJob:
     """A prepared Run: ``work()`` runs the subject (in a worker thread) and returns its SubjectRun;
     setting ``stop`` (the panel's Stop) ends it, and the sample is recorded ``stopped``."""
@@ -187,6 +204,7 @@ class BenchModel:
         self.bundles: dict[str, Bundle] = {}  # open skill bundles by skill id
         #: the coverage view also counts every run folder under the outcome root, not only this panel's
         self.coverage_all_runs = False
+        self.agent: AgentServe | None = None  # the loaded case served to an agent ("Serve to an agent")
 
     # ---------------------------------------------------------------- messages
 
@@ -502,6 +520,8 @@ class BenchModel:
 
     def adopt(self, loaded: Loaded) -> Loaded:
         """Make ``loaded`` (from :meth:`build`) the loaded case, forgetting the previous one."""
+        if self.loaded is not loaded:
+            self.stop_agent()  # an agent works the case that was loaded when it was served
         if self.loaded is not None and self.loaded is not loaded:
             self.loaded.release()
         self.loaded = loaded
@@ -819,10 +839,104 @@ class BenchModel:
         self._deleted = []  # each deletion is reported with the sample it affected, once
         return result
 
+    # ---------------------------------------------------------------- an agent over MCP
+
+    def serve_agent(
+        self, *, on_layer: Callable[[Any], None] | None = None, on_call: Callable[[Any], None] | None = None
+    ) -> AgentServe:
+        """Serve the loaded case to an agent: the same tools as ``imagebench mcp serve`` and
+        ``run --subject-mcp`` (:mod:`imagebench.mcp`), on a fresh session of the loaded fixture,
+        on a Unix socket in a new folder that also holds ``mcp.json`` (how a client reaches it).
+        ``on_layer`` hears of each layer the agent adds or updates, ``on_call`` of each tool call
+        (both from the server's thread). :meth:`score_agent` scores what it left."""
+        import shutil
+        import tempfile
+
+        from imagebench.mcp.server import (
+            MCP_DIR,
+            SOCKET_NAME,
+            SocketServer,
+            write_client_files,
+        )
+        from imagebench.mcp.tools import AgentSession, CaseView
+        from imagebench.runner import open_unit
+
+        loaded = self._need_loaded()
+        if self.agent is not None:
+            raise self._fail(f"already serving {loaded.case.label} to an agent: Score or stop it first", "warning")
+        unit = open_unit(loaded.case, AGENT_PREFIX + "agent", fixture=loaded.unit.prepared, plane=loaded.plane)
+        if unit.failure is not None or unit.session is None:
+            unit.release()
+            raise self._fail(f"{loaded.case.label}: {unit.failure[1] if unit.failure else 'no session'}")
+        unit.confinement = "none"  # the agent is a program of its own, outside any sandbox
+        folder = Path(tempfile.mkdtemp(prefix="imagebench-agent-"))
+        try:
+            agent = AgentSession(
+                CaseView.of(loaded.case), unit.session, workspace=folder, route="viewer", on_layer=on_layer, on_call=on_call
+            )
+            server = SocketServer(agent, folder / MCP_DIR / SOCKET_NAME)
+            write_client_files(folder, shown_as=str(folder))
+        except Exception as exc:
+            unit.release()
+            shutil.rmtree(folder, ignore_errors=True)
+            raise self._fail(f"the MCP server could not start: {type(exc).__name__}: {exc}") from None
+        self.agent = AgentServe(unit, agent, server, folder, folder / "mcp.json")
+        self.notify("info", f"serving {loaded.case.label} to an agent: point its MCP client at {self.agent.config}")
+        return self.agent
+
+    def stop_agent(self) -> None:
+        """Stop serving (nothing is scored); the agent's folder goes."""
+        import shutil
+
+        serve, self.agent = self.agent, None
+        if serve is None:
+            return
+        serve.server.close()
+        serve.unit.release()
+        shutil.rmtree(serve.folder, ignore_errors=True)
+
+    def score_agent(self) -> ResultRow:
+        """Stop serving and score what the agent left through the tools (:func:`imagebench.runner.finish_unit`),
+        recorded as subject ``mcp:<client name>``; its transcript goes into the sample folder."""
+        import shutil
+
+        from imagebench.mcp.host import transcript_note, write_transcript
+        from imagebench.runner import finish_unit
+        from imagebench.subjects import SubjectRun
+
+        serve = self.agent
+        if serve is None:
+            raise self._fail("no agent is being served", "warning")
+        loaded = self._need_loaded()
+        self.agent = None
+        serve.server.close()
+        unit, agent, case = serve.unit, serve.agent, loaded.case
+        name = serve.subject_name
+        unit.subject_name = name
+        folder = self._run_folder(name)
+        unit.run_dir, unit.sample = folder.path, folder.next_sample(case.label)
+        assert unit.session is not None
+        agent.apply_to(unit.session)
+        unit.session.notes["mcp"] = transcript_note(agent)
+        try:
+            write_transcript(agent, unit.sample_dir)
+        except OSError as exc:
+            self.notify("warning", f"the transcript could not be written: {exc}")
+        summary = finish_unit(unit, SubjectRun(seconds=time.perf_counter() - unit.started))
+        shutil.rmtree(serve.folder, ignore_errors=True)
+        folder.add(case, summary)
+        for problem in folder.problems:
+            self.notify("warning", f"{folder.path.name}: {problem}")
+        result = ResultRow.of(summary, folder.path, unit.sample_dir, checks=tuple(str(c) for c in case.meta.get("checks") or ()))
+        self.results.append(result)
+        self.events.result.emit(result)
+        return result
+
     # ---------------------------------------------------------------- teardown
 
     def close(self) -> None:
         """Forget the loaded case (and its fixture, and its copy of a bundle case's files)."""
+        self.stop_agent()
         if self.loaded is not None:
             self.loaded.release()
         self.loaded = None

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from qtpy.QtCore import Qt, QTimer, QUrl
+from qtpy.QtCore import QObject, Qt, QTimer, QUrl, Signal
 from qtpy.QtGui import QBrush, QColor, QDesktopServices
 from qtpy.QtWidgets import (
     QApplication,
@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from napari_imagebench._model import RunJob
 
 T = TypeVar("T")
+AGENT_LAYER_WAIT_S = 5.0  # how long an agent's add_layer waits for the viewer to show the layer
 _LABEL_ROLE = Qt.UserRole
 _GREY = QBrush(QColor(128, 128, 128))
 _VERDICT_COLORS = {"pass": QColor(60, 170, 90), "fail": QColor(220, 70, 70), "unavailable": QColor(200, 150, 40)}
@@ -172,6 +173,14 @@ def _fit_columns(tree: QTreeWidget, stretch: int, first_width: int | None = None
             tree.setColumnWidth(col, first_width)
         else:
             header.setSectionResizeMode(col, QHeaderView.ResizeToContents)
+
+
+class _AgentSignals(QObject):
+    """Tool calls and layers of an agent served over MCP: emitted from the server's thread,
+    handled on the GUI thread (a queued connection)."""
+
+    call = Signal(object)
+    layer = Signal(object)
 
 
 class BenchPanel(QWidget):
@@ -270,6 +279,30 @@ class BenchPanel(QWidget):
         row.addWidget(self.stop_button)
         cl.addLayout(row)
         cl.addWidget(self.progress)  # its own row: the busy text is readable
+        row = QHBoxLayout()
+        self.serve_button = QPushButton("Serve to an agent")
+        self.serve_button.setCheckable(True)
+        self.serve_button.setToolTip(
+            "serve the loaded case to an agent over MCP (the folder's mcp.json says how to reach it); its layers "
+            "appear as it works, and Score scores what it left as subject mcp:<client name>"
+        )
+        self.serve_button.clicked.connect(self._serve_clicked)
+        row.addWidget(self.serve_button)
+        cl.addLayout(row)
+        self.agent_label = QLabel("")
+        self.agent_label.setWordWrap(True)
+        self.agent_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.agent_label.setVisible(False)  # shown while an agent is served (the dock fits 1366x768)
+        self.agent_log = QPlainTextEdit()
+        self.agent_log.setReadOnly(True)
+        self.agent_log.setMaximumHeight(110)
+        self.agent_log.setPlaceholderText("the agent's tool calls appear here")
+        self.agent_log.setVisible(False)
+        cl.addWidget(self.agent_label)
+        cl.addWidget(self.agent_log)
+        self._agent_signals = _AgentSignals()
+        self._agent_signals.call.connect(self._agent_call)
+        self._agent_signals.layer.connect(self._agent_layer)
 
         self.results = QTreeWidget()
         self.results.setHeaderLabels(["result", "value", "limit", "verdict", "note"])
@@ -654,6 +687,13 @@ class BenchPanel(QWidget):
         if self.running:
             self.model.notify("warning", "wait for the run to finish before scoring")
             return None
+        if self.model.agent is not None:  # an agent is served: Score scores what it left
+            try:
+                return self.model.score_agent()
+            except PanelError:
+                return None
+            finally:
+                self._agent_stopped()
         spec = self.subject_combo.currentText()
         try:
             if spec == INTERACTIVE:
@@ -663,6 +703,87 @@ class BenchPanel(QWidget):
             return None
         finally:
             self._update_buttons()
+
+    # ---------------------------------------------------------------- an agent over MCP
+
+    def serve_agent(self) -> bool:
+        """Serve the loaded case to an agent over MCP; False when it cannot start."""
+        import numpy as np
+
+        signals = self._agent_signals
+
+        def on_layer(layer: Any) -> None:  # the server's thread: show it, and wait until it is shown
+            import threading
+
+            shown = threading.Event()
+            signals.layer.emit((layer.name, layer.kind, np.array(layer.data, copy=True), layer.like, shown))
+            shown.wait(AGENT_LAYER_WAIT_S)
+
+        try:
+            serve = self.model.serve_agent(on_layer=on_layer, on_call=signals.call.emit)
+        except PanelError:
+            self.serve_button.setChecked(False)
+            return False
+        self.agent_log.clear()
+        self.agent_log.setVisible(True)
+        self.agent_label.setVisible(True)
+        self.agent_label.setText(f"mcp.json: {serve.config}")
+        self.agent_label.setToolTip(f"e.g. claude -p '<task>' --mcp-config {serve.config}")
+        self.serve_button.setChecked(True)
+        self.serve_button.setText("Stop serving")
+        self._update_buttons()
+        return True
+
+    def stop_agent(self) -> None:
+        """Stop serving the agent without scoring it."""
+        self.model.stop_agent()
+        self._agent_stopped()
+
+    def _serve_clicked(self, checked: bool) -> None:
+        if checked:
+            self.serve_agent()
+        else:
+            self.stop_agent()
+
+    def _agent_stopped(self) -> None:
+        self.serve_button.setChecked(False)
+        self.serve_button.setText("Serve to an agent")
+        self.agent_label.setText("")
+        self.agent_label.setVisible(False)  # the log stays until the next agent: the person reads it
+        self._update_buttons()
+
+    def _agent_call(self, call: Any) -> None:
+        outcome = "ok" if call.ok else f"error: {call.error}"
+        args = ", ".join(f"{k}={v}" for k, v in call.arguments.items())
+        self.agent_log.appendPlainText(f"#{call.seq} {call.tool}({args[:120]}) {outcome} [{call.seconds * 1000:.1f} ms]")
+
+    def _agent_layer(self, payload: Any) -> None:
+        name, kind, data, like, shown = payload
+        try:
+            serve = self.model.agent
+            loaded = self.model.loaded
+            if serve is None or loaded is None:
+                return
+            layer_name = f"{serve.subject_name}:{name}"
+            old = self._result_layers.get(layer_name)
+            if old is not None and old in self.viewer.layers:
+                old.data = data
+                return
+            declared = {layer.name: layer for layer in loaded.case.layers}
+            shapes = {n: tuple(sl.data.shape) for n, sl in loaded.session.layers.items() if hasattr(sl.data, "shape")}
+            size = point_size(next(iter(shapes.values()))) if shapes else None
+            try:
+                layer = add_layer_data(
+                    self.viewer,
+                    result_layer_data(layer_name, data, kind, like=declared.get(like) if like else None, size=size),
+                )
+            except Exception as exc:
+                self.model.notify("warning", f"{layer_name} cannot be shown as {kind}: {type(exc).__name__}: {exc}")
+                return
+            self._result_layers[layer_name] = layer
+            self.model.layer_shown(layer.name)
+        finally:
+            shown.set()
 
     # ---------------------------------------------------------------- results
 
@@ -789,13 +910,19 @@ class BenchPanel(QWidget):
         # a subject that cannot work the case (reference on a case without one) is greyed in the list
         target = self.model.loaded.case if self.model.loaded is not None else (row.case if row is not None else None)
         problem = self._mark_subjects(target)
-        self.load_button.setEnabled(runnable and not self.running)
+        serving = self.model.agent is not None
+        self.serve_button.setEnabled((loaded or serving) and not self.running)
+        self.load_button.setEnabled(runnable and not self.running and not serving)
         self.run_button.setEnabled(loaded and not interactive and not problem and not self.running)
         self.run_button.setToolTip(problem or "run the subject on a fresh session of the loaded case")
-        missing: list[str] = self._missing_answers() if loaded and interactive else []
+        missing: list[str] = self._missing_answers() if loaded and interactive and not serving else []
         self.score_button.setEnabled(loaded and not self.running and not missing)
         self.score_button.setToolTip(
-            f"leave {', '.join(missing)} first (the Answer tab says how)" if missing else "score the leavings as a sample"
+            "score what the agent left (and stop serving it)"
+            if serving
+            else f"leave {', '.join(missing)} first (the Answer tab says how)"
+            if missing
+            else "score the leavings as a sample"
         )
         self.stop_button.setEnabled(self._job is not None and self.running and not self._job.stop.is_set())
         has_result = bool(self.model.results)
@@ -836,6 +963,7 @@ class BenchPanel(QWidget):
         return bool(item is not None and item.isEnabled())
 
     def closeEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
+        self.model.stop_agent()
         self._disconnect()
         super().closeEvent(event)
 

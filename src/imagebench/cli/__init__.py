@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("imagebench.cli.report", "write a static HTML report of a run folder"),
     "schema": ("imagebench.cli.schema", "print the JSON schema of an on-disk record"),
     "cache": ("imagebench.cli.cache", "the cache of built fixtures: where it is, how big, clear it"),
+    "mcp": ("imagebench.cli.mcp", "serve one case's session to an agent over MCP (mcp serve CASE)"),
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

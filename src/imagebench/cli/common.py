@@ -52,6 +52,12 @@ def add_subject_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run a python: subject's function in a sandboxed child process instead of in this one",
     )
+    g.add_argument(
+        "--subject-mcp",
+        action="store_true",
+        help="serve a command: subject the case's tools over MCP while it works (mcp.json in its workspace; "
+        "what it leaves through them is scored; docs/agents.md)",
+    )
 
 
 def sandbox_from_args(args: argparse.Namespace) -> SandboxPolicy:
@@ -84,7 +90,10 @@ def checked_run_args(args: argparse.Namespace) -> Subject:
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     try:
         return parse_subject(
-            args.subject or "reference", sandbox=sandbox_from_args(args), isolate=bool(getattr(args, "isolate", False))
+            args.subject or "reference",
+            sandbox=sandbox_from_args(args),
+            isolate=bool(getattr(args, "isolate", False)),
+            mcp=bool(getattr(args, "subject_mcp", False)),
         )
     except SubjectError as exc:
         raise UsageError(str(exc)) from None
@@ -100,6 +109,7 @@ def sandbox_flags_given(args: argparse.Namespace) -> list[str]:
             ("--subject-env", "subject_env"),
             ("--subject-expose", "subject_expose"),
             ("--isolate", "isolate"),
+            ("--subject-mcp", "subject_mcp"),
         )
         if getattr(args, dest, None)
     ]

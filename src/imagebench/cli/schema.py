@@ -24,6 +24,7 @@ FORMATS: dict[str, str] = {
     "suite-run": "imagebench.suite.record:SuiteRunInfo",
     "comparison": "imagebench.suite.compare:Comparison",
     "cache-entry": "imagebench.cache:CacheEntry",
+    "transcript": "imagebench.mcp.transcript:Transcript",
 }
 
 

@@ -47,11 +47,13 @@ if TYPE_CHECKING:
 
 
 @functools.lru_cache(maxsize=32)
-def worker_subject(spec: str, sandbox: SandboxPolicy | None = None, isolate: bool = False) -> Subject:
+def worker_subject(
+    spec: str, sandbox: SandboxPolicy | None = None, isolate: bool = False, mcp: bool = False
+) -> Subject:
     """The driver's subject rebuilt on a worker, as confined as it is on the driver."""
     from imagebench.subjects import parse_subject
 
-    return parse_subject(spec, sandbox=sandbox, isolate=isolate)
+    return parse_subject(spec, sandbox=sandbox, isolate=isolate, mcp=mcp)
 
 
 @dataclass
@@ -176,7 +178,7 @@ def run_dask(
     stats.clear()
     client = cluster.client
     options = subject_options(subject)
-    spec = (subject_spec(subject), options.get("sandbox"), bool(options.get("isolate")))
+    spec = (subject_spec(subject), options.get("sandbox"), bool(options.get("isolate")), bool(options.get("mcp")))
     tensor_workers: list[str] | None = None
     if any(presents_tensor(c) for c in order) and cluster.cluster is None:
         tensor_workers = cluster.workers_on_this_host()

@@ -1,0 +1,171 @@
+"""A small scripted MCP agent: it works an imagebench case through the case server's tools only.
+
+It connects with the MCP SDK's stdio client to the server named in ``mcp.json`` (the
+``mcpServers`` configuration the harness writes into the workspace, or the bench panel's
+"Serve to an agent" writes into its agent folder), reads the prompt, activates a skill the task
+calls for, reads the ``nuclei`` (or ``image``) layer and solves by classical means:
+
+- a ``labels`` leaving (``segment-nuclei/synthetic-blobs``): Gaussian smoothing, background
+  flattening, an Otsu / noise-floor threshold, then a distance-transform watershed that splits
+  touching nuclei; added with ``add_layer``;
+- an ``answer`` with a ``count`` field (``segment-nuclei/count-nuclei``): Gaussian, Otsu,
+  connected components of at least 12 pixels; given with ``set_answer``.
+
+Then it calls ``submit``. It never imports imagebench (the sandbox hides it) and writes no
+files: what it leaves goes through the tools. Run it as a ``command:`` subject::
+
+    imagebench run -k segment-nuclei/synthetic-blobs --subject-mcp --subject-expose examples/agents \\
+        --subject "command:python3 $PWD/examples/agents/classical_agent.py"
+
+or against a server started by the panel: ``python3 classical_agent.py --config <folder>/mcp.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CLIENT_NAME = "classical-agent"
+
+
+# --------------------------------------------------------------------------- the image analysis
+
+
+def segment(image: np.ndarray) -> np.ndarray:
+    """One label per nucleus (int32, 0 = background)."""
+    from scipy import ndimage as ndi
+    from skimage.feature import peak_local_max
+    from skimage.filters import threshold_otsu
+    from skimage.segmentation import watershed
+
+    img = np.asarray(image, dtype=np.float64)
+    sigma, min_distance, min_area, bg_size, snr = 1.5, 5, 30, 41, 8.0
+    smooth = ndi.gaussian_filter(img, sigma)
+    flat = smooth - ndi.gaussian_filter(ndi.grey_opening(smooth, size=(bg_size, bg_size)), bg_size / 4)
+    diffs = np.diff(img, axis=1).ravel()
+    noise = 1.4826 * np.median(np.abs(diffs - np.median(diffs))) / np.sqrt(2.0) / (2.0 * np.sqrt(np.pi) * sigma)
+    try:
+        otsu = float(threshold_otsu(flat))
+    except ValueError:
+        otsu = float(flat.max())
+    mask = flat > max(otsu, float(np.median(flat)) + snr * noise)
+    mask = _drop_small(ndi.label(mask)[0], min_area) > 0
+    mask = ndi.binary_fill_holes(mask)
+    if not mask.any():
+        return np.zeros(img.shape, np.int32)
+    dist = ndi.gaussian_filter(ndi.distance_transform_edt(mask), 1.0)
+    regions, _ = ndi.label(mask)
+    peaks = peak_local_max(dist, min_distance=min_distance, labels=regions, exclude_border=False)
+    markers = np.zeros(img.shape, np.int32)
+    markers[tuple(peaks.T)] = np.arange(1, len(peaks) + 1)
+    missing = np.setdiff1d(np.unique(regions[mask]), np.unique(regions[markers > 0]))
+    if missing.size:
+        for i, c in enumerate(ndi.maximum_position(dist, regions, missing), start=len(peaks) + 1):
+            markers[c] = i
+    labels = watershed(-dist, markers, mask=mask)
+    return _drop_small(labels, min_area // 2).astype(np.int32)
+
+
+def _drop_small(labels: np.ndarray, min_area: int) -> np.ndarray:
+    if min_area <= 1 or not labels.any():
+        return labels
+    small = np.bincount(labels.ravel()) < min_area
+    small[0] = False
+    out = labels.copy()
+    out[small[labels]] = 0
+    return out
+
+
+def count(image: np.ndarray) -> int:
+    """Separated nuclei: Gaussian, Otsu, components of at least 12 pixels."""
+    from scipy import ndimage as ndi
+    from skimage.filters import threshold_otsu
+
+    smooth = ndi.gaussian_filter(np.asarray(image, dtype=np.float64), 1.0)
+    labels, _ = ndi.label(smooth > threshold_otsu(smooth))
+    return int(np.sum(np.bincount(labels.ravel())[1:] >= 12))
+
+
+# --------------------------------------------------------------------------- working the case through the tools
+
+
+def _text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+async def _call(session: Any, tool: str, **args: Any) -> Any:
+    result = await session.call_tool(tool, args)
+    if result.isError:
+        raise RuntimeError(f"{tool} failed: {_text(result)}")
+    return json.loads(_text(result))
+
+
+async def read(session: Any, name: str) -> np.ndarray:
+    got = await _call(session, "read_layer", name=name, encoding="base64")
+    raw = base64.b64decode(got["data"])
+    return np.frombuffer(raw, dtype=np.dtype(got["dtype"])).reshape(got["shape"])
+
+
+async def work(session: Any, log: Any) -> dict[str, Any]:
+    prompt = await _call(session, "get_prompt")
+    print(f"case {prompt['label']}: leave {[x['name'] for x in prompt['leave']]}", file=log)
+    task = prompt["task"].lower()
+    skills = (await _call(session, "list_skills"))["skills"]
+    for skill in skills:  # a skill for nuclei or cells is the one this task calls for
+        if any(word in task for word in ("nucle", "cell")) and any(w in skill["name"] for w in ("nucle", "cell")):
+            await _call(session, "use_skill", name=skill["name"])
+            print(f"activated skill {skill['name']}", file=log)
+    inputs = [x["name"] for x in prompt["inputs"] if x["kind"] == "image"]
+    image = await read(session, "nuclei" if "nuclei" in inputs else inputs[0])
+    for leaving in prompt["leave"]:
+        name = leaving["name"]
+        if leaving["what"] == "array" and leaving.get("kind") == "labels":
+            labels = segment(image)
+            await _call(session, "add_layer", name=name, kind="labels", data=labels.tolist())
+            print(f"added labels layer {name!r} with {len(np.unique(labels)) - 1} objects", file=log)
+        elif name == "answer" and "count" in (leaving.get("fields") or {"count": 1}):
+            n = count(image)
+            await _call(session, "set_answer", name=name, value={"count": n})
+            print(f"answer count = {n}", file=log)
+    return await _call(session, "submit", note="classical pipeline")
+
+
+def server_params(config: Path) -> Any:
+    from mcp import StdioServerParameters
+
+    servers = json.loads(config.read_text(encoding="utf-8"))["mcpServers"]
+    entry = servers.get("imagebench") or next(iter(servers.values()))
+    return StdioServerParameters(command=entry["command"], args=list(entry.get("args", [])), env=entry.get("env"))
+
+
+async def main_async(config: Path) -> int:
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+    from mcp.types import Implementation
+
+    async with stdio_client(server_params(config)) as (r, w):
+        async with ClientSession(r, w, client_info=Implementation(name=CLIENT_NAME, version="1.0")) as session:
+            await session.initialize()
+            done = await work(session, sys.stderr)
+    print(json.dumps(done))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default = Path(os.environ.get("IMAGEBENCH_WORKSPACE", ".")) / "mcp.json"
+    p.add_argument("--config", type=Path, default=default, help="the mcp.json naming the case server")
+    args = p.parse_args(argv)
+    return asyncio.run(main_async(args.config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,354 @@
+"""The MCP server over an :class:`~imagebench.mcp.tools.AgentSession`, and how it is reached.
+
+- :func:`build_server`: the SDK's ``FastMCP`` server whose tools call the session (each call is
+  recorded in the transcript; a refused call is a tool error, ``isError``, and the session goes on);
+- :func:`serve_stdio`, :func:`serve_http`: the usual transports (``imagebench mcp serve``);
+- :class:`SocketServer`: the server on a Unix socket, each accepted connection one MCP session
+  speaking newline-delimited JSON-RPC (the stdio framing). A sandboxed command reaches it through
+  a file socket in its workspace (the network namespace plays no part), with ``mcp.json`` naming a
+  stdlib-only bridge (:data:`BRIDGE`) that its own ``python3`` runs: :func:`write_client_files`.
+
+Nothing served names a path of the harness: the session knows the workspace and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp.exceptions import ToolError as SdkToolError
+from mcp.server.fastmcp.utilities.types import Image
+
+from imagebench.mcp.tools import ToolError
+
+if TYPE_CHECKING:
+    from imagebench.mcp.tools import AgentSession
+
+SERVER_NAME = "imagebench"
+MCP_DIR = ".mcp"
+SOCKET_NAME = "server.sock"
+BRIDGE_NAME = "bridge.py"
+CONFIG_NAME = "mcp.json"
+MAX_MESSAGE = 256 * 1024 * 1024  # one JSON-RPC line at most
+
+INSTRUCTIONS = (
+    "One case of the imagebench benchmark. Call get_prompt first: it gives the task, the input layers and "
+    "the names to leave. Read inputs with read_layer (a region, or encoding='base64'/'npy' for large "
+    "arrays), look with snapshot, leave array answers with add_layer/update_layer and structured answers "
+    "with set_answer, then call submit. What you left when you submit is what gets scored."
+)
+
+#: Runs inside the sandbox with only the standard library: stdin/stdout <-> the server's socket.
+BRIDGE = r'''"""imagebench MCP bridge: this process's stdin/stdout <-> the case server's Unix socket."""
+import os
+import socket
+import sys
+import threading
+
+os.chdir(os.path.dirname(os.path.abspath(__file__)))  # a short relative socket path
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    sock.connect("server.sock")
+except OSError as exc:
+    sys.exit(f"imagebench bridge: cannot reach the case server: {exc}")
+
+
+def upstream():
+    try:
+        while True:
+            data = os.read(0, 1 << 16)
+            if not data:
+                break
+            sock.sendall(data)
+    except OSError:
+        pass
+    try:
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+threading.Thread(target=upstream, daemon=True).start()
+out = sys.stdout.buffer
+while True:
+    data = sock.recv(1 << 16)
+    if not data:
+        break
+    out.write(data)
+    out.flush()
+'''
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def build_server(agent: AgentSession) -> Any:
+    """A ``FastMCP`` server whose tools are ``agent``'s."""
+    server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def run(ctx: Context | None, tool: str, args: dict[str, Any], fn: Any) -> Any:
+        if ctx is not None:
+            with suppress(Exception):
+                params = ctx.session.client_params
+                agent.set_client(params.clientInfo.name if params is not None else None)
+        try:
+            return agent.call(tool, args, fn)
+        except ToolError as exc:
+            raise SdkToolError(str(exc)) from None
+
+    @server.tool(structured_output=False)
+    def get_prompt(ctx: Context) -> str:
+        """The task, the persona, the input layers (name, kind, shape, dtype, scale, units) and the
+        names to leave, with their kinds and the tool that leaves each."""
+        return _json(run(ctx, "get_prompt", {}, agent.get_prompt))
+
+    @server.tool(structured_output=False)
+    def list_layers(ctx: Context) -> str:
+        """Every layer you can see: the case's inputs and the layers you added (name, kind, shape,
+        dtype, scale, units, presentation, data-plane tensor id)."""
+        return _json(run(ctx, "list_layers", {}, agent.list_layers))
+
+    @server.tool(structured_output=False)
+    def read_layer(ctx: Context, name: str, region: list[list[int]] | None = None, encoding: str = "list") -> str:
+        """A layer, or the region [[start, stop], ...] (one pair per leading axis) of it, as numbers.
+        encoding: 'list' (nested JSON lists, at most 262144 values), 'base64' (the raw little-endian
+        bytes in C order, with dtype and shape) or 'npy' (an .npy file written in your workspace;
+        its path is returned), both at most 4194304 values."""
+        args = {"name": name, "region": region, "encoding": encoding}
+        return _json(run(ctx, "read_layer", args, lambda: agent.read_layer(name, region, encoding)))
+
+    @server.tool(structured_output=False)
+    def snapshot(ctx: Context, layer: str | None = None) -> Image:
+        """A PNG of one layer, or (no layer) of the view: the inputs with your layers drawn over them."""
+        png = run(ctx, "snapshot", {"layer": layer}, lambda: agent.snapshot(layer))
+        return Image(data=png, format="png")
+
+    @server.tool(structured_output=False)
+    def add_layer(
+        ctx: Context,
+        name: str,
+        kind: str,
+        data: list[Any] | None = None,
+        npy: str | None = None,
+        like: str | None = None,
+    ) -> str:
+        """Add an answer layer: kind 'labels', 'image', 'points' or 'shapes', from numbers (data, a
+        nested list) or from an .npy file in your workspace (npy, e.g. 'outputs/labels.npy'). A
+        labels/image layer has the shape of its input (like, default: the one the case names)."""
+        args = {"name": name, "kind": kind, "data": data, "npy": npy, "like": like}
+        return _json(run(ctx, "add_layer", args, lambda: agent.add_layer(name, kind, data, npy, like)))
+
+    @server.tool(structured_output=False)
+    def update_layer(ctx: Context, name: str, data: list[Any] | None = None, npy: str | None = None) -> str:
+        """Replace the data of a layer you added, from numbers (data) or an .npy file (npy)."""
+        args = {"name": name, "data": data, "npy": npy}
+        return _json(run(ctx, "update_layer", args, lambda: agent.update_layer(name, data, npy)))
+
+    @server.tool(structured_output=False)
+    def set_answer(ctx: Context, value: Any, name: str = "answer") -> str:
+        """Set a structured answer (a JSON object with the fields get_prompt names) or a number;
+        checked against the case's answer schema (an error names the field)."""
+        return _json(run(ctx, "set_answer", {"name": name, "value": value}, lambda: agent.set_answer(value, name)))
+
+    @server.tool(structured_output=False)
+    def list_skills(ctx: Context) -> str:
+        """The skills you may activate for this task, each with what it is for."""
+        return _json(run(ctx, "list_skills", {}, agent.list_skills))
+
+    @server.tool(structured_output=False)
+    def use_skill(ctx: Context, name: str) -> str:
+        """Activate a skill (see list_skills): returns its instructions."""
+        return _json(run(ctx, "use_skill", {"name": name}, lambda: agent.use_skill(name)))
+
+    @server.tool(structured_output=False)
+    def submit(ctx: Context, note: str = "") -> str:
+        """End your turn. What you left (layers, answers) is what gets scored; nothing can change after."""
+        return _json(run(ctx, "submit", {"note": note}, lambda: agent.submit(note)))
+
+    return server
+
+
+# --------------------------------------------------------------------------- the usual transports
+
+
+def serve_stdio(agent: AgentSession) -> None:
+    """Serve ``agent`` on this process's stdin/stdout until the client closes it."""
+    import anyio
+
+    agent.transcript.route = agent.transcript.route or "stdio"
+    anyio.run(build_server(agent).run_stdio_async)
+
+
+def serve_http(
+    agent: AgentSession, *, host: str = "127.0.0.1", port: int = 8765, until_submitted: bool = False
+) -> None:
+    """Serve ``agent`` as streamable HTTP on ``http://host:port/mcp`` until interrupted (or, with
+    ``until_submitted``, until the agent calls ``submit``)."""
+    import anyio
+    import uvicorn
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise ValueError(f"the server listens on loopback only, not {host!r}")
+    agent.transcript.route = agent.transcript.route or "http"
+    server = build_server(agent)
+    server.settings.host, server.settings.port = host, port
+    uv = uvicorn.Server(uvicorn.Config(server.streamable_http_app(), host=host, port=port, log_level="warning"))
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                while not (until_submitted and agent.submitted.is_set()):
+                    await anyio.sleep(0.2)
+                await anyio.sleep(0.5)  # the submit call's answer goes out first
+                uv.should_exit = True
+
+            tg.start_soon(watch)
+            await uv.serve()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+
+
+# --------------------------------------------------------------------------- a Unix socket
+
+
+async def _serve_stream(server: Any, stream: Any) -> None:
+    """One MCP session over a byte stream of newline-delimited JSON-RPC messages."""
+    import anyio
+    import mcp.types as types
+    from anyio.streams.buffered import BufferedByteReceiveStream
+    from mcp.shared.message import SessionMessage
+
+    read_writer, read_stream = anyio.create_memory_object_stream(0)
+    write_stream, write_reader = anyio.create_memory_object_stream(0)
+    buffered = BufferedByteReceiveStream(stream)
+
+    async def reader() -> None:
+        async with read_writer:
+            while True:
+                try:
+                    line = await buffered.receive_until(b"\n", MAX_MESSAGE)
+                except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+                except anyio.DelimiterNotFound:
+                    return  # a line past MAX_MESSAGE: the connection ends
+                if not line.strip():
+                    continue
+                try:
+                    message: Any = SessionMessage(types.JSONRPCMessage.model_validate_json(line))
+                except Exception as exc:
+                    message = exc
+                await read_writer.send(message)
+
+    async def writer() -> None:
+        async with write_reader:
+            async for session_message in write_reader:
+                text = session_message.message.model_dump_json(by_alias=True, exclude_none=True)
+                try:
+                    await stream.send(text.encode("utf-8") + b"\n")
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+
+    low = server._mcp_server
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(writer)
+        try:
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+        finally:
+            tg.cancel_scope.cancel()
+            with suppress(Exception):
+                await stream.aclose()
+
+
+class SocketServer:
+    """``agent``'s server on a Unix socket at ``path``, in a thread of this process, until :meth:`close`.
+
+    A socket path longer than the kernel allows (a deep workspace) is bound through the folder's
+    descriptor (``/proc/self/fd/N/name``), so any workspace works.
+    """
+
+    def __init__(self, agent: AgentSession, path: Path) -> None:
+        self.agent = agent
+        self.path = Path(path)
+        self.server = build_server(agent)
+        self._sock = _listen_unix(self.path)
+        self._stop = threading.Event()
+        self._portal_cm: Any = None
+        self._portal: Any = None
+        self._start()
+
+    def _start(self) -> None:
+        from anyio.from_thread import start_blocking_portal
+
+        self._portal_cm = start_blocking_portal()
+        self._portal = self._portal_cm.__enter__()
+        self._future = self._portal.start_task_soon(self._serve)
+
+    async def _serve(self) -> None:
+        import anyio
+        from anyio.abc import SocketListener
+
+        listener = await SocketListener.from_socket(self._sock)
+        async with anyio.create_task_group() as tg:
+            while True:
+                stream = await listener.accept()
+                tg.start_soon(_serve_stream, self.server, stream)
+
+    def close(self) -> None:
+        """Stop serving: every connection ends, the socket goes."""
+        if self._portal is None:
+            return
+        try:
+            self._future.cancel()  # cancels the serving task and each connection's session
+        finally:
+            with suppress(Exception):
+                self._portal_cm.__exit__(None, None, None)
+            self._portal = None
+            with suppress(OSError):
+                self._sock.close()
+            with suppress(OSError):
+                self.path.unlink()
+
+
+def _listen_unix(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with suppress(FileNotFoundError):
+        path.unlink()
+    if len(os.fsencode(str(path))) < 100:
+        sock.bind(str(path))
+    else:  # too long for sockaddr_un: bind through the folder's descriptor
+        fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            sock.bind(f"/proc/self/fd/{fd}/{path.name}")
+        finally:
+            os.close(fd)
+    os.chmod(path, 0o600 if os.geteuid() != 0 else 0o666)
+    sock.listen(8)
+    sock.setblocking(False)
+    return sock
+
+
+def write_client_files(folder: Path, *, shown_as: str, python: str = "python3") -> dict[str, Any]:
+    """Write :data:`BRIDGE` into ``folder/.mcp/`` and ``folder/mcp.json``: the ``mcpServers`` entry a
+    client starts (``python3 <shown_as>/.mcp/bridge.py``). ``shown_as`` is where ``folder`` is seen
+    by the client (``/workspace`` in the sandbox). Returns the configuration."""
+    mcp_dir = folder / MCP_DIR
+    mcp_dir.mkdir(parents=True, exist_ok=True)
+    (mcp_dir / BRIDGE_NAME).write_text(BRIDGE, encoding="utf-8")
+    config = {
+        "mcpServers": {
+            SERVER_NAME: {"command": python, "args": [f"{shown_as.rstrip('/')}/{MCP_DIR}/{BRIDGE_NAME}"]},
+        }
+    }
+    (folder / CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return config

@@ -1,0 +1,92 @@
+"""The transcript of an agent's tool calls: ``transcript.json`` in the sample folder.
+
+Each call keeps the tool's name, its arguments summarised (a long list or string is replaced by
+a description: no arrays are kept), whether it succeeded, its error, a one-line summary of what
+it returned, and when it started and how long it took. A ``trigger``-class case is graded from
+the skills this record shows activated (``use_skill`` calls that succeeded), never from a file
+the subject writes about itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TRANSCRIPT = "transcript.json"
+TRANSCRIPT_VERSION = 1
+_MAX_TEXT = 200
+_MAX_ITEMS = 16
+
+
+class ToolCall(BaseModel):
+    """One tool call as the harness saw it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    ok: bool
+    error: str | None = None
+    result: str = ""
+    started_s: float  # since the session was opened
+    seconds: float
+
+
+class Transcript(BaseModel):
+    """Every tool call of one agent session of one case, in order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = TRANSCRIPT_VERSION
+    label: str
+    client: str | None = None  # the MCP client's own name (its initialize request)
+    route: str = ""  # "socket" (run --subject-mcp), "stdio", "http", "viewer"
+    submitted: bool = False
+    skills: list[str] = Field(default_factory=list)  # skills activated through use_skill, in order
+    calls: list[ToolCall] = Field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for call in self.calls:
+            out[call.tool] = out.get(call.tool, 0) + 1
+        return out
+
+    def errors(self) -> int:
+        return sum(1 for c in self.calls if not c.ok)
+
+
+def summarise(value: Any, depth: int = 0) -> Any:
+    """``value`` with every long list or string replaced by a short description (no arrays kept)."""
+    if isinstance(value, str):
+        return value if len(value) <= _MAX_TEXT else f"<text of {len(value)} characters: {value[:60]!r}...>"
+    if isinstance(value, (bool, int, float)) or value is None:
+        return value
+    if isinstance(value, dict):
+        items = list(value.items())
+        out = {str(k): summarise(v, depth + 1) for k, v in items[:_MAX_ITEMS]}
+        if len(items) > _MAX_ITEMS:
+            out["..."] = f"{len(items) - _MAX_ITEMS} more keys"
+        return out
+    if isinstance(value, (list, tuple)):
+        n, shape = _count(value)
+        if n > _MAX_ITEMS or depth > 3:
+            return f"<nested list of {n} values{', shape ' + str(list(shape)) if shape else ''}>"
+        return [summarise(v, depth + 1) for v in value]
+    return f"<{type(value).__name__}>"
+
+
+def _count(value: Any) -> tuple[int, tuple[int, ...] | None]:
+    """How many scalars a nested list holds, and its shape when it is rectangular."""
+    if not isinstance(value, (list, tuple)):
+        return 1, ()
+    total, shapes = 0, set()
+    for v in value:
+        n, s = _count(v)
+        total += n
+        shapes.add(s)
+    if len(shapes) <= 1:
+        inner = next(iter(shapes), ())
+        return total, None if inner is None else (len(value), *inner)
+    return total, None
