@@ -27,6 +27,7 @@ CASE_MODULES: tuple[str, ...] = (
     "imagebench.cases.measure",
     "imagebench.cases.flatfield",
     "imagebench.cases.structured",
+    "imagebench.cases.stack",
 )
 
 
