@@ -24,7 +24,7 @@ def _several() -> list[Case]:
         c
         for c in all_cases()
         if len(c.collect) > 1
-        and isinstance(c.fixture, Procedural)
+        and (isinstance(c.fixture, Procedural) or c.available()[0])
         and c.reference is not None
         and all(layer.presentation == "array" for layer in c.layers)
     ]
@@ -48,7 +48,7 @@ _REFERENCE: dict[str, tuple[Fixture, dict[str, Any]]] = {}
 
 def _reference(case: Case) -> tuple[Fixture, dict[str, Any]]:
     if case.label not in _REFERENCE:
-        fixture = build_case(case)
+        fixture = build_case(case) if isinstance(case.fixture, Procedural) else case.build()
         session = open_session(case, fixture)
         case.reference(session)
         attempt = collect_attempt(case, "reference", session.lookup)

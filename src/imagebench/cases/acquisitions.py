@@ -143,7 +143,7 @@ CASES = [
         baseline=drift.baseline_no_correction,
         baseline_about="no correction: zero shifts and the raw movie",
         case_class="hard-case",
-        about="the same real cell under a known drift at low SNR (noise far above the field's own contrast)",
+        about="the same real cell under a known drift at low SNR (noise above the background banding's contrast)",
     ),
     Case(
         case_id="ihc-stains",
