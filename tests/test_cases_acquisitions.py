@@ -141,6 +141,7 @@ def test_truth_stays_out_of_the_session(label: str) -> None:
 
 
 def test_fibre_truth_is_read_from_the_tree_as_a_plain_number() -> None:
+    assert isinstance(fixture_of("fibre-angle/brick-courses").truth["angle_deg"], float)
     case = CASES["fibre-angle/brick-courses"]
     out = case.verify(fixture_of(case.label), Attempt("t", arrays={"answer": {"angle_deg": 37.4}}))
     assert out.passed and "angle" in out.artifacts

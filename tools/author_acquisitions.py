@@ -81,7 +81,7 @@ def _image(name: str) -> tuple[np.ndarray, str, str]:
 def _write(folder: Path, arrays: dict[str, np.ndarray]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for key, array in arrays.items():
-        np.save(folder / f"{key}.npy", np.ascontiguousarray(array))
+        np.save(folder / f"{key}.npy", np.asarray(array) if np.ndim(array) == 0 else np.ascontiguousarray(array))
 
 
 def _record(

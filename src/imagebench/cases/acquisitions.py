@@ -11,7 +11,7 @@ on the skill's synthetic case, never on these pixels (docs/cases.md gives the nu
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from imagebench.case import Case, Collect, Layer, Skill
 from imagebench.cases import drift, flatfield, landmarks, structured
-from imagebench.fixture import Attempt, Fixture, Outcome
+from imagebench.fixture import Fixture
 from imagebench.specs import OnDisk
 
 FIXTURE_ROOT = Path(__file__).resolve().parent.parent / "data" / "fixtures"
@@ -91,17 +91,21 @@ FIBRE_CONTRACT = structured._contract(
 )
 
 
-def _with_plain_truth(verify: Any) -> Any:
-    """The structured verifier reads its gold from ``fixture.truth``; a curated truth is a file ref, so
-    hand it the plain number it holds (a 0-d ``.npy``)."""
+@dataclass(frozen=True)
+class OnDiskScalarTruth(OnDisk):
+    """``OnDisk``, with each 0-d truth array read into the plain number it holds.
 
-    def run(fixture: Fixture, attempt: Attempt) -> Outcome:
-        plain = {key: np.asarray(value).item() for key, value in fixture.truth.items()}
-        return verify(replace(fixture, truth=plain), attempt)
+    A structured contract takes its gold from ``fixture.truth`` as a number (a comparator refuses a
+    file ref), and the tree stores that number as a 0-d ``.npy``; reading it at build time is one tiny file.
+    """
 
-    run.contract = verify.contract  # type: ignore[attr-defined]
-    run.__qualname__ = verify.__qualname__
-    return run
+    def build(self, skill_id: str, case_id: str) -> Fixture:
+        fixture = super().build(skill_id, case_id)
+        truth = {
+            key: np.asarray(value).item() if getattr(value, "shape", None) == () else value
+            for key, value in fixture.truth.items()
+        }
+        return replace(fixture, truth=truth)
 
 
 # --------------------------------------------------------------------------- cases
@@ -229,10 +233,10 @@ CASES = [
             + f" It is judged modulo 180 degrees with a tolerance of {structured.FIBRE_TOLERANCE_DEG} degrees."
         ),
         persona="a materials scientist checking the orientation of a layered structure in a photograph",
-        fixture=OnDisk(tolerance=structured.TOLERANCE, root=FIXTURE_ROOT),
+        fixture=OnDiskScalarTruth(tolerance=structured.TOLERANCE, root=FIXTURE_ROOT),
         layers=(Layer("fibres", "fibres", kind="image"),),
         collect=(Collect("answer", what="json", description="one JSON object with the fields named in the task"),),
-        verify=_with_plain_truth(structured.drawn(FIBRE_CONTRACT, structured.draw_fibre_angle)),
+        verify=structured.drawn(FIBRE_CONTRACT, structured.draw_fibre_angle),
         reference=structured.reference_fibre_angle,
         baseline=structured.baseline_fibre_angle,
         baseline_about="a constant angle of 0 degrees",
