@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 TARGET = 1.5
-CASES = ("segment-nuclei/synthetic-blobs", "segment-nuclei/count-nuclei", "tasks/align-channels-from-landmarks")
+CASES = ("segment-nuclei/synthetic-blobs", "segment-nuclei/count-nuclei", "align-channels-from-landmarks/synthetic-warp")
 
 
 def _wait(panel, timeout: float = 120.0) -> None:

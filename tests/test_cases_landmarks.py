@@ -1,4 +1,4 @@
-"""tasks/align-channels-from-landmarks: the reference passes, identity and affine-only answers fail,
+"""align-channels-from-landmarks/synthetic-warp: the reference passes, identity and affine-only answers fail,
 the warp's inverse is checked (and the check catches a wrong inverse), bad leavings are unavailable,
 and truth stays out of the session."""
 
@@ -12,8 +12,8 @@ import pytest
 from conftest import build_case, solve_case, truth_leaks
 
 import imagebench.cases.landmarks as lm
-from imagebench.case import NO_SKILL, Case
-from imagebench.cases import all_cases, builders
+from imagebench.case import Case
+from imagebench.cases import all_cases, builders, skills
 from imagebench.fixture import Attempt, Fixture, FixtureError, Outcome
 from imagebench.session import Session, open_session
 
@@ -47,7 +47,8 @@ def affine_only(session: Session) -> None:
 
 def test_case_and_builder_are_registered() -> None:
     assert CASE.label in {c.label for c in all_cases()}
-    assert CASE.namespace == NO_SKILL == "tasks"
+    assert CASE.namespace == lm.SKILL_ID == "align-channels-from-landmarks" and CASE.case_id == "synthetic-warp"
+    assert lm.SKILL_ID in skills()
     assert builders()["landmarks-affine-sinusoid"] is lm.build_landmarks
     kinds = {layer.name: layer.kind for layer in CASE.layers}
     assert kinds == {

@@ -36,7 +36,7 @@ def test_registered_and_contracted() -> None:
     labels = {c.label for c in all_cases()}
     assert set(CASES) <= labels
     assert set(CASES) == {
-        "segment-nuclei/count-nuclei", "drift-correction/drift-vector", "tasks/fibre-angle", "pick-a-nucleus/synthetic-volume",
+        "segment-nuclei/count-nuclei", "drift-correction/drift-vector", "fibre-angle/synthetic-lines", "pick-a-nucleus/synthetic-volume",
     }  # fmt: skip
     assert set(structured.BUILDERS.values()) <= set(builders().values())
     for case in CASES.values():
@@ -68,8 +68,8 @@ def test_reference_passes(label: str, seed: int) -> None:
         ("segment-nuclei/count-nuclei", {"count": 0}),
         ("segment-nuclei/count-nuclei", {"count": "12"}),
         ("drift-correction/drift-vector", {"shift": [0.0, 0.0]}),
-        ("tasks/fibre-angle", {"angle_deg": 0.0}),
-        ("tasks/fibre-angle", {"angle_deg": 90.0}),
+        ("fibre-angle/synthetic-lines", {"angle_deg": 0.0}),
+        ("fibre-angle/synthetic-lines", {"angle_deg": 90.0}),
         ("pick-a-nucleus/synthetic-volume", {"voxel": [16, 32, 32]}),
     ],
 )
@@ -77,7 +77,7 @@ def test_reference_passes(label: str, seed: int) -> None:
 def test_naive_answers_fail(label: str, naive: dict, seed: int) -> None:
     case = CASES[label]
     fixture = _fixture(case, seed)
-    if label == "tasks/fibre-angle" and naive["angle_deg"] == 90.0:
+    if label == "fibre-angle/synthetic-lines" and naive["angle_deg"] == 90.0:
         from imagebench.cases.structured import FIBRE_TOLERANCE_DEG, _circular_gap
 
         if _circular_gap(90.0, fixture.truth["angle_deg"]) <= FIBRE_TOLERANCE_DEG:
@@ -182,7 +182,7 @@ def test_fixtures_are_well_formed() -> None:
     assert isinstance(f.truth["count"], int)
     f = _fixture(CASES["drift-correction/drift-vector"], 7)
     assert f.data["frames"].shape == (2, 96, 96) and all(1.5 <= abs(v) <= 6 for v in f.truth["shift"])
-    f = _fixture(CASES["tasks/fibre-angle"], 7)
+    f = _fixture(CASES["fibre-angle/synthetic-lines"], 7)
     assert 0 <= f.truth["angle_deg"] < 180
     f = _fixture(CASES["pick-a-nucleus/synthetic-volume"], 7)
     assert f.data["volume"].shape == (32, 64, 64)
@@ -194,7 +194,7 @@ def test_fixtures_are_well_formed() -> None:
 WRONG = {
     "segment-nuclei/count-nuclei": {"count": 3},
     "drift-correction/drift-vector": {"shift": [0.5, -0.5]},
-    "tasks/fibre-angle": {"angle_deg": 100.0},
+    "fibre-angle/synthetic-lines": {"angle_deg": 100.0},
     "pick-a-nucleus/synthetic-volume": {"voxel": [2, 3, 4]},
 }
 
@@ -234,7 +234,7 @@ def test_a_wild_answer_is_drawn_off_the_image_without_trouble() -> None:
         ("drift-correction/drift-vector", {"shift": [1e300, -1e300]}),
         ("pick-a-nucleus/synthetic-volume", {"voxel": [10**40, -(10**40), 5]}),
         ("segment-nuclei/count-nuclei", {"count": 10**12}),
-        ("tasks/fibre-angle", {"angle_deg": "ninety"}),
+        ("fibre-angle/synthetic-lines", {"angle_deg": "ninety"}),
     ]:
         case = CASES[label]
         fixture = case.fixture.build(case.namespace, case.case_id)

@@ -49,7 +49,7 @@ def test_receipt_records_what_a_rerun_needs(tmp_path: Path, secret_env) -> None:
     receipt = build_receipt(
         subject=f"command:{COMMAND}",
         samples=3,
-        seeds={"tasks/fibre-angle": 2026},
+        seeds={"fibre-angle/synthetic-lines": 2026},
         selection={"filter": "structured", "fixtures": str(tmp_path / "tree")},
         cases=cases,
     )

@@ -45,6 +45,8 @@ from imagebench.refs import FileRef, NpzRef, suffix_of
 
 MANIFEST = "manifest.json"
 LAYOUT = "case.json"
+# The curated fixtures shipped in the package (the built-in curated cases read them).
+PACKAGED_ROOT = Path(__file__).resolve().parent / "data" / "fixtures"
 TREE_VERSION = 1
 HASH_BLOCK = 1 << 20  # bytes read per hashlib.update call while verifying
 

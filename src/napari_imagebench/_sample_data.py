@@ -40,8 +40,8 @@ def annotation_vs_model() -> list[LayerData]:
 
 
 def landmark_channels() -> list[LayerData]:
-    """tasks/align-channels-from-landmarks: two channels and the clicked landmark points."""
-    return case_data_layers("tasks/align-channels-from-landmarks")
+    """align-channels-from-landmarks/synthetic-warp: two channels and the clicked landmark points."""
+    return case_data_layers("align-channels-from-landmarks/synthetic-warp")
 
 
 def drifting_beads() -> list[LayerData]:

@@ -22,7 +22,7 @@ def test_each_leaving_becomes_a_slot_of_the_kind_the_case_declares() -> None:
     assert {n: (s.kind, s.layer, s.like) for n, s in _slots("segment-nuclei/dsb2018").items()} == {
         "labels": ("layer", "labels", "nuclei")
     }
-    probes = _slots("tasks/align-channels-from-landmarks")["probes_fixed"]
+    probes = _slots("align-channels-from-landmarks/synthetic-warp")["probes_fixed"]
     assert (probes.kind, probes.layer, probes.ordered) == ("layer", "points", True)
     assert [f.kind for f in _slots("segmentation-qc-metrics/annotation-vs-model")["f1"].fields] == ["float"]
     assert _slots("calibrated-measurements/anisotropic-volumes")["volumes"].kind == "console"
@@ -30,7 +30,7 @@ def test_each_leaving_becomes_a_slot_of_the_kind_the_case_declares() -> None:
     assert fields == {"shift": ("vector", 2)}
     fields = {f.name: (f.kind, f.length) for f in _slots("pick-a-nucleus/synthetic-volume")["answer"].fields}
     assert fields == {"voxel": ("voxel", 3)}
-    assert [f.kind for f in _slots("tasks/fibre-angle")["answer"].fields] == ["float"]
+    assert [f.kind for f in _slots("fibre-angle/synthetic-lines")["answer"].fields] == ["float"]
 
 
 def test_a_form_becomes_the_leaving_and_a_bad_value_is_named() -> None:
@@ -56,7 +56,7 @@ def test_an_empty_answer_layer_is_shaped_typed_and_scaled_like_its_data_layer() 
     data, kwargs, kind = answer_layer_data(_slots(case.label)["labels"], case.layers, {"nuclei": fx.data["image"]})
     assert kind == "labels" and data.shape == fx.data["image"].shape and data.dtype == np.int32 and not data.any()
     assert kwargs["name"] == "labels"
-    landmarks = builtin.get_case("tasks/align-channels-from-landmarks")
+    landmarks = builtin.get_case("align-channels-from-landmarks/synthetic-warp")
     lfx = landmarks.build()
     points, pkw, pkind = answer_layer_data(
         _slots(landmarks.label)["probes_fixed"], landmarks.layers, {"fixed": lfx.data["fixed"]}

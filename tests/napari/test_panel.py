@@ -467,7 +467,7 @@ def test_cases_are_shown_in_physical_units_with_channels_and_ordered_points(
     load_and_wait(qtbot, panel, "pick-a-nucleus/synthetic-volume")
     assert tuple(viewer.layers["volume"].axis_labels) == ("z", "y", "x")
 
-    load_and_wait(qtbot, panel, "tasks/align-channels-from-landmarks")
+    load_and_wait(qtbot, panel, "align-channels-from-landmarks/synthetic-warp")
     fixed, moving = viewer.layers["fixed"], viewer.layers["moving"]
     assert (fixed.colormap.name, moving.colormap.name) == ("green", "magenta")
     assert fixed.blending == moving.blending == "additive"  # neither hides the other
@@ -552,7 +552,7 @@ def test_a_reference_landmark_answer_arrives_as_points_with_their_index(
     make_napari_viewer: Any, qtbot: Any, tmp_path: Path
 ) -> None:
     viewer, panel = make_panel(make_napari_viewer, tmp_path)
-    load_and_wait(qtbot, panel, "tasks/align-channels-from-landmarks")
+    load_and_wait(qtbot, panel, "align-channels-from-landmarks/synthetic-warp")
     run_and_wait(qtbot, panel)
     shown = viewer.layers["reference:probes_fixed"]
     assert type(shown).__name__ == "Points"

@@ -28,6 +28,8 @@ CASE_MODULES: tuple[str, ...] = (
     "imagebench.cases.measure",
     "imagebench.cases.flatfield",
     "imagebench.cases.structured",
+    "imagebench.cases.stack",
+    "imagebench.cases.acquisitions",
 )
 
 

@@ -328,6 +328,13 @@ def reference_drift_robust(session: Session) -> None:
     session.namespace["corrected"] = _apply(movie, shifts).astype(np.float32)
 
 
+def baseline_no_correction(session: Session) -> None:
+    """The naive baseline: no drift at all (zero shifts) and the raw movie as the registered one."""
+    movie = np.asarray(session.namespace["movie"])
+    session.namespace["shifts"] = np.zeros((movie.shape[0], 2))
+    session.namespace["corrected"] = movie.astype(np.float32)
+
+
 # --------------------------------------------------------------------------- cases
 
 _LEAVE = (
@@ -364,6 +371,8 @@ CASES = [
         collect=_COLLECT,
         verify=verify_drift,
         reference=reference_drift,
+        baseline=baseline_no_correction,
+        baseline_about="no correction: zero shifts and the raw movie",
         case_class="golden",
         about="sub-pixel drift of a bright, textured bead field",
     ),
@@ -386,6 +395,8 @@ CASES = [
         collect=_COLLECT,
         verify=verify_drift,
         reference=reference_drift_robust,
+        baseline=baseline_no_correction,
+        baseline_about="no correction: zero shifts and the raw movie",
         case_class="hard-case",
         about="low-SNR drift with a bright object moving independently (a centroid/max tracker follows it)",
     ),

@@ -171,6 +171,11 @@ def reference_large_field(session: Session) -> None:
     session.namespace["shifts"] = shifts
 
 
+def baseline_no_drift(session: Session) -> None:
+    """The naive baseline: no drift at all (zero shifts), without reading a pixel."""
+    session.namespace["shifts"] = np.zeros((FRAMES, 2))
+
+
 # --------------------------------------------------------------------------- the case
 
 CASES = [
@@ -206,6 +211,8 @@ CASES = [
         ),
         verify=verify_large_field,
         reference=reference_large_field,
+        baseline=baseline_no_drift,
+        baseline_about="no drift: zero shifts",
         case_class="golden",
         timeout_s=120.0,
         about="sub-pixel drift of a large uint16 field read lazily, chunk by chunk, from the data plane",

@@ -182,6 +182,11 @@ def reference_flatfield(session: Session) -> None:
     session.namespace["corrected"] = (signal / flat).astype(np.float32)
 
 
+def baseline_no_correction(session: Session) -> None:
+    """The naive baseline: no correction at all (the raw fields, offset and shading left in)."""
+    session.namespace["corrected"] = np.asarray(session.namespace["fields"], dtype=np.float32).copy()
+
+
 # --------------------------------------------------------------------------- case
 
 CASES = [
@@ -213,6 +218,8 @@ CASES = [
         ),
         verify=verify_flatfield,
         reference=reference_flatfield,
+        baseline=baseline_no_correction,
+        baseline_about="no correction: the raw fields",
         case_class="golden",
         about="flatfield and dark correction from several fields under one vignetting profile",
     )

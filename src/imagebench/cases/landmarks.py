@@ -1,4 +1,4 @@
-"""tasks/align-channels-from-landmarks: map probe points from a warped channel into the fixed one.
+"""align-channels-from-landmarks: map probe points from a warped channel into the fixed one.
 
 The moving channel is the fixed field seen through a known smooth warp ``G`` from moving to
 fixed pixel coordinates: an affine map plus a small sinusoidal displacement,
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagebench.case import NO_SKILL, Case, Collect, Layer, Skill
+from imagebench.case import Case, Collect, Layer, Skill
 from imagebench.cases._overlay import GREEN, MAGENTA, Overlay
 from imagebench.fixture import (
     Attempt,
@@ -34,13 +34,20 @@ from imagebench.specs import Procedural
 if TYPE_CHECKING:
     from imagebench.session import Session
 
-CASE_ID = "align-channels-from-landmarks"
+SKILL_ID = "align-channels-from-landmarks"
+CASE_ID = "synthetic-warp"
 SIZE = 192
 N_LANDMARKS = 18
 N_PROBES = 25
 INVERSE_TOLERANCE_PX = 1e-6
 
-SKILLS: list[Skill] = []  # a `tasks` case names no skill
+SKILLS = [
+    Skill(
+        SKILL_ID,
+        checklist=(),
+        about="Map points between two channels of one field from landmark pairs, through a smooth non-rigid warp.",
+    )
+]
 
 
 # --------------------------------------------------------------------------- the warp
@@ -110,7 +117,7 @@ def check_inverse(warp: Warp, points: np.ndarray, inverse_points: np.ndarray) ->
     err = float(np.max(np.linalg.norm(warp.forward(inverse_points) - points, axis=-1), initial=0.0))
     if not err <= INVERSE_TOLERANCE_PX:
         raise FixtureError(
-            f"{CASE_ID}: forward(inverse(q)) misses q by {err:.3g} px (allowed {INVERSE_TOLERANCE_PX:g}); "
+            f"{SKILL_ID}: forward(inverse(q)) misses q by {err:.3g} px (allowed {INVERSE_TOLERANCE_PX:g}); "
             "the probe truth would be wrong"
         )
     return err
@@ -168,7 +175,7 @@ def build_landmarks(
     warp = _random_warp(rng, size, wobble_px, wavelength)
     lip = warp.contraction()
     if not lip < 0.5:
-        raise FixtureError(f"{CASE_ID}: warp is too strong to be safely invertible (contraction bound {lip:.3f})")
+        raise FixtureError(f"{SKILL_ID}: warp is too strong to be safely invertible (contraction bound {lip:.3f})")
 
     # Object centres in fixed coordinates, kept apart so landmarks are unambiguous.
     centres: list[np.ndarray] = []
@@ -194,7 +201,7 @@ def build_landmarks(
     )
     candidates = np.flatnonzero(ok)
     if candidates.size < landmarks:
-        raise FixtureError(f"{CASE_ID}: only {candidates.size} objects usable as landmarks, need {landmarks}")
+        raise FixtureError(f"{SKILL_ID}: only {candidates.size} objects usable as landmarks, need {landmarks}")
     chosen = rng.choice(candidates, size=landmarks, replace=False)
     lm_fixed_true = centre_arr[chosen]
     lm_moving_true = where_moving[chosen]
@@ -305,12 +312,17 @@ def reference_landmarks(session: Session) -> None:
     session.namespace["probes_fixed"] = affine(probes) + residual(probes)
 
 
+def baseline_identity(session: Session) -> None:
+    """The naive baseline: the identity map (each probe answered where it is in the moving channel)."""
+    session.namespace["probes_fixed"] = np.array(session.namespace["probes_moving"], dtype=np.float64, copy=True)
+
+
 # --------------------------------------------------------------------------- case
 
 CASES = [
     Case(
         case_id=CASE_ID,
-        namespace=NO_SKILL,
+        namespace=SKILL_ID,
         task=(
             f"Two channels of the same {SIZE}x{SIZE} px field are misaligned: `moving` is `fixed` seen through a "
             "smooth, slightly non-rigid warp. `landmarks_fixed` and `landmarks_moving` are points layers of the "
@@ -341,6 +353,8 @@ CASES = [
         ),  # fmt: skip
         verify=verify_landmarks,
         reference=reference_landmarks,
+        baseline=baseline_identity,
+        baseline_about="the identity map: probes_fixed = probes_moving",
         case_class="golden",
         about="landmark-based alignment through an affine-plus-sinusoid warp; probes scored in px",
     )

@@ -10,11 +10,11 @@ mistake fails at build time instead of silently mis-scoring every run.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from imagebench import tree
 from imagebench.case import Case, Collect, Layer, Skill
 from imagebench.fixture import (
     Attempt,
@@ -36,7 +36,7 @@ SPACING: tuple[float, float, float] = (2.0, 0.5, 0.5)  # um per voxel along (z, 
 SHAPE: tuple[int, int, int] = (32, 128, 128)
 ANALYTIC_TOLERANCE = 0.1  # rasterised ellipsoids this size land within 3% of 4/3 pi a b c (30 seeds)
 #: the curated case: StarDist's annotated 3D nuclei, on the voxel size the case states (the TIFFs carry none)
-FIXTURE_ROOT = Path(__file__).resolve().parent.parent / "data" / "fixtures"
+FIXTURE_ROOT = tree.PACKAGED_ROOT
 REAL_SPACING: tuple[float, float, float] = (1.0, 0.5, 0.5)
 REAL_SHAPE: tuple[int, int, int] = (31, 61, 57)
 REAL_OBJECTS = 51

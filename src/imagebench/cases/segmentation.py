@@ -28,11 +28,11 @@ Limits and how they were calibrated are in ``docs/cases.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from imagebench import tree
 from imagebench.case import Case, Collect, Layer, Skill
 from imagebench.fixture import (
     Attempt,
@@ -51,7 +51,7 @@ QC = "segmentation-qc-metrics"
 IOU = 0.5
 
 #: the curated fixture tree shipped inside the package
-FIXTURE_ROOT = Path(__file__).resolve().parent.parent / "data" / "fixtures"
+FIXTURE_ROOT = tree.PACKAGED_ROOT
 
 DSB_CITATION = (
     "Caicedo et al., Nucleus segmentation across imaging experiments: the 2018 Data Science Bowl, "

@@ -18,11 +18,11 @@ calibration are in ``docs/cases.md``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from imagebench import tree
 from imagebench.case import Case, Collect, Layer, Skill
 from imagebench.fixture import (
     Attempt,
@@ -39,7 +39,7 @@ SKILL_ID = "segment-nuclei-3d"
 IOU = 0.5
 SHAPE: tuple[int, int, int] = (32, 96, 96)
 #: the curated fixture tree shipped inside the package
-FIXTURE_ROOT = Path(__file__).resolve().parent.parent / "data" / "fixtures"
+FIXTURE_ROOT = tree.PACKAGED_ROOT
 STARDIST_CITATION = (
     "Weigert et al., Star-convex Polyhedra for 3D Object Detection and Segmentation in Microscopy, "
     "WACV 2020; data: the 3D nuclei test stack shipped with StarDist 0.9.2 (stardist.data.test_image_nuclei_3d)"

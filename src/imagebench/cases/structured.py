@@ -8,7 +8,7 @@ command) or ends its final message with a line ``IMAGEBENCH_FINAL_JSON: {...}``.
 
 - ``segment-nuclei/count-nuclei``: how many nuclei (``integer_equal``);
 - ``drift-correction/drift-vector``: the sub-pixel shift between two frames (``vector_abs_tolerance``);
-- ``tasks/fibre-angle``: the dominant fibre orientation, modulo 180 degrees (``circular_tolerance``);
+- ``fibre-angle/synthetic-lines``: the dominant fibre orientation, modulo 180 degrees (``circular_tolerance``);
 - ``pick-a-nucleus/synthetic-volume``: one voxel inside the largest nucleus of a volume (``voxel_member_of_set``).
 
 Field tolerances were calibrated against the reference solutions over seeds 0-9 (see
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagebench.case import NO_SKILL, Case, Collect, Layer, Skill
+from imagebench.case import Case, Collect, Layer, Skill
 from imagebench.cases._overlay import GREEN, MAGENTA, Overlay, numbers
 from imagebench.fixture import Attempt, Fixture, FixtureError, Outcome
 from imagebench.scoring.answer import parse_answer
@@ -46,9 +46,11 @@ if TYPE_CHECKING:
 SEGMENT = "segment-nuclei"
 DRIFT = "drift-correction"
 PICK = "pick-a-nucleus"
+FIBRE = "fibre-angle"
 # segment-nuclei and drift-correction are declared by their own modules
 SKILLS: list[Skill] = [
-    Skill(PICK, checklist=(), about="point at one named object (the largest nucleus) of a 3D stack with a voxel index")
+    Skill(PICK, checklist=(), about="point at one named object (the largest nucleus) of a 3D stack with a voxel index"),
+    Skill(FIBRE, checklist=(), about="Measure the dominant orientation of an oriented texture, modulo 180 degrees."),
 ]
 
 #: a structured answer passes only when every field matches
@@ -189,6 +191,11 @@ def build_drift_vector(*, seed: int, size: int = 96, max_shift: float = 6.0, min
     )
 
 
+def baseline_drift_vector(session: Session) -> None:
+    """The naive baseline: no drift (a zero shift)."""
+    session.namespace["answer"] = {"shift": [0.0, 0.0]}
+
+
 def reference_drift_vector(session: Session) -> None:
     """Cross-correlation for a first estimate, then least squares: move frame 1 back by a candidate
     shift (cubic spline) and minimise its squared difference from frame 0 away from the edges."""
@@ -294,6 +301,11 @@ def build_fibre_angle(*, seed: int, size: int = 128, count: int = 220) -> Fixtur
 def reference_fibre_angle(session: Session) -> None:
     image = np.asarray(session.namespace["fibres"], dtype=np.float64)
     session.namespace["answer"] = {"angle_deg": round(_orientation_structure_tensor(image), 3)}
+
+
+def baseline_fibre_angle(session: Session) -> None:
+    """The naive baseline: a constant angle (0 degrees, along the rows), whatever the image shows."""
+    session.namespace["answer"] = {"angle_deg": 0.0}
 
 
 # --------------------------------------------------------------------------- pick a nucleus
@@ -483,7 +495,7 @@ DRIFT_CONTRACT = _contract(
     {"shift": ("vector_abs_tolerance", {"tolerance": [DRIFT_TOLERANCE_PX, DRIFT_TOLERANCE_PX]}, "shift")},
 )
 FIBRE_CONTRACT = _contract(
-    "tasks/fibre-angle",
+    "fibre-angle/synthetic-lines",
     "structured_deterministic_rubric_v1",
     {"angle_deg": ("circular_tolerance", {"tolerance": FIBRE_TOLERANCE_DEG, "modulus": 180}, "angle_deg")},
 )
@@ -530,12 +542,14 @@ CASES: list[Case] = [
         collect=_COLLECT,
         verify=drawn(DRIFT_CONTRACT, draw_drift_vector),
         reference=reference_drift_vector,
+        baseline=baseline_drift_vector,
+        baseline_about="no drift: a zero shift",
         answer=DRIFT_CONTRACT,
         about="sub-pixel translation of 1.5-6 px per axis between two textured frames (vector_abs_tolerance)",
     ),
     Case(
-        case_id="fibre-angle",
-        namespace=NO_SKILL,
+        case_id="synthetic-lines",
+        namespace=FIBRE,
         task=(
             "`fibres` (128 x 128, float32) shows thin fibres that mostly run in one direction. Report that "
             "direction in degrees, counter-clockwise from the +x axis (increasing column) as the image is "
@@ -550,6 +564,8 @@ CASES: list[Case] = [
         collect=_COLLECT,
         verify=drawn(FIBRE_CONTRACT, draw_fibre_angle),
         reference=reference_fibre_angle,
+        baseline=baseline_fibre_angle,
+        baseline_about="a constant angle of 0 degrees",
         answer=FIBRE_CONTRACT,
         about="dominant orientation of an oriented line texture, modulo 180 (circular_tolerance)",
     ),

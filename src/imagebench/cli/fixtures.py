@@ -20,16 +20,18 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         "verify",
         help="hash every file the manifest lists and report drift (exit 0 clean, 1 drift, 2 usage)",
     )
-    v.add_argument("root", nargs="?", help=f"the fixture tree (default: ${FIXTURES_ENV})")
+    v.add_argument(
+        "root", nargs="?", help=f"the fixture tree (default: ${FIXTURES_ENV}, else the tree shipped in the package)"
+    )
     v.add_argument("--workers", type=int, default=None, help="hashing threads (default: one per core, 2..16)")
     v.add_argument("--quiet", "-q", action="store_true", help="print only the findings")
     v.set_defaults(func=_cmd_verify)
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    root = args.root or os.environ.get(FIXTURES_ENV)
-    if not root:
-        raise UsageError(f"no fixture tree: give ROOT or set ${FIXTURES_ENV}")
+    from imagebench.tree import PACKAGED_ROOT
+
+    root = args.root or os.environ.get(FIXTURES_ENV) or str(PACKAGED_ROOT)
     if not Path(root).is_dir():
         raise UsageError(f"fixture tree {root} is not a directory")
     if args.workers is not None and args.workers < 1:
