@@ -41,6 +41,7 @@ class Score:
     status: str
     passed: bool
     values: dict[str, float | None] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)  # a structured answer: each field's verdict in words
 
 
 @dataclass
@@ -79,7 +80,9 @@ def calibrate(cases: Iterable[object], subjects: Sequence[str] = SUBJECTS, *, pr
             result = run_cases(chosen, parse_subject(spec), samples=1, out=Path(tmp) / spec, progress=progress)
             for label, samples in result.samples.items():
                 s = samples[0]
-                rows[label].scores[spec] = Score(s.status, s.passed, {m.name: m.value for m in s.metrics})
+                answer = (s.answer or {}).get("fields") or {}
+                said = {k: str(v.get("reason", "")) for k, v in answer.items() if isinstance(v, dict)}
+                rows[label].scores[spec] = Score(s.status, s.passed, {m.name: m.value for m in s.metrics}, said)
     return list(rows.values())
 
 
@@ -99,6 +102,16 @@ def _margin(limit: float, value: float | None) -> str:
     if value <= 0:
         return "exact" if limit == 0 else "∞"
     return f"{limit / value:.2g}x"
+
+
+def _value(score: Score | None, metric: str) -> str:
+    """A metric's value; for a structured answer, each field's verdict beside it."""
+    if score is None:
+        return "-"
+    text = _num(score.values.get(metric))
+    if score.fields:
+        text += " (" + "; ".join(f"{k}: {v}" for k, v in score.fields.items()) + ")"
+    return text
 
 
 def _verdict(score: Score | None) -> str:
@@ -127,9 +140,9 @@ def render(rows: Sequence[CaseRow]) -> str:
                 f"{row.kind}, {row.case_class}" if first else "",
                 f"`{metric}`",
                 _num(limit),
-                _num(ref.values.get(metric)) if ref else "-",
+                _value(ref, metric),
                 _margin(limit, ref.values.get(metric)) if ref else "-",
-                _num(base.values.get(metric)) if base else "-",
+                _value(base, metric),
                 _verdict(base) if first else "",
                 _verdict(nop) if first else "",
             ]
