@@ -81,3 +81,20 @@ def test_the_source_check_would_catch_an_offender(tmp_path, monkeypatch):
     )
     monkeypatch.setattr(sys.modules[__name__], "CORE", tmp_path / "imagebench")
     assert len(_gui_imports(bad)) == 3
+
+
+def test_the_supervisor_parses_run_without_numpy() -> None:
+    """``imagebench run`` parses its arguments in the supervising process before the run starts
+    in a child; that parse must cost no numpy (nor anything heavier)."""
+    from imagebench.case import FIXTURE_CHOICES
+    from imagebench.cli.run import FIXTURE_KINDS
+
+    assert FIXTURE_KINDS == FIXTURE_CHOICES
+    code = (
+        "import sys, json\nfrom imagebench.cli import build_parser\n"
+        "build_parser(['run', '--subject', 'nop']).parse_args(['run', '--subject', 'nop'])\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'pydantic', 'scipy'})))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []

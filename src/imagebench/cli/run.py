@@ -7,7 +7,6 @@ import sys
 import textwrap
 from typing import TYPE_CHECKING
 
-from imagebench.case import FIXTURE_CHOICES, select_cases
 from imagebench.cli import UsageError
 from imagebench.cli.common import (
     RUN_DIRS,
@@ -22,6 +21,10 @@ from imagebench.cli.common import (
 )
 from imagebench.cli.tables import console as _console
 from imagebench.cli.tables import results_table, tally_line
+
+# imagebench.case.FIXTURE_CHOICES, spelled here so that parsing `run` (which the supervising
+# process does before it starts the run) imports no numpy (tests/test_packaging.py holds them equal).
+FIXTURE_KINDS: tuple[str, ...] = ("all", "synthetic", "curated")
 
 if TYPE_CHECKING:
     from imagebench.case import Case
@@ -51,7 +54,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         "with --resume, only when run.json keeps the subject without its paths)",
     )
     p.add_argument("--samples", type=int, default=1, metavar="N", help="samples per case (default 1)")
-    p.add_argument("--fixtures", choices=FIXTURE_CHOICES, default="all", help="run only synthetic or curated cases")
+    p.add_argument("--fixtures", choices=FIXTURE_KINDS, default="all", help="run only synthetic or curated cases")
     p.add_argument("--out", metavar="DIR", help="outcome root (default: $IMAGEBENCH_OUTCOME_DIR or ./outcomes)")
     p.add_argument("--timeout", type=float, metavar="S", help="subject time limit in seconds (default: each case's)")
     p.add_argument(
@@ -246,6 +249,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     bundle_cases = cases_from_args(args)  # None unless --bundle
     all_cases = bundle_cases if bundle_cases is not None else builtin.all_cases()
+    from imagebench.case import select_cases
+
     chosen, unmatched = select_cases(all_cases, args.patterns, args.fixtures)
     if unmatched:
         labels = "\n".join(f"  {c.label}" for c in all_cases) or "  (none registered)"
