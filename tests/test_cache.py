@@ -151,3 +151,19 @@ def test_a_value_the_cache_cannot_store_is_simply_not_cached(cache_dir: Path) ->
     odd = type(fixture)(provenance="x", data={"image": np.zeros((2, 2))}, truth={"thing": object()})
     assert cache.store("toy/odd", "sha256:" + "1" * 64, 1, odd) is None
     assert _entries(cache_dir) == []
+
+
+def test_a_warm_cache_needs_no_prefetch_helper(cache_dir: Path) -> None:
+    from imagebench.executor.prefetch import costly, start_prefetch
+
+    cases = [builtin.get_case(label) for label in ("segment-nuclei/count-nuclei", "pick-a-nucleus/synthetic-volume")]
+    curated = builtin.get_case("segment-nuclei/dsb2018")
+    assert not costly(curated, None)  # read lazily from the tree: nothing to build ahead
+    assert costly(cases[1], None) and costly(cases[1], 7)  # not cached yet; a sealed seed never is
+    cold = start_prefetch([(c, None) for c in cases], enabled=True)
+    assert cold is not None
+    cold.close()
+    for case in cases:
+        prepare_fixture(case)  # kept
+    assert not costly(cases[1], None)
+    assert start_prefetch([(c, None) for c in cases], enabled=True) is None  # nothing left to build ahead

@@ -156,6 +156,12 @@ def _fixture_fields(fixture: Fixture) -> dict[str, Any]:
     return {f.name: getattr(fixture, f.name) for f in fields(fixture)}
 
 
+def present(definition: str, seed: int, root: Path | None = None) -> bool:
+    """Whether an entry for this definition and seed is on disk (not yet checked: :func:`load` checks)."""
+    root = root if root is not None else cache_root()
+    return root is not None and (root / entry_key(definition, seed) / ENTRY).is_file()
+
+
 def load(label: str, definition: str, seed: int, root: Path | None = None) -> Fixture | None:
     """The cached fixture of case ``label`` (definition fingerprint ``definition``) built from
     ``seed``, or None (no entry, the cache is off, or an entry that failed its digest: removed,

@@ -184,10 +184,31 @@ class Prefetcher:
 PREFETCH_DEPTH = 2  # cases built ahead of the one running
 
 
+def costly(case: Case, seed: int | None) -> bool:
+    """Whether building ``case`` (from ``seed``) is work worth a helper: not a curated case (its
+    arrays are read lazily) nor a procedural one whose fixture the cache already holds."""
+    from imagebench.specs import OnDisk, Procedural
+
+    spec = case.fixture
+    if seed is None and isinstance(spec, OnDisk):
+        return False
+    if seed is None and isinstance(spec, Procedural):
+        from imagebench import cache
+        from imagebench.digest import FingerprintError
+        from imagebench.fingerprint import definition_fingerprint
+
+        try:
+            return not cache.present(definition_fingerprint(case), spec.seed)
+        except FingerprintError:
+            return True
+    return True
+
+
 def start_prefetch(builds: Sequence[tuple[Case, int | None]], enabled: bool) -> Prefetcher | None:
     """The helper for a serial pass, already asked for the ``(case, seed)`` builds after the first
-    (which is built here at once: a fresh helper still has its imports to do)."""
-    if not enabled or len(builds) < 2:
+    (which is built here at once: a fresh helper still has its imports to do). None when no build
+    after the first is :func:`costly`: a warm cache needs no second process to read it."""
+    if not enabled or len(builds) < 2 or not any(costly(case, seed) for case, seed in builds[1:]):
         return None
     try:
         helper = Prefetcher()
