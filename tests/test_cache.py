@@ -167,3 +167,22 @@ def test_a_warm_cache_needs_no_prefetch_helper(cache_dir: Path) -> None:
         prepare_fixture(case)  # kept
     assert not costly(cases[1], None)
     assert start_prefetch([(c, None) for c in cases], enabled=True) is None  # nothing left to build ahead
+
+
+def test_a_fixture_built_ahead_in_the_helper_is_kept_under_the_drivers_key(cache_dir: Path) -> None:
+    """A structured case's verifier is a closure the helper process cannot read the source of, so
+    the driver sends the cache key along; the helper's build is then kept, and the next run reuses it."""
+    from imagebench.executor.prefetch import Prefetcher, costly
+
+    case = builtin.get_case("segment-nuclei/count-nuclei")
+    assert costly(case, None)
+    helper = Prefetcher()
+    try:
+        helper.submit(case, None)
+        built = helper.take(case, None)
+    finally:
+        helper.close()
+    assert built is not None and built.fixture is not None
+    assert not costly(case, None)  # kept by the helper, under the key the driver computes
+    again = prepare_fixture(case)
+    assert built_fixture_digest(again.fixture) == built_fixture_digest(built.fixture)

@@ -90,13 +90,17 @@ class PreparedFixture:
                 self.reason = f"the fixture's truth cannot be digested: {type(exc).__name__}: {exc}"
 
 
-def prepare_fixture(case: Case, *, plane: Plane | None | object = None, seed: int | None = None) -> PreparedFixture:
+def prepare_fixture(
+    case: Case, *, plane: Plane | None | object = None, seed: int | None = None, definition: str | None = None
+) -> PreparedFixture:
     """Check availability and build the fixture; never raises (a failure is a status with a reason).
 
     A case that presents a tensor is skipped when ``plane`` is None (pass the run's plane, or any
     non-None object to build it where the plane is checked later). ``seed`` builds a procedural
     fixture from that seed instead of the case's own (a sealed run's, :mod:`imagebench.sealed`);
-    it is kept in the result's ``seed``."""
+    it is kept in the result's ``seed``. ``definition`` is the case's definition fingerprint when
+    the caller has it (a case unpickled in another process may not be able to read its own source):
+    the fixture cache's key."""
     if presents_tensor(case) and plane is None:
         return PreparedFixture(None, "skipped", TENSOR_SKIP_REASON, seed=seed)
     ok, why = case.available()
@@ -104,7 +108,7 @@ def prepare_fixture(case: Case, *, plane: Plane | None | object = None, seed: in
         return PreparedFixture(None, "skipped", why or "the fixture is not available on this machine", seed=seed)
     start = time.perf_counter()
     try:
-        fixture = _build(case, seed)
+        fixture = _build(case, seed, definition)
     except Exception as exc:
         return PreparedFixture(
             None,
@@ -116,7 +120,7 @@ def prepare_fixture(case: Case, *, plane: Plane | None | object = None, seed: in
     return PreparedFixture(fixture, build_s=time.perf_counter() - start, seed=seed)
 
 
-def _build(case: Case, seed: int | None) -> Fixture:
+def _build(case: Case, seed: int | None, definition: str | None = None) -> Fixture:
     from imagebench.specs import Procedural
 
     if seed is None:
@@ -131,10 +135,11 @@ def _build(case: Case, seed: int | None) -> Fixture:
         from imagebench.digest import FingerprintError
         from imagebench.fingerprint import definition_fingerprint
 
-        try:
-            definition = definition_fingerprint(case)
-        except FingerprintError:  # a case with no stable identity is simply built every time
-            return case.build()
+        if definition is None:
+            try:
+                definition = definition_fingerprint(case)
+            except FingerprintError:  # a case with no stable identity is simply built every time
+                return case.build()
         fixture = cache.load(case.label, definition, spec.seed)
         if fixture is None:
             fixture = case.build()

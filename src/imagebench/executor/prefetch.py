@@ -44,8 +44,10 @@ def frame_read(stream: Any) -> bytes | None:
 
 
 def prefetch_main() -> None:
-    """The helper process: read pickled ``(case, seed)`` pairs on stdin, answer pickled
-    PreparedFixtures on stdout (``seed`` is None but in a sealed run)."""
+    """The helper process: read pickled ``(case, seed, definition)`` on stdin, answer pickled
+    PreparedFixtures on stdout (``seed`` is None but in a sealed run; ``definition`` is the case's
+    definition fingerprint as the driver computed it, the cache's key: a case pickled by value
+    cannot always read its own source here)."""
     import pickle
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
@@ -63,8 +65,8 @@ def prefetch_main() -> None:
         if data is None:
             return
         try:
-            case, seed = pickle.loads(data)
-            prepared = prepare_fixture(case, plane=ANY_PLANE, seed=seed)
+            case, seed, definition = pickle.loads(data)
+            prepared = prepare_fixture(case, plane=ANY_PLANE, seed=seed, definition=definition)
             answer = pickle.dumps(("ok", prepared), protocol=5)
         except Exception as exc:  # the driver builds it itself
             answer = pickle.dumps(("error", f"{type(exc).__name__}: {exc}"), protocol=5)
@@ -131,7 +133,7 @@ class Prefetcher:
             if self._broken or key in self._answers:
                 return
             try:
-                payload = cloudpickle.dumps((case, seed), protocol=5)
+                payload = cloudpickle.dumps((case, seed, _definition(case) if seed is None else None), protocol=5)
             except Exception:
                 return  # not picklable: take() answers None and the case is built here
             fut: Future[bytes | None] = Future()
@@ -184,6 +186,16 @@ class Prefetcher:
 PREFETCH_DEPTH = 2  # cases built ahead of the one running
 
 
+def _definition(case: Case) -> str | None:
+    from imagebench.digest import FingerprintError
+    from imagebench.fingerprint import definition_fingerprint
+
+    try:
+        return definition_fingerprint(case)
+    except FingerprintError:
+        return None
+
+
 def costly(case: Case, seed: int | None) -> bool:
     """Whether building ``case`` (from ``seed``) is work worth a helper: not a curated case (its
     arrays are read lazily) nor a procedural one whose fixture the cache already holds."""
@@ -194,13 +206,9 @@ def costly(case: Case, seed: int | None) -> bool:
         return False
     if seed is None and isinstance(spec, Procedural):
         from imagebench import cache
-        from imagebench.digest import FingerprintError
-        from imagebench.fingerprint import definition_fingerprint
 
-        try:
-            return not cache.present(definition_fingerprint(case), spec.seed)
-        except FingerprintError:
-            return True
+        definition = _definition(case)
+        return definition is None or not cache.present(definition, spec.seed)
     return True
 
 
