@@ -7,7 +7,7 @@ import types
 import numpy as np
 import pytest
 
-from imagebench.cases import all_cases, builders, structured
+from imagebench.cases import all_cases, builders, pick, structured
 from imagebench.fixture import Attempt, FixtureError
 from imagebench.scoring.answer import final_json_message
 from imagebench.scoring.comparators import unpack_region
@@ -168,6 +168,7 @@ def test_drift_cross_check(monkeypatch) -> None:
 
 def test_fibre_cross_check(monkeypatch) -> None:
     real = structured._fibre_texture
+
     def off_by_twenty(rng, size, theta, count):
         return real(rng, size, theta, count)[0], theta + 20
 
@@ -258,3 +259,69 @@ def test_pick_a_nucleus_is_a_skill() -> None:
 
     assert "pick-a-nucleus" in skills()
     assert CASES["pick-a-nucleus/synthetic-volume"].answer.task_id == "pick-a-nucleus/synthetic-volume"
+
+
+# --------------------------------------------------------------------------- pick-a-nucleus, the largest whole one
+
+PICK_CASES = {c.label: c for c in pick.CASES}
+TOUCHING = "pick-a-nucleus/touching-volume"
+STARDIST = "pick-a-nucleus/stardist-3d"
+
+
+def _pick_fixture(label: str, seed: int):
+    case = PICK_CASES[label]
+    return case.build() if label == STARDIST else _fixture(case, seed)
+
+
+def test_pick_cases_registered_and_contracted() -> None:
+    assert set(PICK_CASES) == {TOUCHING, STARDIST} and set(PICK_CASES) <= {c.label for c in all_cases()}
+    assert pick.build_pick_touching in builders().values()
+    for case in PICK_CASES.values():
+        assert case.answer.answer_schema["voxel"].comparator == "voxel_member_of_set"
+        assert all(set(v) == {"from_truth"} for v in case.answer.ground_truth.values())
+        assert getattr(case.verify, "contract", None) is case.answer and '"voxel"' in case.task
+
+
+@pytest.mark.parametrize("label, seed", [(TOUCHING, 0), (TOUCHING, 1), (TOUCHING, 2026), (STARDIST, 0)])
+def test_pick_reference_passes_and_baseline_nop_fail(label: str, seed: int) -> None:
+    case = PICK_CASES[label]
+    fixture = _pick_fixture(label, seed)
+    outcome = _verify(case, fixture, _run_reference(case, fixture))
+    assert outcome.status == "ok", outcome.detail
+    ns = types.SimpleNamespace(namespace={"volume": np.array(fixture.data["volume"])})
+    case.baseline(ns)
+    assert _verify(case, fixture, ns.namespace["answer"]).status == "wrong-answer"
+    assert _verify(case, fixture, None).status == "no-result"
+
+
+def test_touching_volume_truth_is_whole_and_another_nucleus_fails() -> None:
+    from scipy import ndimage as ndi
+
+    case = PICK_CASES[TOUCHING]
+    fixture = _fixture(case, 3)
+    mask = unpack_region(fixture.truth[pick.TRUTH_KEY])
+    assert mask.any() and not (mask[0].any() or mask[-1].any() or mask[:, 0].any() or mask[:, -1].any())
+    assert not (mask[:, :, 0].any() or mask[:, :, -1].any())
+    # the brightest voxel away from the truth is on another nucleus (the brighter neighbour, as a rule)
+    smooth = ndi.gaussian_filter(np.asarray(fixture.data["volume"], np.float64), 1.5)
+    smooth[ndi.binary_dilation(mask, iterations=2)] = -np.inf
+    other = [int(i) for i in np.unravel_index(int(np.argmax(smooth)), smooth.shape)]
+    assert _verify(case, fixture, {"voxel": other}).status == "wrong-answer"
+    again = _fixture(case, 3)
+    assert np.array_equal(again.data["volume"], fixture.data["volume"]) and again.truth == fixture.truth
+
+
+def test_stardist_pick_truth_is_nucleus_81_and_its_neighbour_146_fails() -> None:
+    import tifffile
+
+    from imagebench import tree
+
+    case = PICK_CASES[STARDIST]
+    fixture = case.build()
+    mask = unpack_region(fixture.truth[pick.TRUTH_KEY])
+    labels = tifffile.imread(tree.PACKAGED_ROOT / "segment-nuclei-3d" / "stardist-3d" / "mask3d.tif")
+    assert np.array_equal(mask, labels == 81)
+    neighbour = [int(i) for i in np.argwhere(labels == 146)[0]]
+    assert _verify(case, fixture, {"voxel": neighbour}).status == "wrong-answer"
+    inside = [int(i) for i in np.argwhere(mask)[0]]
+    assert _verify(case, fixture, {"voxel": inside}).status == "ok"

@@ -1,4 +1,4 @@
-"""Why ``pick-a-nucleus`` has no curated case on StarDist's real 3D stack: the record, re-runnable.
+"""Why the first attempt at a curated ``pick-a-nucleus`` case on StarDist's real 3D stack failed: the record, re-runnable.
 
 Reads the packaged byte copies of the StarDist 0.9.2 wheel's ``img3d.tif`` / ``mask3d.tif``
 (``segment-nuclei-3d/stardist-3d``) and prints, from the annotation alone:
@@ -22,7 +22,8 @@ and then, on the pixels, where each reference tried puts its voxel (the truth is
 
 None lands in 81: in the image, 81 (mean 217) sits on 146 (mean 260, cut by the last z slice)
 and the boundary between them is a dip of about 2% in the smoothed intensity, so every method
-tried merges the two or misses 81. Usage: ``python tools/probe_pick_stardist.py`` (a few seconds).
+tried merges the two or misses 81. The second attempt (``imagebench.cases.pick``, designed on a
+synthetic case built to reproduce this) does land in 81; see docs/cases.md. Usage: ``python tools/probe_pick_stardist.py`` (a few seconds).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ CASE_MODULES: tuple[str, ...] = (
     "imagebench.cases.measure",
     "imagebench.cases.flatfield",
     "imagebench.cases.structured",
+    "imagebench.cases.pick",
     "imagebench.cases.stack",
     "imagebench.cases.acquisitions",
 )

@@ -461,8 +461,13 @@ def draw_fibre_angle(fixture: Fixture, answer: dict[str, Any] | None) -> tuple[d
 
 
 def draw_pick_nucleus(fixture: Fixture, answer: dict[str, Any] | None) -> tuple[dict[str, np.ndarray], str]:
+    return draw_voxel_in(fixture, answer, "largest_nucleus")
+
+
+def draw_voxel_in(fixture: Fixture, answer: dict[str, Any] | None, key: str) -> tuple[dict[str, np.ndarray], str]:
+    """The answered voxel on ``volume`` with the outline of the truth region ``key`` (a packed mask)."""
     volume = np.asarray(fixture.data["volume"])
-    mask = unpack_region(fixture.truth["largest_nucleus"])
+    mask = unpack_region(fixture.truth[key])
     given = numbers(answer.get("voxel") if answer else None, 3)
     # The slice through the answered voxel (the truth's middle slice when there is none), and the
     # projection: a voxel off in z can sit inside the nucleus's outline in one and not the other.
