@@ -10,7 +10,8 @@ Each figure is a median over repeats, each beside its anchor measured here:
    with ``span`` blocks, and ``dask.array.from_zarr`` over the plane's own store on local disk.
 2. upload: ``Client.upload`` (streaming, plus the pyramid the plane builds) vs writing the same
    array to a local zarr v3 store with the same chunks and layout (level 0 only). Target: >= 0.3x.
-3. first chunk: from ``Client.get(id)`` to the first level-0 chunk of a B x B upload in memory;
+3. first chunk: from ``Client.get(id)`` to the first level-0 chunk of a B x B upload in memory,
+   read as a viewer reads it (a slice of the lazy array turned into numpy);
    target <= 5 ms, shown beside one raw Flight ``do_get`` of one chunk of the same size.
 
 The plane runs as its own process (``start_plane``), as in a real run.
@@ -195,8 +196,8 @@ def main(argv: list[str] | None = None) -> int:
             lat_local: list[float] = []
             for i, j in picks:
                 t0 = time.perf_counter()
-                arr = client.get(big_id)
-                arr.blocks[i, j].compute(scheduler="sync")
+                arr = client.get(big_id)  # as a viewer reads it: a slice of the lazy array, made concrete
+                np.asarray(arr[i * args.chunk : (i + 1) * args.chunk, j * args.chunk : (j + 1) * args.chunk])
                 lat_plane.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 z = zarr.open_array(store=str(big_store), mode="r")

@@ -197,28 +197,39 @@ def read_box(
     elif out.shape != extent:
         raise ValueError(f"reading {sid}: the box is {extent}, the array to fill is {out.shape}")
     expected = math.prod(b - a for a, b in zip(start, stop, strict=True))
+    itemsize = np.dtype(dtype).itemsize
     ticket = fl.Ticket(ChunkTicket(id=sid, level=level, chunk=start, span=span).encode())
     seen = 0
     with _flight_errors(f"reading chunks {list(start)} to {[s - 1 for s in stop]} of level {level} of {sid}"):
         reader = _connection(url).do_get(ticket)
         for batch in reader.to_reader():
-            for row in range(batch.num_rows):
-                index = tuple(batch.column(0)[row].as_py())
-                if len(index) != len(start) or any(not a <= i < b for i, a, b in zip(index, start, stop, strict=True)):
+            n = batch.num_rows
+            if n == 0:
+                continue
+            index_col, data_col = batch.column(0), batch.column(1)
+            found = index_col.flatten().to_numpy(zero_copy_only=False)
+            if found.size != n * len(start):
+                raise fl.FlightServerError(f"reading {sid}: the plane sent chunk indices of the wrong length")
+            found = found.reshape(n, len(start))
+            _, offsets_buf, data_buf = data_col.buffers()
+            offsets = np.frombuffer(offsets_buf, dtype=np.int64)[data_col.offset : data_col.offset + n + 1]
+            raw = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
+            for row in range(n):
+                index = tuple(int(i) for i in found[row])
+                if any(not a <= i < b for i, a, b in zip(index, start, stop, strict=True)):
                     raise fl.FlightServerError(
                         f"reading {sid}: the plane sent chunk {list(index)}, outside the box asked for"
                     )
                 region = chunk_slices(index, shape, chunks)
                 want = tuple(r.stop - r.start for r in region)
-                buf = batch.column(1)[row].as_buffer()
-                nbytes = math.prod(want) * np.dtype(dtype).itemsize
-                if buf is None or buf.size != nbytes:
+                nbytes = math.prod(want) * itemsize
+                lo_b, hi_b = int(offsets[row]), int(offsets[row + 1])
+                if hi_b - lo_b != nbytes:
                     raise fl.FlightServerError(
-                        f"reading {sid}: chunk {list(index)} came back with {0 if buf is None else buf.size} bytes, "
-                        f"expected {nbytes}"
+                        f"reading {sid}: chunk {list(index)} came back with {hi_b - lo_b} bytes, expected {nbytes}"
                     )
                 local = tuple(slice(r.start - a, r.stop - a) for r, a in zip(region, lo, strict=True))
-                out[local] = np.frombuffer(buf, dtype=dtype).reshape(want)
+                out[local] = raw[lo_b:hi_b].view(dtype).reshape(want)
                 seen += 1
     if seen != expected:
         raise fl.FlightServerError(f"reading {sid}: the plane sent {seen} of the {expected} chunks asked for")
@@ -246,9 +257,7 @@ class _ChunkSender:
 
     def send(self, index: tuple[int, ...], block: np.ndarray) -> None:
         block = np.ascontiguousarray(block)
-        batch = pa.record_batch(
-            [index_column(index), binary_column(block)], schema=UPLOAD_SCHEMA
-        )
+        batch = pa.record_batch([index_column(index), binary_column(block)], schema=UPLOAD_SCHEMA)
         with self.lock:
             self.writer.write_batch(batch)
 
@@ -372,7 +381,7 @@ class Client:
             raise ValueError(f"span must be {len(shape)} positive chunk counts, one per axis, got {list(span)}")
         return None if all(s == 1 for s in box) else box
 
-    def read(self, sid: str, level: int = 0, *, streams: int = 4) -> np.ndarray:
+    def read(self, sid: str, level: int = 0, *, streams: int = 2) -> np.ndarray:
         """All of level ``level`` of ``sid`` in memory, now: ``streams`` parallel ``do_get`` streams,
         each a band of chunks along the first axis, copied once into the result."""
         meta = self._meta(sid)

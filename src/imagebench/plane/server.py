@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +115,18 @@ def binary_column(data: Any) -> pa.Array:
     buf = pa.py_buffer(data)
     offsets = pa.py_buffer(np.array([0, buf.size], dtype=np.int64))
     return pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, buf])
+
+
+BOX_BATCH_BYTES = 4 << 20  # a box of chunks is streamed in record batches of about this many bytes
+
+
+def index_rows(indices: Sequence[Sequence[int]]) -> pa.Array:
+    """One list<int64> value per chunk index, built from buffers (see :func:`index_column`)."""
+    values = np.asarray(indices, dtype=np.int64).reshape(len(indices), -1)
+    offsets = np.arange(0, values.size + 1, values.shape[1], dtype=np.int32)
+    off = pa.Array.from_buffers(pa.int32(), len(offsets), [None, pa.py_buffer(offsets)])
+    items = pa.Array.from_buffers(pa.int64(), values.size, [None, pa.py_buffer(np.ascontiguousarray(values))])
+    return pa.ListArray.from_arrays(off, items)
 
 
 def index_column(index: Any) -> pa.Array:
@@ -391,6 +403,24 @@ class PlaneServer(fl.FlightServerBase):
             return np.ascontiguousarray(full[tuple(slice(0, n) for n in extent)])
         return np.ascontiguousarray(self._level(sid, level)[chunk_slices(index, shape, chunks)])
 
+    def _read_into(self, out: memoryview, sid: str, level: int, index: tuple[int, ...], meta: ArrayMeta) -> None:
+        """One chunk's C-order bytes into ``out`` (exactly its size): a full chunk of the plain layout
+        is read from its file straight into ``out`` (a missing file leaves the zeros it holds)."""
+        chunks = meta.level_chunks(level)
+        if self._direct(sid, level, meta) and chunk_shape(index, meta.level_shape(level), chunks) == tuple(chunks):
+            path = self.arrays_dir / sid / str(level) / "c" / Path(*map(str, index))
+            try:
+                with open(path, "rb", buffering=0) as fh:
+                    n = fh.readinto(out)
+                    extra = fh.read(1)
+            except FileNotFoundError:  # zarr leaves out chunks that hold only the fill value
+                return
+            if n != out.nbytes or extra:
+                raise ValueError(f"chunk file {path.name} does not hold the {out.nbytes} bytes of one chunk")
+            return
+        block = self._read_block(sid, level, index, meta)
+        out[:] = memoryview(block).cast("B")
+
     # ----------------------------------------------------------------- upload
 
     def do_put(self, context: Any, descriptor: fl.FlightDescriptor, reader: Any, writer: Any) -> None:
@@ -519,17 +549,30 @@ class PlaneServer(fl.FlightServerBase):
             {META_KEY: json.dumps({"dtype": meta.dtype, "chunks": len(indices)}).encode()}
         )
 
+        itemsize = np.dtype(meta.dtype).itemsize
+        per_batch = max(1, BOX_BATCH_BYTES // max(1, math.prod(chunks) * itemsize))
+
         def batches() -> Iterator[pa.RecordBatch]:
-            for index in indices:
-                try:
-                    block = self._read_block(request.id, request.level, index, meta)
-                except Exception as exc:
-                    raise _error(
-                        f"array {request.id!r}: chunk {list(index)} of level {request.level} is unreadable ({exc})"
-                    ) from None
-                yield pa.record_batch(
-                    [index_column(index), binary_column(block)], schema=schema
+            # Several chunks to a batch (about BOX_BATCH_BYTES), each read straight into its place in
+            # the batch's one buffer: fewer trips through Python per byte sent, one copy from the file.
+            for start in range(0, len(indices), per_batch):
+                group = indices[start : start + per_batch]
+                sizes = [math.prod(chunk_shape(index, shape, chunks)) * itemsize for index in group]
+                offsets = np.zeros(len(group) + 1, dtype=np.int64)
+                np.cumsum(sizes, out=offsets[1:])
+                buf = bytearray(int(offsets[-1]))
+                view = memoryview(buf)
+                for k, index in enumerate(group):
+                    try:
+                        self._read_into(view[offsets[k] : offsets[k + 1]], request.id, request.level, index, meta)
+                    except Exception as exc:
+                        raise _error(
+                            f"array {request.id!r}: chunk {list(index)} of level {request.level} is unreadable ({exc})"
+                        ) from None
+                data = pa.Array.from_buffers(
+                    pa.large_binary(), len(group), [None, pa.py_buffer(offsets), pa.py_buffer(buf)]
                 )
+                yield pa.record_batch([index_rows(group), data], schema=schema)
 
         return fl.GeneratorStream(schema, batches())
 
