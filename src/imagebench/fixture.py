@@ -15,11 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
-from imagebench.frozen import freeze
+if TYPE_CHECKING:
+    import numpy as np
 
 Kind = Literal["synthetic", "curated"]
 
@@ -60,6 +59,8 @@ class Fixture:
     case_id: str = ""
 
     def __post_init__(self) -> None:
+        from imagebench.frozen import freeze
+
         shared = sorted(set(self.data) & set(self.truth))
         if shared:
             raise FixtureError(
@@ -252,6 +253,8 @@ def read_array(
     image of int32 read as int64) or a kind character such as ``"i"``, ``"u"``, ``"f"``, ``"b"``
     or a string of several (``"iu"``). Never raises.
     """
+    import numpy as np
+
     try:
         value, why = _lookup(attempt, name)
         if value is _MISSING:
@@ -295,6 +298,8 @@ def read_scalar(
 
     A bool is never accepted as a number, a string is never parsed, and NaN/inf are refused.
     """
+    import numpy as np
+
     try:
         value, why = _lookup(attempt, name)
         if value is _MISSING:

@@ -27,9 +27,8 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import numpy as np
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -40,8 +39,12 @@ from pydantic import (
     model_validator,
 )
 
-from imagebench.fixture import Fixture, FixtureError
-from imagebench.refs import FileRef, NpzRef, suffix_of
+from imagebench.fixture import FixtureError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from imagebench.fixture import Fixture
 
 MANIFEST = "manifest.json"
 LAYOUT = "case.json"
@@ -114,6 +117,8 @@ class ArraySpec(_Model):
     @field_validator("dtype")
     @classmethod
     def _dtype(cls, v: str) -> str:
+        import numpy as np
+
         try:
             dt = np.dtype(v)
         except TypeError:
@@ -124,10 +129,14 @@ class ArraySpec(_Model):
 
     @classmethod
     def of(cls, shape: Iterable[int], dtype: Any) -> ArraySpec:
+        import numpy as np
+
         return cls(shape=[int(n) for n in shape], dtype=_dtype_name(np.dtype(dtype)))
 
     def agrees(self, shape: tuple[int, ...], dtype: np.dtype) -> str | None:
         """None when a header agrees with this spec, else what differs."""
+        import numpy as np
+
         problems = []
         if tuple(self.shape) != tuple(shape):
             problems.append(f"shape {list(shape)} (manifest: {self.shape})")
@@ -337,6 +346,8 @@ class _Resolved:
 
 
 def _resolve(root: str | os.PathLike[str], skill: str, case_id: str) -> _Resolved:
+    from imagebench.refs import FileRef, NpzRef, suffix_of
+
     tree = _root(root)
     folder = _case_dir(tree, skill, case_id)
     manifest_path = tree / MANIFEST
@@ -426,6 +437,8 @@ def case_available(root: str | os.PathLike[str], skill_id: str, case_id: str) ->
 
 def load_fixture(root: str | os.PathLike[str], skill_id: str, case_id: str) -> Fixture:
     """The curated fixture ``skill_id/case_id``: refs for data and truth, checked by header."""
+    from imagebench.fixture import Fixture
+
     resolved = _resolve(root, skill_id, case_id)
     return Fixture(
         provenance=resolved.entry.provenance,
@@ -466,6 +479,8 @@ def sha256_file(
 
 
 def _default_key(path: Path) -> str:
+    from imagebench.refs import suffix_of
+
     suffix = suffix_of(path)
     name = path.name
     return name[: -len(suffix)] if suffix and name.lower().endswith(suffix) else path.stem
@@ -479,7 +494,7 @@ def file_entry(path: str | os.PathLike[str], arrays: Iterable[str] | None = None
     without its suffix). A file in no fixture format (a README, a citation text) records no
     arrays unless some are asked for, which is an error.
     """
-    from imagebench.refs import READERS, npz_keys
+    from imagebench.refs import READERS, FileRef, NpzRef, npz_keys, suffix_of
 
     path = Path(path)
     specs: dict[str, ArraySpec] = {}
