@@ -27,6 +27,7 @@ Limits and how they were calibrated are in ``docs/cases.md``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -354,15 +355,22 @@ def _read_labels(attempt: Attempt, shape: tuple[int, ...]) -> tuple[np.ndarray |
     return labels, None
 
 
-def verify_nuclei(fixture: Fixture, attempt: Attempt) -> Outcome:
-    """Object-level agreement of the subject's ``labels`` with the truth label image at IoU 0.5."""
+def score_labels(
+    fixture: Fixture,
+    attempt: Attempt,
+    metrics: tuple[tuple[str, str], ...],
+    views: Callable[[np.ndarray, np.ndarray, np.ndarray | None], dict[str, np.ndarray]],
+    detail: Mapping[str, Any] | None = None,
+) -> Outcome:
+    """Object-level agreement of the subject's ``labels`` with the truth label image (2D or 3D)
+    at IoU 0.5, as ``metrics`` (the names of :data:`NUCLEI_METRICS`), drawn by ``views``."""
     truth = np.asarray(fixture.truth["labels"])
     image = np.asarray(fixture.data["image"])
-    limits = {name: _limit(fixture, name) for name, _ in NUCLEI_METRICS}
+    limits = {name: _limit(fixture, name) for name, _ in metrics}
     labels, why = _read_labels(attempt, truth.shape)
     if labels is None:
-        metrics = [Metric.missing(name, limits[name], why or "unreadable") for name, _ in NUCLEI_METRICS]
-        return Outcome(fixture, attempt, metrics, detail={"why": why}, artifacts=_outlines(image, truth, None))
+        missing = [Metric.missing(name, limits[name], why or "unreadable") for name, _ in metrics]
+        return Outcome(fixture, attempt, missing, detail={"why": why}, artifacts=views(image, truth, None))
     r = match_labels(truth, labels, iou=IOU)
     values: dict[str, float | None] = {
         "f1_shortfall": 1.0 - r.f1,
@@ -370,24 +378,29 @@ def verify_nuclei(fixture: Fixture, attempt: Attempt) -> Outcome:
         "false_fraction": r.fp / r.n_pred if r.n_pred else 0.0,
         "iou_shortfall": None if r.mean_matched_iou is None else 1.0 - r.mean_matched_iou,
     }
-    metrics = []
-    for name, _ in NUCLEI_METRICS:
+    scored = []
+    for name, _ in metrics:
         value = values[name]
         if value is None:
             # No matched pair: with nuclei in the truth that is the subject's doing (and F1 fails
             # too); with none, the truth has no boundary to compare and the metric is excused.
             because = "unusable" if r.n_true else "truth"
-            why = "no predicted object matched a truth nucleus" if r.n_true else "the truth has no nucleus"
-            metrics.append(Metric.missing(name, limits[name], why, because=because))
+            reason = "no predicted object matched a truth nucleus" if r.n_true else "the truth has no nucleus"
+            scored.append(Metric.missing(name, limits[name], reason, because=because))
         else:
-            metrics.append(Metric(name, value, limits[name]))
+            scored.append(Metric(name, value, limits[name]))
     return Outcome(
         fixture,
         attempt,
-        metrics,
-        detail={"matching": r.as_dict(), "label_dtype": str(labels.dtype)},
-        artifacts=_outlines(image, truth, labels),
+        scored,
+        detail={"matching": r.as_dict(), "label_dtype": str(labels.dtype), **dict(detail or {})},
+        artifacts=views(image, truth, labels),
     )
+
+
+def verify_nuclei(fixture: Fixture, attempt: Attempt) -> Outcome:
+    """Object-level agreement of the subject's ``labels`` with the truth label image at IoU 0.5."""
+    return score_labels(fixture, attempt, NUCLEI_METRICS, _outlines)
 
 
 def verify_empty(fixture: Fixture, attempt: Attempt) -> Outcome:

@@ -24,19 +24,16 @@ import numpy as np
 
 from imagebench import tree
 from imagebench.case import Case, Collect, Layer, Skill
+from imagebench.cases import segmentation
 from imagebench.fixture import (
     Attempt,
     Fixture,
     FixtureError,
-    Metric,
     Outcome,
-    read_array,
 )
-from imagebench.matching import match_labels
 from imagebench.specs import OnDisk, Procedural
 
 SKILL_ID = "segment-nuclei-3d"
-IOU = 0.5
 SHAPE: tuple[int, int, int] = (32, 96, 96)
 #: the curated fixture tree shipped inside the package
 FIXTURE_ROOT = tree.PACKAGED_ROOT
@@ -304,38 +301,7 @@ def _views(image: np.ndarray, truth: np.ndarray, pred: np.ndarray | None) -> dic
 
 def verify_nuclei_3d(fixture: Fixture, attempt: Attempt) -> Outcome:
     """3D object agreement of the subject's ``labels`` with the truth label volume at IoU 0.5."""
-    truth = np.asarray(fixture.truth["labels"])
-    image = np.asarray(fixture.data["image"])
-    limits = {name: float(fixture.tolerance[name]) for name, _ in METRICS}
-    labels, why = read_array(attempt, "labels", shape=truth.shape, dtype="iu")
-    if labels is not None and labels.dtype.kind == "i" and labels.size and int(labels.min()) < 0:
-        labels, why = None, f"'labels' has negative values (min {int(labels.min())}); 0 is background"
-    if labels is None:
-        metrics = [Metric.missing(name, limits[name], why or "unreadable") for name, _ in METRICS]
-        return Outcome(fixture, attempt, metrics, detail={"why": why}, artifacts=_views(image, truth, None))
-    r = match_labels(truth, labels, iou=IOU)
-    values: dict[str, float | None] = {
-        "f1_shortfall": 1.0 - r.f1,
-        "missed_fraction": r.fn / r.n_true if r.n_true else 0.0,
-        "false_fraction": r.fp / r.n_pred if r.n_pred else 0.0,
-        "iou_shortfall": None if r.mean_matched_iou is None else 1.0 - r.mean_matched_iou,
-    }
-    metrics = []
-    for name, _ in METRICS:
-        value = values[name]
-        if value is None:
-            because = "unusable" if r.n_true else "truth"
-            reason = "no predicted object matched a truth nucleus" if r.n_true else "the truth has no nucleus"
-            metrics.append(Metric.missing(name, limits[name], reason, because=because))
-        else:
-            metrics.append(Metric(name, value, limits[name]))
-    return Outcome(
-        fixture,
-        attempt,
-        metrics,
-        detail={"matching": r.as_dict(), "label_dtype": str(labels.dtype), "matched_in": "3D (z, y, x)"},
-        artifacts=_views(image, truth, labels),
-    )
+    return segmentation.score_labels(fixture, attempt, METRICS, _views, detail={"matched_in": "3D (z, y, x)"})
 
 
 # --------------------------------------------------------------------------- cases
