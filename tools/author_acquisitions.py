@@ -25,7 +25,6 @@ Every file is written with ``numpy.save`` (no timestamps), so a re-run reproduce
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import sys
@@ -38,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sources  # noqa: E402  (tools/sources.py, next to this script)
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "src" / "imagebench" / "data" / "fixtures"
+DEFAULT_OUT = sources.DEFAULT_OUT
 
 CASES: tuple[tuple[str, str], ...] = (
     ("drift-correction", "cell-qpi"),
@@ -445,8 +444,7 @@ AUTHORS: dict[str, Callable[[Path], None]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"fixture tree root (default {DEFAULT_OUT})")
+    parser = sources.author_parser(__doc__)
     parser.add_argument("--only", choices=sorted(AUTHORS), action="append", help="author only these (repeatable)")
     args = parser.parse_args(argv)
     for name, author in AUTHORS.items():

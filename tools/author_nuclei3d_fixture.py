@@ -20,7 +20,6 @@ Re-running it reproduces every file byte for byte (.tif members are copies, deri
 
 from __future__ import annotations
 
-import argparse
 import io
 import sys
 from pathlib import Path
@@ -36,7 +35,7 @@ if str(REPO / "src") not in sys.path:
 
 import sources  # noqa: E402
 
-DEFAULT_OUT = REPO / "src" / "imagebench" / "data" / "fixtures"
+DEFAULT_OUT = sources.DEFAULT_OUT
 SEG3D = ("segment-nuclei-3d", "stardist-3d")
 VOLUMES = ("calibrated-measurements", "stardist-3d-volumes")
 CASES: tuple[tuple[str, str], ...] = (SEG3D, VOLUMES)
@@ -70,18 +69,9 @@ def border_labels(labels: np.ndarray) -> set[int]:
     return {int(v) for face in faces for v in np.unique(face)} - {0}
 
 
-def _save(path: Path, array: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
-        arr = np.asarray(array)
-        np.save(fh, np.ascontiguousarray(arr) if arr.ndim else arr, allow_pickle=False)
-
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"fixture tree root (default {DEFAULT_OUT})")
-    parser.add_argument("--wheel", type=Path, default=None, help="use this stardist wheel instead of the pinned one")
-    args = parser.parse_args(argv)
+    args = sources.author_parser(__doc__, wheel=True).parse_args(argv)
 
     from skimage.measure import regionprops
     from skimage.segmentation import relabel_sequential
@@ -89,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     from imagebench import tree
 
     wheel = args.wheel if args.wheel is not None else sources.stardist_wheel()
-    raw = {key: sources.wheel_member(wheel, member) for key, member in MEMBERS.items()}
+    raw = sources.stardist_members(MEMBERS, wheel)
     image, labels = check_pixels(raw)
     n_objects = int(np.unique(labels[labels > 0]).size)
     source = (
@@ -140,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     if not np.allclose(other, volumes, rtol=1e-9, atol=0.0) or volumes.size != n_objects:
         raise SystemExit("author: voxel-count volumes disagree with regionprops(spacing=)")
     folder = args.out / skill / case_id
-    _save(folder / "labels.npy", relabelled)
-    _save(folder / "volumes_um3.npy", volumes)
+    sources.save_npy(folder / "labels.npy", relabelled)
+    sources.save_npy(folder / "volumes_um3.npy", volumes)
     tree.write_case_layout(
         args.out, skill, case_id,
         about=f"{n_objects} annotated real nuclei labelled 1..{n_objects} on {SPACING} um voxels (z, y, x)",

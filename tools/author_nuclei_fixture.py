@@ -25,7 +25,6 @@ Re-running it reproduces every file byte for byte (.tif members are copies, deri
 
 from __future__ import annotations
 
-import argparse
 import io
 import sys
 from pathlib import Path
@@ -41,7 +40,7 @@ if str(REPO / "src") not in sys.path:
 
 import sources  # noqa: E402
 
-DEFAULT_OUT = REPO / "src" / "imagebench" / "data" / "fixtures"
+DEFAULT_OUT = sources.DEFAULT_OUT
 SKILL = "segment-nuclei"
 CASE_ID = "dsb2018"
 DIM_ID = "dsb2018-dim"
@@ -121,18 +120,9 @@ def qc_truth(annotation: np.ndarray, model: np.ndarray) -> dict[str, float | int
     return {"precision": r.precision, "recall": r.recall, "f1": r.f1, "tp": r.tp, "fp": r.fp, "fn": r.fn}
 
 
-def _save(path: Path, array: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
-        arr = np.asarray(array)
-        np.save(fh, np.ascontiguousarray(arr) if arr.ndim else arr, allow_pickle=False)
-
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"fixture tree root (default {DEFAULT_OUT})")
-    parser.add_argument("--wheel", type=Path, default=None, help="use this stardist wheel instead of the pinned one")
-    args = parser.parse_args(argv)
+    args = sources.author_parser(__doc__, wheel=True).parse_args(argv)
 
     from imagebench import tree
 
@@ -177,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     # segment-nuclei/dsb2018-dim: the same field, dim and noisy
     dim = make_dim(image)
     folder = args.out / SKILL / DIM_ID
-    _save(folder / "image_dim.npy", dim)
+    sources.save_npy(folder / "image_dim.npy", dim)
     (folder / files["labels"]).write_bytes(raw["labels"])
     tree.write_case_layout(
         args.out, SKILL, DIM_ID,
@@ -205,11 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.out / QC_SKILL / QC_ID
     (folder / files["labels"]).parent.mkdir(parents=True, exist_ok=True)
     (folder / files["labels"]).write_bytes(raw["labels"])
-    _save(folder / "model.npy", model)
+    sources.save_npy(folder / "model.npy", model)
     for key in ("precision", "recall", "f1"):
-        _save(folder / f"{key}.npy", np.float64(truth[key]))
+        sources.save_npy(folder / f"{key}.npy", np.float64(truth[key]))
     for key in ("tp", "fp", "fn"):
-        _save(folder / f"{key}.npy", np.int64(truth[key]))
+        sources.save_npy(folder / f"{key}.npy", np.int64(truth[key]))
     n_model = int(np.unique(model[model > 0]).size)
     tree.write_case_layout(
         args.out, QC_SKILL, QC_ID,

@@ -15,7 +15,6 @@ Re-running it reproduces every file byte for byte.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -31,28 +30,20 @@ if str(REPO / "src") not in sys.path:
 import sources  # noqa: E402
 from author_nuclei3d_fixture import CITATION, MEMBERS, border_labels, check_pixels  # noqa: E402
 
-DEFAULT_OUT = REPO / "src" / "imagebench" / "data" / "fixtures"
+DEFAULT_OUT = sources.DEFAULT_OUT
 CASES: tuple[tuple[str, str], ...] = (("pick-a-nucleus", "stardist-3d"),)
 #: the least lead of the largest whole nucleus over the next whole one for the question to be clear
 MARGIN = 1.5
 
 
-def _save(path: Path, array: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
-        np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
-
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"fixture tree root (default {DEFAULT_OUT})")
-    parser.add_argument("--wheel", type=Path, default=None, help="use this stardist wheel instead of the pinned one")
-    args = parser.parse_args(argv)
+    args = sources.author_parser(__doc__, wheel=True).parse_args(argv)
 
     from imagebench import tree
 
     wheel = args.wheel if args.wheel is not None else sources.stardist_wheel()
-    raw = {key: sources.wheel_member(wheel, member) for key, member in MEMBERS.items()}
+    raw = sources.stardist_members(MEMBERS, wheel)
     image, labels = check_pixels(raw)
     cut = border_labels(labels)
     ids, counts = np.unique(labels[labels > 0], return_counts=True)
@@ -77,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     name = Path(MEMBERS["image"]).name
     (folder / name).write_bytes(raw["image"])
-    _save(folder / "largest_whole_nucleus.npy", mask)
+    sources.save_npy(folder / "largest_whole_nucleus.npy", mask)
     tree.write_case_layout(
         args.out, skill, case_id,
         about=f"a real 3D stack ({shape}); truth: the largest annotated nucleus touching no face",

@@ -16,7 +16,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import io
@@ -29,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sources  # noqa: E402  (tools/sources.py, next to this script)
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "src" / "imagebench" / "data" / "fixtures"
+DEFAULT_OUT = sources.DEFAULT_OUT
 SKILL = "stack-alignment"
 CASE_ID = "mri-anatomical"
 CASES: tuple[tuple[str, str], ...] = ((SKILL, CASE_ID),)
@@ -54,8 +53,7 @@ def nifti_gz_bytes(image: object) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"fixture tree root (default {DEFAULT_OUT})")
+    parser = sources.author_parser(__doc__)
     args = parser.parse_args(argv)
 
     import nibabel

@@ -13,6 +13,7 @@ filled by ``make setup``), so ``tests/test_authoring.py`` re-runs every script w
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import subprocess
@@ -20,6 +21,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "src" / "imagebench" / "data" / "fixtures"  # the tree shipped in the package
 STARDIST_VERSION = "0.9.2"
 WHEELS_ENV = "IMAGEBENCH_WHEELS"
 
@@ -60,6 +63,33 @@ def wheel_member(wheel: Path, member: str) -> bytes:
             held = sorted(n for n in zf.namelist() if n.startswith("stardist/data/"))
             raise SystemExit(f"sources: {wheel.name} has no {member} (stardist/data/ holds {held})")
         return zf.read(member)
+
+
+def stardist_members(members: dict[str, str], wheel: Path | None = None) -> dict[str, bytes]:
+    """``{key: bytes}`` of the wheel's ``members`` (``{key: member path}``): ``wheel`` or the pinned one."""
+    wheel = wheel if wheel is not None else stardist_wheel()
+    return {key: wheel_member(wheel, member) for key, member in members.items()}
+
+
+def author_parser(doc: str | None, *, wheel: bool = False) -> argparse.ArgumentParser:
+    """The arguments every authoring script takes: ``--out`` (and ``--wheel`` for stardist's)."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"fixture tree root (default {DEFAULT_OUT})")
+    if wheel:
+        parser.add_argument(
+            "--wheel", type=Path, default=None, help="use this stardist wheel instead of the pinned one"
+        )
+    return parser
+
+
+def save_npy(path: Path, array: object) -> None:
+    """``array`` as a C-ordered ``.npy`` (a 0-d array stays 0-d); the same bytes on every run."""
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arr = np.asarray(array)
+    with open(path, "wb") as fh:
+        np.save(fh, np.ascontiguousarray(arr) if arr.ndim else arr, allow_pickle=False)
 
 
 def skimage_image(name: str) -> tuple[bytes, str]:
