@@ -97,17 +97,9 @@ def main(argv: list[str] | None = None) -> int:
 
     # segment-nuclei-3d/stardist-3d
     skill, case_id = SEG3D
-    folder = args.out / skill / case_id
-    folder.mkdir(parents=True, exist_ok=True)
-    for key, name in names.items():
-        (folder / name).write_bytes(raw[key])
-    tree.write_case_layout(
-        args.out, skill, case_id,
+    sources.copy_case(
+        args.out, skill, case_id, raw, names,
         about=f"a real 3D stack ({shape}) of {n_objects} annotated nuclei (StarDist's test volume)",
-        data={"image": names["image"]}, truth={"labels": names["labels"]},
-    )  # fmt: skip
-    tree.write_manifest_entry(
-        args.out, skill, case_id,
         provenance=(
             f"A 3D fluorescence stack of stained nuclei and its human instance annotation from {source}. Members "
             f"copied byte for byte, no crop and no conversion: {members['image']} -> {names['image']}; "
@@ -115,7 +107,6 @@ def main(argv: list[str] | None = None) -> int:
             "annotation itself was not re-reviewed here."
         ),
         citation=CITATION,
-        files={names["image"]: ["image"], names["labels"]: ["labels"]},
     )  # fmt: skip
 
     # calibrated-measurements/stardist-3d-volumes

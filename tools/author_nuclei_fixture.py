@@ -143,17 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     files = {key: Path(member).name for key, member in MEMBERS.items()}
 
     # segment-nuclei/dsb2018: the two members, byte for byte
-    folder = args.out / SKILL / CASE_ID
-    folder.mkdir(parents=True, exist_ok=True)
-    for key, name in files.items():
-        (folder / name).write_bytes(raw[key])
-    tree.write_case_layout(
-        args.out, SKILL, CASE_ID,
+    sources.copy_case(
+        args.out, SKILL, CASE_ID, raw, files,
         about=f"a real {image.shape[0]}x{image.shape[1]} fluorescence field of {n_objects} annotated nuclei (DSB 2018)",
-        data={"image": files["image"]}, truth={"labels": files["labels"]},
-    )  # fmt: skip
-    tree.write_manifest_entry(
-        args.out, SKILL, CASE_ID,
         provenance=(
             f"One fluorescence image of stained nuclei from the 2018 Data Science Bowl and its human instance "
             f"annotation, from {source}. Members copied byte for byte, no crop and no conversion: "
@@ -161,7 +153,6 @@ def main(argv: list[str] | None = None) -> int:
             "Authored by tools/author_nuclei_fixture.py; the annotation itself was not re-reviewed here."
         ),
         citation=CITATION,
-        files={files["image"]: ["image"], files["labels"]: ["labels"]},
     )  # fmt: skip
 
     # segment-nuclei/dsb2018-dim: the same field, dim and noisy

@@ -92,6 +92,36 @@ def save_npy(path: Path, array: object) -> None:
         np.save(fh, np.ascontiguousarray(arr) if arr.ndim else arr, allow_pickle=False)
 
 
+def copy_case(
+    out: Path,
+    skill: str,
+    case_id: str,
+    raw: dict[str, bytes],
+    names: dict[str, str],
+    *,
+    about: str,
+    provenance: str,
+    citation: str,
+    data: tuple[str, ...] = ("image",),
+    truth: tuple[str, ...] = ("labels",),
+) -> None:
+    """A case whose files are registry members copied byte for byte: ``raw[key]`` is written as
+    ``names[key]``, each file holding the one array named by its key; ``data`` and ``truth`` name
+    the keys on each side of the partition."""
+    from imagebench import tree
+
+    folder = out / skill / case_id
+    folder.mkdir(parents=True, exist_ok=True)
+    for key, name in names.items():
+        (folder / name).write_bytes(raw[key])
+    tree.write_case_layout(
+        out, skill, case_id, about=about, data={k: names[k] for k in data}, truth={k: names[k] for k in truth}
+    )
+    tree.write_manifest_entry(
+        out, skill, case_id, provenance=provenance, citation=citation, files={names[k]: [k] for k in names}
+    )
+
+
 def skimage_image(name: str) -> tuple[bytes, str]:
     """The bytes of one of scikit-image's bundled images, and the package version."""
     import skimage
