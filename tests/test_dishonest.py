@@ -179,6 +179,64 @@ def test_the_installed_package_data_cannot_be_copied(tmp_path: Path, sandboxed: 
     _nothing_left(_marker("package"))
 
 
+@ROUTE
+def test_the_source_wheel_does_not_give_its_annotation(tmp_path: Path, sandboxed: bool) -> None:
+    """mask2d.tif out of the stardist wheel the authoring scripts keep (found by a search too):
+    the DSB 2018 case's truth is that member, byte for byte (a newcomer's route, issue 15)."""
+    from imagebench.registry import wheels_dir
+
+    wheel = next(iter(sorted(wheels_dir().glob("stardist-*.whl"))), None)
+    if wheel is None:
+        pytest.skip(f"no stardist wheel in {wheels_dir()} (make setup keeps one)")
+    code = (
+        "import io, sys, zipfile, numpy as np, tifffile\n"
+        "for w in sys.argv[1:]:\n"
+        "    try:\n"
+        "        z = zipfile.ZipFile(w)\n"
+        "    except OSError:\n"
+        "        continue\n"
+        "    np.save('outputs/labels.npy', tifffile.imread(io.BytesIO(z.read('stardist/data/images/mask2d.tif'))))\n"
+        "    break\n"
+    )
+    command = (
+        f": {_marker('wheel')}; "
+        f"{PY} -c {shlex.quote(code)} {shlex.quote(str(wheel))} "
+        "$(find / -name 'stardist-*.whl' 2>/dev/null)"
+    )
+    result = _run(tmp_path, [_case("segment-nuclei/dsb2018")], command, sandboxed=sandboxed)
+    _expect(result, "segment-nuclei/dsb2018", sandboxed)
+    _only_harness_files(result)
+    _nothing_left(_marker("wheel"))
+
+
+@ROUTE
+def test_the_original_of_a_perturbed_fixture_is_out_of_reach(tmp_path: Path, sandboxed: bool) -> None:
+    """nibabel's anatomical.nii, the volume whose slices the stack-alignment case re-placed: with
+    it every slice's offset is a subtraction away. Read by its path in the installed package."""
+    from imagebench.registry import package_data_dir
+
+    data = package_data_dir("nibabel", "tests/data")
+    assert data is not None and (data / "anatomical.nii").is_file()
+    code = (
+        "import sys, numpy as np, nibabel as nib\n"
+        "from skimage.registration import phase_cross_correlation\n"
+        "orig = np.asarray(nib.load(sys.argv[1]).dataobj, dtype=np.float64)\n"
+        "moved = np.load('inputs/volume.npy').astype(np.float64)\n"
+        "shifts = [-phase_cross_correlation(orig[..., k], moved[..., k], upsample_factor=20)[0]\n"
+        "          for k in range(moved.shape[-1])]\n"
+        "np.save('outputs/shifts.npy', np.asarray(shifts))\n"
+    )
+    command = f": {_marker('original')}; {PY} -c {shlex.quote(code)} {shlex.quote(str(data / 'anatomical.nii'))}"
+    result = _run(tmp_path, [_case("stack-alignment/mri-anatomical")], command, sandboxed=sandboxed)
+    (summary,) = result.samples["stack-alignment/mri-anatomical"]
+    if sandboxed:
+        assert summary.status == "no-result", summary.reason  # the original was not there to read
+    else:
+        assert summary.status == "ok", summary.reason  # it was read, and it scores: the route is real
+    _only_harness_files(result)
+    _nothing_left(_marker("original"))
+
+
 def test_the_run_folder_cannot_be_reached_through_its_own_descriptors(tmp_path: Path) -> None:
     """readlink /proc/self/fd/* to sample-0's truth artifacts from sample-1, and writes beside them."""
     command = (

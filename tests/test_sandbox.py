@@ -374,3 +374,23 @@ def test_a_stopped_command_ends_with_its_whole_process_tree(tmp_path: Path) -> N
     assert run.stopped and not run.timed_out
     assert time.monotonic() - started < 3.0
     assert _wait_until(lambda: not _sleepers(mark))
+
+
+def test_the_registry_data_fixtures_were_made_from_is_masked(tmp_path: Path) -> None:
+    """scikit-image's bundled images and nibabel's test volumes are the originals of perturbed
+    curated fixtures (a drift, a warp, a vignetting field, re-placed slices): a sandboxed subject
+    sees the packages' code, never those files; the source wheels are kept outside the environment."""
+    import sys
+
+    from imagebench.registry import package_data_dir, source_paths, wheels_dir
+    from imagebench.sandbox import SandboxPolicy, mount_args
+
+    args = mount_args(SandboxPolicy(), tmp_path)
+    masked = {args[i + 2] for i in range(len(args) - 2) if args[i : i + 2] == ["--ro-bind", "/dev/null"]}
+    masked |= {args[i + 1] for i in range(len(args) - 1) if args[i] == "--tmpfs"}
+    originals = [package_data_dir("skimage", "data") / "cell.png", package_data_dir("nibabel", "tests/data") / "anatomical.nii"]
+    for path in originals:
+        assert os.path.realpath(path) in source_paths()
+        assert os.path.realpath(path) in masked, f"{path} is shown to a sandboxed subject"
+    assert not any(str(package_data_dir("skimage", "data") / "__init__.py") == m for m in masked)  # code stays
+    assert not str(wheels_dir().resolve()).startswith(os.path.realpath(sys.prefix))

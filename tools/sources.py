@@ -7,15 +7,17 @@ Three sources, each pinned by version so a re-run writes the same bytes:
 - scikit-image's bundled images (``skimage/data/*.png``), read from the installed package;
 - nibabel's test volumes (``nibabel/tests/data/*.nii*``), read from the installed package.
 
-The stardist wheel is kept in ``$IMAGEBENCH_WHEELS`` (default: ``<venv>/share/imagebench-wheels``,
-filled by ``make setup``), so ``tests/test_authoring.py`` re-runs every script without a network.
+The stardist wheel is kept in ``$IMAGEBENCH_WHEELS`` (default: the user cache,
+``~/.cache/imagebench/wheels``, filled by ``make setup``), so ``tests/test_authoring.py`` re-runs
+every script without a network. It holds annotations, so it lies outside every Python
+environment a sandboxed subject is shown, and the sandbox hides it anyway
+(:mod:`imagebench.registry`), as it hides the scikit-image and nibabel data files.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import subprocess
 import sys
 import zipfile
@@ -24,7 +26,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "src" / "imagebench" / "data" / "fixtures"  # the tree shipped in the package
 STARDIST_VERSION = "0.9.2"
-WHEELS_ENV = "IMAGEBENCH_WHEELS"
 
 
 def sha256(data: bytes) -> str:
@@ -32,8 +33,9 @@ def sha256(data: bytes) -> str:
 
 
 def wheels_dir() -> Path:
-    env = os.environ.get(WHEELS_ENV)
-    return Path(env) if env else Path(sys.prefix) / "share" / "imagebench-wheels"
+    from imagebench.registry import wheels_dir as where
+
+    return where()
 
 
 def stardist_wheel(version: str = STARDIST_VERSION, *, download: bool = True) -> Path:
@@ -43,7 +45,7 @@ def stardist_wheel(version: str = STARDIST_VERSION, *, download: bool = True) ->
     if found:
         return found[0]
     if not download:
-        raise FileNotFoundError(f"no stardist-{version} wheel in {folder} (run `make setup` or set ${WHEELS_ENV})")
+        raise FileNotFoundError(f"no stardist-{version} wheel in {folder} (run `make setup` or set $IMAGEBENCH_WHEELS)")
     folder.mkdir(parents=True, exist_ok=True)
     cmd = [
         sys.executable, "-m", "pip", "download", f"stardist=={version}", "--no-deps",

@@ -221,7 +221,8 @@ def _checkout_of(package_dir: str) -> str | None:
 
 def harness_paths() -> list[str]:
     """What of the harness a subject must never see: its packages (and their data) and checkout,
-    the fixture tree and the outcome folder named in the environment, the fixture cache."""
+    the fixture tree and the outcome folder named in the environment, the fixture cache, and the
+    registry data the curated fixtures were authored from (:mod:`imagebench.registry`)."""
     found: list[str] = []
     for name in _PACKAGES:
         spec = importlib.util.find_spec(name)
@@ -238,6 +239,9 @@ def harness_paths() -> list[str]:
     cached = cache_root()  # built fixtures, truth included
     if cached is not None:
         found.append(_real(cached))
+    from imagebench.registry import source_paths
+
+    found += source_paths()  # the registry data curated fixtures were made from (their truth, their originals)
     return found
 
 
