@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from qtpy.QtCore import QObject, Qt, QTimer, QUrl, Signal
 from qtpy.QtGui import QBrush, QColor, QDesktopServices
 from qtpy.QtWidgets import (
+    QAbstractItemView,
     QApplication,
     QCheckBox,
     QComboBox,
@@ -814,9 +815,12 @@ class BenchPanel(QWidget):
         for check in result.checks:  # the bundle's grading checklist, shown once the sample is scored
             child = QTreeWidgetItem(item, ["grading check", "", "", "", check])
             child.setToolTip(4, check)
+        for i in range(self.results.topLevelItemCount() - 1):  # earlier results fold away (a click opens them)
+            self.results.topLevelItem(i).setExpanded(False)
         item.setExpanded(True)
         self.results.setCurrentItem(item)
-        self.results.scrollToItem(item)  # the newest result in view, its metric rows too
+        # the newest result at the top of the pane, its metric rows below it
+        self.results.scrollToItem(item, QAbstractItemView.ScrollHint.PositionAtTop)
         self._update_buttons()
         self.refresh_coverage()  # validation is read from the run folders, which now hold this sample
 
