@@ -350,10 +350,13 @@ def test_the_environment_names_no_harness_path(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("OLDPWD", str(CHECKOUT))
     monkeypatch.setenv("_", str(CHECKOUT / ".venv" / "bin" / "imagebench"))
     monkeypatch.setenv("IMAGEBENCH_SUPERVISED", str(tmp_path / "imagebench-exit-x"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(CHECKOUT) + "-cache")  # where the fixture cache would be
+    monkeypatch.setenv("IMAGEBENCH_WHEELS", str(CHECKOUT / "wheels"))
     _, run, _, out = _run("env; tr '\\0' '\\n' < /proc/1/environ", tmp_path)
     assert run.error is None
     lines = out.decode().splitlines()
-    assert not [line for line in lines if line.startswith(("OLDPWD=", "IMAGEBENCH_SUPERVISED="))], lines
+    withheld = ("OLDPWD=", "IMAGEBENCH_SUPERVISED=", "XDG_CACHE_HOME=", "IMAGEBENCH_WHEELS=")
+    assert not [line for line in lines if line.startswith(withheld)], lines
     assert not [line for line in lines if line.startswith("_=") and "imagebench" in line], lines  # bash sets its own
     assert "PWD=/workspace" in lines
     # PATH names the tool environment's own bin folder (bound read-only at its path), nothing else of the host
