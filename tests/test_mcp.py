@@ -49,9 +49,12 @@ def _case(label: str):
 
 
 def _agent(case, workspace: Path | None = None) -> tuple[AgentSession, Any]:
+    from imagebench.mcp.server import McpFolder
+
     fixture = prepare_fixture(case).fixture
     session = open_session(case, fixture)
-    return AgentSession(CaseView.of(case), session, workspace=workspace), fixture
+    reads = McpFolder(workspace) if workspace is not None else None
+    return AgentSession(CaseView.of(case), session, workspace=workspace, reads=reads), fixture
 
 
 def _call(agent: AgentSession, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
@@ -250,9 +253,10 @@ def test_the_example_agent_scores_ok_through_subject_mcp_in_the_sandbox(tmp_path
 
 @SANDBOX
 def test_the_agent_reaches_the_server_and_nothing_else(tmp_path: Path) -> None:
-    """The workspace holds mcp.json and the bridge; the bridge names no harness path; the network is off."""
+    """The workspace holds mcp.json, naming the bridge in the harness's folder shown at /mcp; the
+    bridge names no harness path; the network is off."""
     probe = (
-        "cat mcp.json > /dev/stderr; cat .mcp/bridge.py | grep -c /work >&2; "
+        "cat mcp.json > /dev/stderr; cat /mcp/bridge.py | grep -c /work >&2; "
         "python3 -c 'import socket; s=socket.socket(); s.settimeout(1); s.connect((\"1.1.1.1\", 80))' "
         "&& echo NET-OPEN >&2; "
         f"python3 {shlex.quote(str(AGENT))}"
@@ -261,7 +265,7 @@ def test_the_agent_reaches_the_server_and_nothing_else(tmp_path: Path) -> None:
     (summary,) = result.samples["segment-nuclei/count-nuclei"]
     assert summary.status == "ok", summary.reason
     err = (result.run_dir / summary.subject / summary.label / "sample-0" / "stderr.txt").read_text()
-    assert '"args": [\n        "/workspace/.mcp/bridge.py"' in err
+    assert '"args": [\n        "/mcp/bridge.py"' in err
     assert "NET-OPEN" not in err and str(ROOT) not in err
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from imagebench import sandbox
+from imagebench.confine import Cgroup, Limits, SubjectIds, cgroup_name, wrapper_argv
 from imagebench.sandbox import SandboxPolicy
 
 STREAM_CAP = 8 * 1024 * 1024
@@ -51,12 +52,15 @@ class CommandHarnessError(RuntimeError):
 
 @dataclass
 class Finished:
-    """How a command ended, and the end of its stdout (``final_offset``: where that starts in it)."""
+    """How a command ended, and the end of its stdout (``final_offset``: where that starts in it).
+    ``limit`` names the resource limit it ran into (``memory``, ``processes``, ``workspace``,
+    ``tmp``, ``cpu``, ``file-size``), if any: it was ended for it."""
 
     returncode: int
     timed_out: bool
     final: bytes
     final_offset: int
+    limit: str | None = None
 
 
 # --------------------------------------------------------------------------- workspaces
@@ -74,6 +78,7 @@ if [ -n "$tag" ]; then
     if grep -qzx "IMAGEBENCH_COMMAND_ID=$tag" "$f" 2>/dev/null; then p=${f#/proc/}; kill -KILL "${p%/environ}" 2>/dev/null; fi
   done
 fi
+umount -l -- "$1" 2>/dev/null
 chmod -R u+w -- "$1" 2>/dev/null; rm -rf -- "$1"
 """
 
@@ -106,17 +111,55 @@ class Reaper:
 
 
 def remove_tree(path: Path) -> None:
-    """Remove ``path`` even where the command took write permission away."""
+    """Remove ``path`` (unmounting its tmpfs first), even where the command took write permission
+    away; never through a link it left (``shutil.rmtree`` works on descriptors, and a folder is
+    given its permission back only through a descriptor opened without following links)."""
+    unmount(path)
 
     def retry(func: object, p: str, _exc: object) -> None:
+        for folder in (os.path.dirname(p), p):
+            try:
+                fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            try:
+                os.fchmod(fd, 0o755)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
         try:
-            os.chmod(os.path.dirname(p), 0o755)
-            os.chmod(p, 0o755)
             shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
         except OSError:
             pass
 
     shutil.rmtree(path, onerror=retry)
+
+
+_MNT_DETACH = 2
+
+
+def mount_tmpfs(path: Path, size: int, ids: SubjectIds | None) -> bool:
+    """Mount a tmpfs of ``size`` bytes on ``path`` (the workspace's cap, exact and race-free);
+    False where this process may not mount (not root, or no CAP_SYS_ADMIN)."""
+    import ctypes
+
+    if os.geteuid() != 0:
+        return False
+    owner = f",uid={ids.uid},gid={ids.gid}" if ids is not None else ""
+    options = f"size={size},nr_inodes=262144,mode=0700{owner}".encode()
+    libc = ctypes.CDLL(None, use_errno=True)
+    ms_nosuid, ms_nodev = 2, 4
+    return libc.mount(b"tmpfs", os.fsencode(str(path)), b"tmpfs", ms_nosuid | ms_nodev, options) == 0
+
+
+def unmount(path: Path) -> None:
+    """Detach a tmpfs mounted on ``path`` (nothing when none is)."""
+    import ctypes
+
+    if os.geteuid() != 0 or not os.path.ismount(path):
+        return
+    ctypes.CDLL(None, use_errno=True).umount2(os.fsencode(str(path)), _MNT_DETACH)
 
 
 def _owner_gone(pid: int, made: float) -> bool:
@@ -152,9 +195,19 @@ def sweep_stale_workspaces(root: Path | None = None) -> list[Path]:
     return removed
 
 
+@dataclass
+class TemporaryWorkspace:
+    """A fresh workspace folder, its reaper, and whether its size is held by a tmpfs of its own."""
+
+    path: Path
+    reaper: Reaper
+    sized: bool
+
+
 @contextmanager
-def temporary_workspace() -> Iterator[tuple[Path, Reaper]]:
-    """A fresh empty workspace folder and its reaper; both gone on exit."""
+def temporary_workspace(limits: Limits | None = None, ids: SubjectIds | None = None) -> Iterator[TemporaryWorkspace]:
+    """A fresh empty workspace folder (a tmpfs of ``limits.workspace`` bytes where this process
+    may mount one, owned by ``ids``) and its reaper; both gone on exit."""
     sweep_stale_workspaces()
     try:
         workspace = Path(tempfile.mkdtemp(prefix=f"{_WS_PREFIX}{os.getpid()}-"))
@@ -162,7 +215,8 @@ def temporary_workspace() -> Iterator[tuple[Path, Reaper]]:
     except OSError as exc:
         raise CommandHarnessError(f"could not create the workspace: {exc}") from exc
     try:
-        yield workspace, reaper
+        sized = limits is not None and mount_tmpfs(workspace, limits.workspace, ids)
+        yield TemporaryWorkspace(workspace, reaper, sized)
     finally:
         remove_tree(workspace)
         reaper.done()
@@ -288,8 +342,16 @@ def run(
     hidden: Iterable[Path] = (),
     running: list[Running] | None = None,
     reaper: Reaper | None = None,
+    limits: Limits | None = None,
+    ids: SubjectIds | None = None,
+    sized: bool = False,
+    binds: Iterable[tuple[Path, str]] = (),
 ) -> Finished:
-    """Run ``command`` with bash in ``workspace`` under ``policy``; stdout/stderr to ``sample_dir``."""
+    """Run ``command`` with bash in ``workspace`` under ``policy``; stdout/stderr to ``sample_dir``.
+
+    In the sandbox the command runs under ``limits`` (default :class:`Limits()`) as ``ids`` (the
+    subject's own uid, when this process is root); ``sized`` says the workspace is a tmpfs of its
+    own. ``binds`` are harness folders shown read-only at the given path (the MCP folder)."""
     bash = shutil.which("bash")
     if bash is None:
         raise CommandHarnessError("bash is not on PATH; a command: subject needs it")
@@ -298,11 +360,13 @@ def run(
     bridge_fds: tuple[int, int] | None = None
     tag: str | None = None
     target: tuple[str, int] | None = None
+    group: Cgroup | None = None
     try:
         if policy.enabled:
+            limits = limits or Limits()
             bwrap = sandbox.require()
             child_env = sandbox.sandbox_env(env, policy)
-            args = sandbox.mount_args(policy, workspace, hidden)
+            args = sandbox.mount_args(policy, workspace, hidden, limits=limits, ids=ids, binds=binds)
             if tensor_url and not policy.network:
                 target = sandbox.plane_address(tensor_url)
                 child_env[TENSOR_URL_ENV] = f"grpc://127.0.0.1:{target[1]}"
@@ -313,18 +377,27 @@ def run(
                 args += ["--info-fd", str(info_w), "--block-fd", str(block_r)]
             args_fd = sandbox.args_file(args)
             fds.append(args_fd)
-            argv, cwd = [bwrap, "--args", str(args_fd), "--", bash, "-c", command], "/"
+            group = Cgroup.make(cgroup_name(), limits)
+            inner = wrapper_argv(limits, ids, rlimit_memory=group is None)
+            argv, cwd = [bwrap, "--args", str(args_fd), "--", *inner, bash, "-c", command], "/"
+            if group is not None:  # bwrap and all it starts are in the leaf before anything runs
+                argv = [*_JOIN_CGROUP, str(len(group.procs_files())), *group.procs_files(), *argv]
         else:
             tag = secrets.token_hex(8)
             child_env, argv, cwd = {**env, _TAG_ENV: tag}, [bash, "-c", command], str(workspace)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        if policy.enabled and ids is not None:  # /dev/stdout and /dev/stderr reopen the pipes: the subject's own
+            for fd in (out_w, err_w):
+                os.fchown(fd, ids.uid, ids.gid)
         inherited = tuple(fds)  # bwrap's own descriptors; stdout/stderr go as 1 and 2
         fds += [out_w, err_w]
         captures = [Capture(out_r, sample_dir / "stdout.txt", "stdout"), Capture(err_r, sample_dir / "stderr.txt", "stderr")]
     except (OSError, ValueError, sandbox.SandboxUnavailable) as exc:
         for fd in fds:
             os.close(fd)
+        if group is not None:
+            group.remove()
         raise CommandHarnessError(f"could not start the command: {exc}") from exc
     try:
         proc = subprocess.Popen(
@@ -334,6 +407,8 @@ def run(
     except OSError as exc:
         for fd in bridge_fds or ():
             os.close(fd)
+        if group is not None:
+            group.remove()
         raise CommandHarnessError(f"could not start {argv[0]}: {exc}") from exc
     finally:
         for fd in fds:
@@ -347,10 +422,13 @@ def run(
     job = Running(proc, tag)
     running.append(job)
     bridge: sandbox.PlaneBridge | None = None
+    watch = _Watcher(job, group, workspace, limits, sized) if policy.enabled and limits is not None else None
     timed_out = False
     try:
         if bridge_fds is not None and target is not None:
             bridge = _open_bridge(*bridge_fds, target, job)
+        if watch is not None:
+            watch.start()
         try:
             returncode = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -364,12 +442,115 @@ def run(
     finally:
         running.remove(job)
         job.end()  # whatever it left running in the background
+        if watch is not None:
+            watch.stop()
         if bridge is not None:
             bridge.close()
         for cap in captures:
             cap.finish()
+    limit = None
+    if watch is not None:
+        limit = watch.hit or (group.hit() if group is not None else None) or _signal_limit(returncode)
+        if limit is None and watch.full():
+            limit = "workspace"
+    if group is not None:
+        group.remove()
+    if limit is not None:
+        timed_out = False  # ended for a limit, not for the time
     out = captures[0]
-    return Finished(returncode, timed_out, bytes(out.final), out.total - len(out.final))
+    return Finished(returncode, timed_out, bytes(out.final), out.total - len(out.final), limit)
+
+
+# ``sh -c`` writes its own pid into each cgroup.procs file named, then becomes bwrap: nothing of
+# the subject's can start outside its leaf.
+_JOIN_CGROUP = [
+    "/bin/sh", "-c",
+    'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"',
+    "imagebench-cgroup",
+]  # fmt: skip
+_SIGXCPU, _SIGXFSZ = 24, 25
+
+
+def _signal_limit(returncode: int) -> str | None:
+    """The rlimit a command was killed for (SIGXCPU: CPU time, SIGXFSZ: a file past its size)."""
+    sig = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
+    return {_SIGXCPU: "cpu", _SIGXFSZ: "file-size"}.get(sig)
+
+
+class _Watcher(threading.Thread):
+    """Ends a sandboxed command the moment it runs into a limit the kernel only reports: its
+    cgroup's memory or process count, its /tmp or its workspace full (a tmpfs of their size)
+    or, where the workspace is a plain folder, grown past its cap."""
+
+    PERIOD_S = 0.2
+
+    def __init__(self, job: Running, group: Cgroup | None, workspace: Path, limits: Limits, sized: bool) -> None:
+        super().__init__(name="imagebench-limits", daemon=True)
+        self.job, self.group, self.workspace, self.limits, self.sized = job, group, workspace, limits, sized
+        self.hit: str | None = None
+        self._halt = threading.Event()
+        self._walked = 0.0
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self.is_alive():
+            self.join(2.0)
+
+    def full(self) -> bool:
+        """Whether the workspace is at its cap now."""
+        if self.sized:
+            try:
+                st = os.statvfs(self.workspace)
+            except OSError:
+                return False
+            return st.f_bavail == 0 or st.f_favail == 0
+        return _usage(self.workspace) > self.limits.workspace
+
+    def _tmp_full(self) -> bool:
+        import psutil
+
+        try:
+            init = psutil.Process(self.job.proc.pid).children()
+        except psutil.Error:
+            return False
+        for child in init:  # bwrap's process in the sandbox; its root is the sandbox's
+            try:
+                st = os.statvfs(f"/proc/{child.pid}/root/tmp")
+            except OSError:
+                continue
+            return st.f_bavail == 0
+        return False
+
+    def run(self) -> None:
+        import time
+
+        while not self._halt.wait(self.PERIOD_S):
+            hit = self.group.hit() if self.group is not None else None
+            if hit is None and self._tmp_full():
+                hit = "tmp"
+            if hit is None and (self.sized or time.monotonic() - self._walked > 1.0):
+                self._walked = time.monotonic()
+                if self.full():
+                    hit = "workspace"
+            if hit is not None:
+                self.hit = hit
+                self.job.end()
+                return
+
+
+def _usage(root: Path, max_entries: int = 200_000) -> int:
+    """Bytes a plain-folder workspace takes on disk (links not followed, sparse files as stored)."""
+    total, seen = 0, 0
+    for folder, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            seen += 1
+            if seen > max_entries:
+                return total
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
 
 
 def _open_bridge(info_r: int, block_w: int, target: tuple[str, int], job: Running) -> sandbox.PlaneBridge | None:

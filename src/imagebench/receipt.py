@@ -164,11 +164,17 @@ def _version(dist: str) -> str | None:
 def describe_subject(subject: Any) -> dict[str, Any]:
     """The subject as a receipt records it (see :func:`_describe`), with how it was confined
     (``sandbox``: bubblewrap, none or in-process) when it is a subject object."""
-    from imagebench.subjects import confinement_of
+    from imagebench.subjects import confinement_of, limits_of
 
     described = _describe(subject)
     if not isinstance(subject, str):
         described["sandbox"] = confinement_of(subject)
+        limits = limits_of(subject)
+        if limits is not None:
+            described["limits"] = limits
+        passed = getattr(getattr(subject, "sandbox", None) or getattr(subject, "isolate", None), "env_pass", ())
+        if passed:
+            described["env_pass"] = list(passed)  # the names given to the subject, never their values
     return described
 
 

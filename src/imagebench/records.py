@@ -16,11 +16,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 #: The version every record is written with. 2 added ``MetricRecord.unavailable_because``; 3
-#: added ``sandbox`` (how the subject was confined). An older record is a newer one without
-#: those fields (read as None), so every version is read.
-SCHEMA_VERSION = 3
-READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3)
-Version = Literal[1, 2, 3]
+#: added ``sandbox`` (how the subject was confined); 4 added the ``resource-limit`` status and
+#: ``limits`` (what a confined subject could use: imagebench.confine.Limits). An older record is
+#: a newer one without those fields (read as None), so every version is read.
+SCHEMA_VERSION = 4
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
+Version = Literal[1, 2, 3, 4]
 
 #: How a subject was confined: ``bubblewrap`` (a command, or an isolated python function, in its
 #: own namespaces), ``none`` (a command run with --no-sandbox: it could see this machine) or
@@ -33,6 +34,7 @@ Status = Literal[
     "no-result",  # the subject left none of the names it had to leave
     "unscorable-result",  # it left something, but nothing could be scored (wrong shape/type, ...)
     "timeout",  # the subject ran past its time limit
+    "resource-limit",  # the subject ran into a limit of its confinement (memory, processes, disk, CPU) and was ended
     "harness-error",  # the bench itself failed (builder, verifier, I/O): never the subject's fault
     "skipped",  # the fixture is not available on this machine, with the reason
     "blocked",  # a structured case whose scoring contract is missing/ineligible: never a zero
@@ -83,6 +85,8 @@ class SampleSummary(_Record):
     citation: str | None = None
     seed: int | None = None
     sandbox: Sandbox | None = None
+    # What a confined subject could use (imagebench.confine.Limits as JSON); None: not confined.
+    limits: dict[str, int | None] | None = None
     times: dict[str, float] = Field(default_factory=dict)
 
 
@@ -112,6 +116,7 @@ class RunRecord(_Record):
     finished: str | None = None
     subject: str
     sandbox: Sandbox | None = None
+    limits: dict[str, int | None] | None = None
     samples: int
     selection: dict[str, Any] = Field(default_factory=dict)
     cases: list[str] = Field(default_factory=list)

@@ -181,6 +181,7 @@ class Unit:
     started: float = field(default_factory=time.perf_counter)
     files_copy: Path | None = None  # a read-only copy of a bundle case's files/ for in-process work
     confinement: str | None = None  # how the subject was confined (subjects.confinement_of); None: a person
+    limits: dict[str, int | None] | None = None  # what a confined subject could use (subjects.limits_of)
 
     @property
     def fixture(self) -> Fixture | None:
@@ -343,12 +344,14 @@ def work_unit(unit: Unit, subject: Subject, *, stop: threading.Event | None = No
         SubjectRun,
         bind_subject,
         confinement_of,
+        limits_of,
         run_subject,
     )
 
     if unit.failure is not None or unit.session is None:
         return None
     unit.confinement = confinement_of(subject)
+    unit.limits = limits_of(subject)
     try:
         work = bind_subject(subject, unit.case, unit_context(unit))
     except Exception as exc:
@@ -490,6 +493,7 @@ def write_ended(
         citation=fx.citation if fx is not None else None,
         seed=_seed(unit),
         sandbox=unit.confinement,  # type: ignore[arg-type]
+        limits=unit.limits,
         status=status,  # type: ignore[arg-type]
         reason=reason,
         passed=False,
@@ -544,6 +548,8 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
         return write_ended(unit, "stopped", f"stopped by the person at the viewer after {run.seconds:.1f} s", flags=flags)
     if run.timed_out:
         return write_ended(unit, "timeout", run.timeout_reason, flags=flags, detail=notes)
+    if run.resource_limit:
+        return write_ended(unit, "resource-limit", run.resource_limit, flags=flags, detail=notes)
     if run.error:
         attempt.notes["subject_error"] = run.error
 
@@ -587,6 +593,7 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
         "case_class": case.case_class,
         "flags": flags,
         "sandbox": unit.confinement,
+        "limits": unit.limits,
     }
     if _seed(unit) is not None:
         extra["seed"] = _seed(unit)  # written with the summary, after the sample is scored

@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from imagebench.confine import Limits, SubjectIds
+
 SandboxKind = Literal["bubblewrap", "none"]
 
 #: where the workspace appears inside the sandbox
@@ -75,13 +77,18 @@ class SandboxPolicy:
     ``enabled=False`` is ``--no-sandbox`` (the command sees the machine; recorded as ``none``);
     ``network=True`` is ``--subject-network`` (the host's network namespace); ``env_prefix`` is
     ``--subject-env PREFIX`` (that environment instead of the harness's interpreter); ``expose``
-    are extra folders bound read-only at their own path (a subject's own code).
+    are extra folders bound read-only at their own path (a subject's own code); ``limits`` what
+    it may use (:mod:`imagebench.confine`, the ``--limit-*`` flags); ``env_pass`` the names of host
+    variables it is given beyond the minimal environment (``--subject-env-pass``, an agent's API
+    key: the records keep the names, never the values).
     """
 
     enabled: bool = True
     network: bool = False
     env_prefix: Path | None = None
     expose: tuple[Path, ...] = field(default_factory=tuple)
+    limits: Limits = field(default_factory=Limits)
+    env_pass: tuple[str, ...] = ()
 
     @property
     def kind(self) -> SandboxKind:
@@ -94,11 +101,14 @@ class SandboxPolicy:
             "network": self.network,
             "env_prefix": None if self.env_prefix is None else str(self.env_prefix),
             "expose": [str(p) for p in self.expose],
+            "limits": self.limits.to_record() if self.enabled else None,
+            "env_pass": list(self.env_pass),
         }
 
     @classmethod
     def from_record(cls, raw: object) -> SandboxPolicy:
-        """The policy :meth:`to_record` wrote; ValueError naming the field that is not as expected."""
+        """The policy :meth:`to_record` wrote; ValueError naming the field that is not as expected.
+        A record written before limits and env_pass existed gets the default limits and passes nothing."""
         if not isinstance(raw, dict):
             raise ValueError(f"expected an object with kind, network, env_prefix and expose, got {type(raw).__name__}")
         kind, network, prefix, expose = (raw.get(k) for k in ("kind", "network", "env_prefix", "expose"))
@@ -110,12 +120,25 @@ class SandboxPolicy:
             raise ValueError(f"field 'env_prefix' is {prefix!r}, expected a path or null")
         if not isinstance(expose, list) or not all(isinstance(p, str) for p in expose):
             raise ValueError(f"field 'expose' is {expose!r}, expected a list of paths")
+        try:
+            limits = Limits.from_record(raw.get("limits"))
+        except ValueError as exc:
+            raise ValueError(f"field 'limits': {exc}") from None
+        passed = raw.get("env_pass", [])
+        if not isinstance(passed, list) or not all(isinstance(n, str) and valid_env_name(n) for n in passed):
+            raise ValueError(f"field 'env_pass' is {passed!r}, expected a list of variable names")
         return cls(
             enabled=kind == "bubblewrap",
             network=network,
             env_prefix=None if prefix is None else Path(prefix),
             expose=tuple(Path(p) for p in expose),
+            limits=limits,
+            env_pass=tuple(passed),
         )
+
+
+def valid_env_name(name: str) -> bool:
+    return bool(name) and (name[0].isalpha() or name[0] == "_") and all(c.isalnum() or c == "_" for c in name)
 
 
 # --------------------------------------------------------------------------- can it start?
@@ -295,13 +318,28 @@ def shown_tree(policy: SandboxPolicy, path: str | os.PathLike[str]) -> str | Non
     return next((t for t in trees if _inside(real, t)), None)
 
 
-def mount_args(policy: SandboxPolicy, workspace: Path, hidden: Iterable[Path] = ()) -> list[str]:
+def mount_args(
+    policy: SandboxPolicy,
+    workspace: Path,
+    hidden: Iterable[Path] = (),
+    *,
+    limits: Limits | None = None,
+    ids: SubjectIds | None = None,
+    binds: Iterable[tuple[Path, str]] = (),
+) -> list[str]:
     """The bwrap options (no command) for ``policy``, with ``workspace`` at :data:`WORKSPACE`.
 
     ``hidden`` are more paths the subject must not see (the run folder, a bundle): masked where
-    they lie inside a bound tree; an ``expose`` path inside one of them is refused.
+    they lie inside a bound tree; an ``expose`` path inside one of them is refused. ``/tmp`` is a
+    tmpfs of ``limits.tmp`` bytes. With ``ids`` (the harness is root) bwrap keeps only the
+    capabilities ``setpriv`` needs to drop to that uid before the command starts
+    (:func:`imagebench.confine.wrapper_argv`). ``binds`` are harness folders bound read-only at
+    the path given (the MCP folder at ``/mcp``).
     """
+    limits = limits or Limits()
     args = [*_CORE]
+    if ids is not None:
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
     if not policy.network:
         args.append("--unshare-net")
     bound: list[str] = []
@@ -312,12 +350,14 @@ def mount_args(policy: SandboxPolicy, workspace: Path, hidden: Iterable[Path] = 
             args += ["--ro-bind", top, top]
             bound.append(top)
     args += _system_links()
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp), "--perms", "1777", "--tmpfs", "/tmp"]
     trees = [t for t in tool_trees(policy) if not any(_inside(t, b) for b in bound)]
     secret = [*harness_paths(), *(_real(h) for h in hidden)]
     exposed = _exposed(policy, secret)
+    made: set[str] = set()
     for tree in [*trees, *exposed]:
         if not any(_inside(tree, b) for b in bound):
+            args += _parents(tree, made)
             args += ["--ro-bind", tree, tree]
             bound.append(tree)
     masks = [s for s in _ETC_SECRETS if os.path.lexists(s)]
@@ -327,8 +367,25 @@ def mount_args(policy: SandboxPolicy, workspace: Path, hidden: Iterable[Path] = 
             masks += [os.path.join(site, e) for e in os.listdir(site) if "imagebench" in e.lower()]
     for mask in _outermost(masks):
         args += ["--tmpfs", mask, "--remount-ro", mask] if os.path.isdir(mask) else ["--ro-bind", "/dev/null", mask]
-    args += ["--bind", str(workspace), WORKSPACE, "--chdir", WORKSPACE]
+    args += ["--bind", str(workspace), WORKSPACE]
+    for folder, shown in binds:
+        args += ["--ro-bind", str(folder), shown]
+    # bwrap has dropped its capabilities by the time it changes folder, and the workspace is the
+    # subject uid's (0700): with ids, the wrapper enters it once it runs as that uid.
+    args += ["--chdir", "/" if ids is not None else WORKSPACE]
     return args
+
+
+def _parents(tree: str, made: set[str]) -> list[str]:
+    """``--dir`` for each folder above ``tree`` (bwrap would make them 0700: a subject running as
+    its own uid could not reach the tree through them)."""
+    out: list[str] = []
+    for parent in reversed(Path(tree).parents):
+        p = str(parent)
+        if p != "/" and p not in made:
+            made.add(p)
+            out += ["--perms", "0755", "--dir", p]
+    return out
 
 
 def sandbox_env(env: dict[str, str], policy: SandboxPolicy) -> dict[str, str]:

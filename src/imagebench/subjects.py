@@ -28,11 +28,14 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from imagebench import command as _command
+from imagebench import confine
+from imagebench.confine import SubjectIds
 from imagebench.command import KILL_GRACE_S, TENSOR_URL_ENV, CommandHarnessError
 from imagebench.sandbox import WORKSPACE as WORKSPACE_IN_SANDBOX
 from imagebench.sandbox import (
@@ -42,6 +45,7 @@ from imagebench.sandbox import (
     check_policy,
     unavailable_reason,
 )
+from imagebench.workspace import NotText, Refused, Workspace
 
 if TYPE_CHECKING:
     from imagebench.case import Case
@@ -69,6 +73,11 @@ class SubjectError(ValueError):
 
 class SubjectTimeout(Exception):
     """The subject ran past its time limit."""
+
+
+class SubjectResourceLimit(Exception):
+    """The subject ran into one of its limits (memory, processes, /tmp, workspace, CPU, file size)
+    and was ended for it; the message starts ``resource-limit: <which>``."""
 
 
 class SubjectHarnessError(RuntimeError):
@@ -170,7 +179,8 @@ class PythonSubject:
     """
 
     target: str  # "package.module:function"
-    function: Callable[..., Any] = field(compare=False, repr=False)
+    # None when isolated: the harness never imports the subject's code (it runs in the sandbox only)
+    function: Callable[..., Any] | None = field(compare=False, repr=False)
     isolate: SandboxPolicy | None = None
 
     @property
@@ -197,6 +207,7 @@ class PythonSubject:
 
     def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
         if self.isolate is None:
+            assert self.function is not None
             return self.function
         from imagebench.isolate import isolated_env
 
@@ -206,6 +217,8 @@ class PythonSubject:
         return _IsolatedCall(_BoundCommand(subject, replace(context, env=env)))
 
     def __call__(self, session: Session) -> None:
+        if self.function is None:
+            raise SubjectError(f"python:{self.target} is isolated: it works through bind(case, context)")
         self.function(session)
 
 
@@ -243,6 +256,14 @@ def confinement_of(subject: object) -> Confinement:
     with --no-sandbox) or ``in-process`` (trusted code: python subjects, the reference, nop)."""
     kind = getattr(subject, "sandbox_kind", None)
     return kind if kind in ("bubblewrap", "none") else "in-process"
+
+
+def limits_of(subject: object) -> dict[str, int | None] | None:
+    """What a confined ``subject`` may use, as a run records it (None: not confined)."""
+    policy = getattr(subject, "sandbox", None) if isinstance(subject, CommandSubject) else getattr(subject, "isolate", None)
+    if isinstance(policy, SandboxPolicy) and policy.enabled:
+        return policy.limits.to_record()
+    return None
 
 
 @dataclass(frozen=True)
@@ -325,51 +346,92 @@ class _BoundCommand:
 
     def __call__(self, session: Session) -> None:
         ctx = self.context
+        policy = self.subject.sandbox
+        limits = policy.limits if policy.enabled else None
         try:
             ctx.sample_dir.mkdir(parents=True, exist_ok=True)
-            if self.subject.keep_workspace:
-                workspace = ctx.sample_dir / "workspace"
-                if workspace.exists():
-                    shutil.rmtree(workspace)
-                workspace.mkdir()
-                self._work(session, workspace, None)
-            else:
-                with _command.temporary_workspace() as (workspace, reaper):
-                    self._work(session, workspace, reaper)
-        except (OSError, CommandHarnessError) as exc:
-            raise SubjectHarnessError(str(exc) if isinstance(exc, CommandHarnessError) else f"workspace: {exc}") from exc
+            with confine.subject_ids() if policy.enabled else nullcontext() as ids:
+                with _command.temporary_workspace(limits, ids) as tw, Workspace(tw.path) as ws:
+                    try:
+                        self._work(session, ws, tw, ids)
+                    finally:
+                        if self.subject.keep_workspace:
+                            self._keep(session, ws)
+        except (OSError, CommandHarnessError, confine.NoSubjectIds) as exc:
+            raise SubjectHarnessError(str(exc) if not isinstance(exc, OSError) else f"workspace: {exc}") from exc
 
-    def _work(self, session: Session, workspace: Path, reaper: _command.Reaper | None) -> None:
+    def _keep(self, session: Session, ws: Workspace) -> None:
+        """``keep_workspace``: its folders and regular files copied into the sample folder (never a
+        link, a FIFO or a device: those are listed in ``notes["workspace_left_out"]``)."""
+        kept = self.context.sample_dir / "workspace"
+        if kept.exists():
+            shutil.rmtree(kept)
+        cap = self.subject.sandbox.limits.workspace
+        left_out = ws.copy_out(kept, cap=cap)
+        session.workspace = kept
+        if left_out:
+            session.notes["workspace_left_out"] = left_out[:50]
+
+    def _work(self, session: Session, ws: Workspace, tw: _command.TemporaryWorkspace, ids: SubjectIds | None) -> None:
         ctx = self.context
-        session.workspace = workspace
-        _prepare_workspace(session, workspace, ctx.files)
+        session.workspace = tw.path
+        _prepare_workspace(session, ws, ctx.files)
         if self.view is None:
-            self._run(session, workspace, reaper)
+            self._run(session, ws, tw, ids)
             return
         from imagebench.mcp.host import served
+        from imagebench.mcp.server import MCP_SHOWN
 
-        shown_as = WORKSPACE_IN_SANDBOX if self.subject.sandbox.enabled else str(workspace)
-        with served(self.view, session, workspace, shown_as=shown_as, sample_dir=ctx.sample_dir):
-            self._run(session, workspace, reaper)
+        sandboxed = self.subject.sandbox.enabled
+        with served(self.view, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids) as folder:
+            self._run(session, ws, tw, ids, binds=((folder.path, MCP_SHOWN),) if sandboxed else ())
 
-    def _run(self, session: Session, workspace: Path, reaper: _command.Reaper | None) -> None:
+    def _run(
+        self,
+        session: Session,
+        ws: Workspace,
+        tw: _command.TemporaryWorkspace,
+        ids: SubjectIds | None,
+        binds: tuple[tuple[Path, str], ...] = (),
+    ) -> None:
         ctx = self.context
+        policy = self.subject.sandbox
+        if ids is not None:
+            ws.chown_all(ids.uid, ids.gid)  # the subject's uid owns what the harness wrote for it
         finished = _command.run(
             self.subject.command,
-            workspace,
+            tw.path,
             sample_dir=ctx.sample_dir,
             timeout_s=ctx.timeout_s,
-            env=_child_env(workspace, ctx.tensor_url, ctx.env),
-            policy=self.subject.sandbox,
+            env=_child_env(tw.path, ctx.tensor_url, ctx.env, policy.env_pass),
+            policy=policy,
             tensor_url=ctx.tensor_url,
             hidden=(ctx.sample_dir, *ctx.hidden),
             running=self._running,
-            reaper=reaper,
+            reaper=tw.reaper,
+            limits=policy.limits if policy.enabled else None,
+            ids=ids,
+            sized=tw.sized,
+            binds=binds,
         )
         session.notes["exit_code"] = finished.returncode
+        if finished.limit is not None:
+            raise SubjectResourceLimit(f"resource-limit: {finished.limit} ({_LIMIT_WORDS[finished.limit](policy.limits)})")
         if finished.timed_out:
             raise SubjectTimeout(f"the command ran past its {ctx.timeout_s:g} s limit and was killed")
-        _read_outputs(session, workspace / "outputs", finished.returncode, finished)
+        caps, budget = confine.leaving_caps(policy.limits, session.layers, session.collect)
+        ws.budget, ws.read_total = budget, 0
+        _read_outputs(session, ws, finished.returncode, finished, caps)
+
+
+_LIMIT_WORDS: dict[str, Callable[[confine.Limits], str]] = {
+    "memory": lambda lim: f"its processes used more than {confine.show_size(lim.memory)} of memory and were ended",
+    "processes": lambda lim: f"it tried to run more than {lim.processes} processes or threads at once and was ended",
+    "tmp": lambda lim: f"it filled its /tmp of {confine.show_size(lim.tmp)} and was ended",
+    "workspace": lambda lim: f"it filled its workspace of {confine.show_size(lim.workspace)} and was ended",
+    "cpu": lambda lim: f"a process ran past {lim.cpu_s} s of CPU time and was killed",
+    "file-size": lambda lim: f"it wrote a file past {confine.show_size(lim.workspace)} and was killed",
+}
 
 
 def readonly_files(files: Path) -> Path:
@@ -399,28 +461,44 @@ def remove_readonly_files(root: Path) -> None:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def _prepare_workspace(session: Session, workspace: Path, files: Path | None = None) -> None:
-    import numpy as np
-
+def _prepare_workspace(session: Session, ws: Workspace, files: Path | None = None) -> None:
+    """``prompt.md``, ``inputs/<layer>.npy``, ``outputs/``, ``files/`` and ``fixture_tensors.json``,
+    written beneath the fresh workspace's descriptor before the subject starts."""
     try:
-        (workspace / "prompt.md").write_text(session.prompt, encoding="utf-8")
-        inputs = workspace / "inputs"
-        inputs.mkdir()
-        (workspace / "outputs").mkdir()
+        ws.write_text("prompt.md", session.prompt)
+        ws.mkdir("inputs")
+        ws.mkdir("outputs")
         if files is not None:
-            shutil.copytree(files, workspace / "files", ignore=shutil.ignore_patterns(".gitkeep"))
+            ws.copy_in(files, "files")
         for name, sl in session.layers.items():
             if sl.layer.presentation == "array":
-                np.save(inputs / f"{name}.npy", np.asarray(sl.data), allow_pickle=False)
+                ws.save_array(f"inputs/{name}.npy", sl.data)
         tensors = session.namespace.get("fixture_tensors")
         if tensors:
-            (workspace / "fixture_tensors.json").write_text(json.dumps(tensors, indent=2) + "\n", encoding="utf-8")
+            ws.write_text("fixture_tensors.json", json.dumps(tensors, indent=2) + "\n")
     except (OSError, ValueError) as exc:
-        raise SubjectHarnessError(f"could not write the workspace {workspace}: {exc}") from exc
+        raise SubjectHarnessError(f"could not write the workspace {ws.root}: {exc}") from exc
 
 
-def _child_env(workspace: Path, tensor_url: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _WITHHELD_ENV}
+#: What a command subject's environment takes from the host, by name: the locale, the terminal,
+#: the time zone and this machine's BLAS/OpenMP settings. Anything else (an API key, a token)
+#: reaches it only when the run names it (``--subject-env-pass NAME``, SandboxPolicy.env_pass).
+BASE_ENV = (
+    "PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TERM",
+    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+)  # fmt: skip
+
+
+def _child_env(
+    workspace: Path, tensor_url: str | None, extra: dict[str, str] | None = None, passed: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """A command's environment: :data:`BASE_ENV` and ``LC_*`` from the host, the names in
+    ``passed``, the harness's own variables (``extra``: a bundle case's setup.env, an isolated
+    function's target) and the workspace; never the withheld variables."""
+    env = {
+        k: v for k, v in os.environ.items()
+        if (k in BASE_ENV or k.startswith("LC_") or k in passed) and k not in _WITHHELD_ENV
+    }  # fmt: skip
     env.update({k: str(v) for k, v in (extra or {}).items() if k not in _WITHHELD_ENV})
     env[WORKSPACE_ENV] = str(workspace)
     if tensor_url:
@@ -446,37 +524,19 @@ def final_message(tail: bytes, offset: int) -> tuple[str | None, str | None]:
         return None, f"the final message (the end of stdout) is not UTF-8 text: byte 0x{tail[skip + exc.start]:02x} at offset {at} of stdout ({exc.reason})"
 
 
-class _NotText(ValueError):
-    """A file that should hold JSON text holds bytes that are not UTF-8."""
-
-
-def _utf8(data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _NotText(f"is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} ({exc.reason})") from None
-
-
-def _load_output(path: Path) -> Any:
-    import numpy as np
-
-    if path.suffix == ".npy":
-        value = np.load(path, allow_pickle=False)
-        if not isinstance(value, np.ndarray):
-            raise ValueError("it is an .npz archive, expected one array saved with numpy.save")
-        return value
-    return json.loads(_utf8(path.read_bytes()))
-
-
 # A final message that is an answer starts with a JSON object or has an IMAGEBENCH_FINAL_JSON:
 # line (imagebench.scoring.answer reads it); other text is talk, not an answer.
 _ANSWER_TEXT = re.compile(r"\A\s*\{|^[ \t]*IMAGEBENCH_FINAL_JSON:", re.MULTILINE)
 
 
-def _read_outputs(session: Session, outputs: Path, rc: int, finished: _command.Finished | None = None) -> None:
+def _read_outputs(
+    session: Session, ws: Workspace, rc: int, finished: _command.Finished | None = None, caps: dict[str, int] | None = None
+) -> None:
+    """Bind each leaving the command wrote to ``outputs/`` (read beneath the workspace's
+    descriptor: no link followed, regular files only, each within its cap)."""
     for c in session.collect:
         order = (".npy", ".json") if c.what == "array" else (".json", ".npy")
-        found = [outputs / f"{c.name}{ext}" for ext in order if (outputs / f"{c.name}{ext}").is_file()]
+        found = [f"outputs/{c.name}{ext}" for ext in order if ws.exists(f"outputs/{c.name}{ext}")]
         if not found:
             expected = f"outputs/{c.name}{order[0]}"
             why = f"the command exited with code {rc} {'and' if rc else 'but'} wrote no {expected}"
@@ -491,28 +551,35 @@ def _read_outputs(session: Session, outputs: Path, rc: int, finished: _command.F
                     why += " (its final message holds no answer: no JSON object, no IMAGEBENCH_FINAL_JSON: line)"
             session.why_not(c.name, why)
             continue
-        path = found[0]
+        rel = found[0]
+        cap = (caps or {}).get(c.name, confine.Limits().workspace)
         try:
-            session.namespace[c.name] = _load_output(path)
-        except _NotText as exc:
-            session.why_not(c.name, f"outputs/{path.name} {exc}", unreadable=True)
+            session.namespace[c.name] = ws.read_array(rel, cap) if rel.endswith(".npy") else ws.read_json(rel, cap)
+        except Refused as exc:
+            session.why_not(c.name, str(exc), unreadable=True)
+        except NotText as exc:
+            session.why_not(c.name, f"{rel} {exc}", unreadable=True)
         except Exception as exc:
-            session.why_not(
-                c.name,
-                f"outputs/{path.name} could not be read: {type(exc).__name__}: {exc}",
-                unreadable=True,
-            )
+            session.why_not(c.name, f"{rel} could not be read: {type(exc).__name__}: {exc}", unreadable=True)
 
 
 # --------------------------------------------------------------------------- parsing
 
 
-def _import_function(spec: str, target: str) -> Callable[..., Any]:
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _check_target(spec: str, target: str) -> None:
     module_name, sep, func_name = target.partition(":")
-    if not sep or not module_name or not func_name:
+    if not sep or not _DOTTED.match(module_name) or not _DOTTED.match(func_name):
         raise SubjectError(
             f"subject {spec!r}: expected python:package.module:function, e.g. python:mypkg.solvers:segment"
         )
+
+
+def _import_function(spec: str, target: str) -> Callable[..., Any]:
+    _check_target(spec, target)
+    module_name, _sep, func_name = target.partition(":")
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
@@ -554,11 +621,13 @@ def parse_subject(
         return BaselineSubject()
     if spec.startswith("python:"):
         target = spec[len("python:") :].strip()
-        subject = PythonSubject(
-            target=target, function=_import_function(spec, target), isolate=(sandbox or SandboxPolicy()) if isolate else None
-        )
-        if isolate:
-            subject.isolated()[0].check_sandbox()
+        if not isolate:
+            return PythonSubject(target=target, function=_import_function(spec, target))
+        # Isolated: the spec is read as text and the code located without running any of it
+        # (importing it here would run its top level in the harness, unconfined).
+        _check_target(spec, target)
+        subject = PythonSubject(target=target, function=None, isolate=sandbox or SandboxPolicy())
+        subject.isolated()[0].check_sandbox()
         return subject
     if spec.startswith("command:"):
         command = spec[len("command:") :].strip()
@@ -637,6 +706,7 @@ class SubjectRun:
     error: str | None = None
     harness_error: str | None = None
     stopped: bool = False  # a person stopped the turn (``stop`` was set)
+    resource_limit: str | None = None  # "resource-limit: memory (...)": it was ended for a limit
 
 
 def bind_subject(subject: Subject, case: Case, context: UnitContext) -> Callable[[Session], None]:
@@ -670,6 +740,8 @@ def run_subject(
             work(session)
         except SubjectTimeout as exc:
             outcome["timeout"] = str(exc)
+        except SubjectResourceLimit as exc:
+            outcome["limit"] = str(exc)
         except SubjectHarnessError as exc:
             outcome["harness"] = str(exc)
         except BaseException as exc:  # the subject's own failure: recorded, the run goes on
@@ -701,4 +773,6 @@ def run_subject(
         )
     if "timeout" in outcome:
         return SubjectRun(seconds=seconds, timed_out=True, timeout_reason=outcome["timeout"])
+    if "limit" in outcome:
+        return SubjectRun(seconds=seconds, resource_limit=outcome["limit"])
     return SubjectRun(seconds=seconds, error=outcome.get("error"), harness_error=outcome.get("harness"))

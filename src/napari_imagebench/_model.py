@@ -852,12 +852,7 @@ class BenchModel:
         import shutil
         import tempfile
 
-        from imagebench.mcp.server import (
-            MCP_DIR,
-            SOCKET_NAME,
-            SocketServer,
-            write_client_files,
-        )
+        from imagebench.mcp.server import CONFIG_NAME, McpFolder, SocketServer, config_text
         from imagebench.mcp.tools import AgentSession, CaseView
         from imagebench.runner import open_unit
 
@@ -871,11 +866,13 @@ class BenchModel:
         unit.confinement = "none"  # the agent is a program of its own, outside any sandbox
         folder = Path(tempfile.mkdtemp(prefix="imagebench-agent-"))
         try:
+            mcp = McpFolder(folder)  # the socket, the bridge and npy reads: the harness's, beside the agent's files
             agent = AgentSession(
-                CaseView.of(loaded.case), unit.session, workspace=folder, route="viewer", on_layer=on_layer, on_call=on_call
-            )
-            server = SocketServer(agent, folder / MCP_DIR / SOCKET_NAME)
-            write_client_files(folder, shown_as=str(folder))
+                CaseView.of(loaded.case), unit.session, workspace=folder, reads=mcp, route="viewer",
+                on_layer=on_layer, on_call=on_call,
+            )  # fmt: skip
+            server = SocketServer(agent, mcp.socket_path)
+            (folder / CONFIG_NAME).write_text(config_text(str(mcp.path)), encoding="utf-8")
         except Exception as exc:
             unit.release()
             shutil.rmtree(folder, ignore_errors=True)
@@ -892,6 +889,7 @@ class BenchModel:
         if serve is None:
             return
         serve.server.close()
+        serve.agent.reads.remove()
         serve.unit.release()
         shutil.rmtree(serve.folder, ignore_errors=True)
 
@@ -923,6 +921,7 @@ class BenchModel:
         except OSError as exc:
             self.notify("warning", f"the transcript could not be written: {exc}")
         summary = finish_unit(unit, SubjectRun(seconds=time.perf_counter() - unit.started))
+        agent.reads.remove()
         shutil.rmtree(serve.folder, ignore_errors=True)
         folder.add(case, summary)
         for problem in folder.problems:

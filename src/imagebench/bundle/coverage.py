@@ -24,7 +24,9 @@ Coverage = Literal["covered", "partial", "gap"]
 Validation = Literal["validated", "partial", "failed", "unvalidated"]
 
 # Statuses that grade the subject. skipped, harness-error and blocked say nothing about it.
-GRADED_STATUSES: frozenset[str] = frozenset({"ok", "wrong-answer", "no-result", "unscorable-result", "timeout"})
+GRADED_STATUSES: frozenset[str] = frozenset(
+    {"ok", "wrong-answer", "no-result", "unscorable-result", "timeout", "resource-limit"}
+)
 
 
 @dataclass(frozen=True)

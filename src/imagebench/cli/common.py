@@ -58,6 +58,55 @@ def add_subject_flags(p: argparse.ArgumentParser) -> None:
         help="serve a command: subject the case's tools over MCP while it works (mcp.json in its workspace; "
         "what it leaves through them is scored; docs/agents.md)",
     )
+    g.add_argument(
+        "--subject-env-pass",
+        action="append",
+        metavar="NAME",
+        help="give the subject the host's variable NAME (an agent's API key); repeatable. A subject otherwise "
+        "sees only PATH, HOME, the locale, TZ, TERM and the bench's own variables; the run records the names "
+        "passed, never their values",
+    )
+    lim = p.add_argument_group("limits of a sandboxed subject (docs/integrity.md; hitting one ends it: resource-limit)")
+    for flag, about in _LIMIT_FLAGS:
+        lim.add_argument(flag, metavar="N", help=about)
+
+
+#: The ``--limit-*`` flags: (flag, help). Sizes take 4G, 512M or bytes; the rest whole numbers.
+_LIMIT_FLAGS: tuple[tuple[str, str], ...] = (
+    ("--limit-memory", "memory of all its processes together (default 4G)"),
+    ("--limit-processes", "processes and threads at once (default 512)"),
+    ("--limit-open-files", "open files per process (default 1024)"),
+    ("--limit-cpu", "CPU seconds per process (default 3600)"),
+    ("--limit-tmp", "size of its /tmp (default 1G)"),
+    ("--limit-workspace", "size of its workspace, and of any one file it writes (default 2G)"),
+    ("--limit-leaving", "bytes the bench reads of one leaving (default: from the case's inputs, at least 64M)"),
+    ("--limit-leavings", "bytes the bench reads of one sample's leavings in all (default: their sum)"),
+)
+_LIMIT_FIELDS = {
+    "--limit-memory": ("memory", True), "--limit-processes": ("processes", False),
+    "--limit-open-files": ("open_files", False), "--limit-cpu": ("cpu_s", False), "--limit-tmp": ("tmp", True),
+    "--limit-workspace": ("workspace", True), "--limit-leaving": ("leaving", True),
+    "--limit-leavings": ("leavings", True),
+}  # fmt: skip
+
+
+def limits_from_args(args: argparse.Namespace) -> Any:
+    """The ``--limit-*`` flags over the default :class:`~imagebench.confine.Limits`; UsageError naming a bad one."""
+    from imagebench.confine import Limits, parse_size
+
+    given: dict[str, int] = {}
+    for flag, (name, size) in _LIMIT_FIELDS.items():
+        raw = getattr(args, flag[2:].replace("-", "_"), None)
+        if raw is None:
+            continue
+        try:
+            value = parse_size(raw, flag) if size else int(raw)
+        except ValueError as exc:
+            raise UsageError(str(exc) if size else f"{flag}: expected a whole number, got {raw!r}") from None
+        if value < 1:
+            raise UsageError(f"{flag}: expected a positive value, got {raw!r}")
+        given[name] = value
+    return Limits().with_overrides(**given)
 
 
 def sandbox_from_args(args: argparse.Namespace) -> SandboxPolicy:
@@ -74,8 +123,24 @@ def sandbox_from_args(args: argparse.Namespace) -> SandboxPolicy:
         needs = [flag for flag, given in (("--subject-env", env), ("--subject-expose", expose)) if given]
         if needs:
             raise UsageError(f"{', '.join(needs)} say what the sandbox shows; drop them or drop --no-sandbox")
+    from imagebench.sandbox import valid_env_name
+
+    passed = tuple(dict.fromkeys(getattr(args, "subject_env_pass", None) or []))
+    bad = [n for n in passed if not valid_env_name(n)]
+    if bad:
+        raise UsageError(f"--subject-env-pass {bad[0]!r}: expected the name of an environment variable")
+    limits = limits_from_args(args)
+    if not enabled:
+        given = [flag for flag in _LIMIT_FIELDS if getattr(args, flag[2:].replace("-", "_"), None) is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} limit the sandbox; drop them or drop --no-sandbox")
     return SandboxPolicy(
-        enabled=enabled, network=network, env_prefix=Path(env).expanduser().resolve() if env else None, expose=expose
+        enabled=enabled,
+        network=network,
+        env_prefix=Path(env).expanduser().resolve() if env else None,
+        expose=expose,
+        limits=limits,
+        env_pass=passed,
     )
 
 
@@ -110,6 +175,8 @@ def sandbox_flags_given(args: argparse.Namespace) -> list[str]:
             ("--subject-expose", "subject_expose"),
             ("--isolate", "isolate"),
             ("--subject-mcp", "subject_mcp"),
+            ("--subject-env-pass", "subject_env_pass"),
+            *((flag, flag[2:].replace("-", "_")) for flag in _LIMIT_FIELDS),
         )
         if getattr(args, dest, None)
     ]

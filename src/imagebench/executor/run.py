@@ -270,7 +270,7 @@ def run_cases(
     """
     from imagebench.records import RunRecord, write_record
     from imagebench.runfolder import RUN_RECORD, new_run_dir
-    from imagebench.subjects import confinement_of
+    from imagebench.subjects import confinement_of, limits_of
 
     cases = list(cases)
     if parallel is None:
@@ -292,6 +292,7 @@ def run_cases(
             started=started,
             subject=subject.name,
             sandbox=confinement_of(subject),
+            limits=limits_of(subject),
             samples=samples,
             selection=dict(selection or {}),
             cases=[c.label for c in cases],

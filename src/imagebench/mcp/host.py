@@ -20,7 +20,10 @@ from imagebench.mcp.tools import AgentSession, CaseView
 from imagebench.mcp.transcript import TRANSCRIPT
 
 if TYPE_CHECKING:
+    from imagebench.confine import SubjectIds
+    from imagebench.mcp.server import McpFolder
     from imagebench.session import Session
+    from imagebench.workspace import Workspace
 
 
 def transcript_note(agent: AgentSession) -> dict[str, object]:
@@ -47,23 +50,37 @@ def write_transcript(agent: AgentSession, sample_dir: Path) -> Path:
 
 @contextmanager
 def served(
-    view: CaseView, session: Session, workspace: Path, *, shown_as: str, sample_dir: Path
-) -> Iterator[AgentSession]:
-    """Serve ``session`` to the command working in ``workspace`` (seen by it at ``shown_as``)."""
-    from imagebench.mcp.server import (
-        MCP_DIR,
-        SOCKET_NAME,
-        SocketServer,
-        write_client_files,
-    )
+    view: CaseView,
+    session: Session,
+    workspace: Workspace,
+    *,
+    sandboxed: bool,
+    sample_dir: Path,
+    ids: SubjectIds | None = None,
+) -> Iterator[McpFolder]:
+    """Serve ``session`` to the command working in ``workspace``; yields the harness's MCP folder,
+    which the sandbox shows read-only at :data:`~imagebench.mcp.server.MCP_SHOWN` (``sandboxed``)
+    and an unsandboxed command reaches at its own path."""
+    from imagebench.mcp.server import CONFIG_NAME, MCP_SHOWN, McpFolder, SocketServer, config_text
+    from imagebench.sandbox import WORKSPACE
 
-    agent = AgentSession(view, session, workspace=workspace, workspace_alias=shown_as, route="socket")
-    server = SocketServer(agent, workspace / MCP_DIR / SOCKET_NAME)
+    folder = McpFolder(ids=ids)
+    shown = MCP_SHOWN if sandboxed else str(folder.path)
+    agent = AgentSession(
+        view, session, workspace=workspace, workspace_alias=WORKSPACE if sandboxed else None,
+        reads=folder, reads_alias=shown, route="socket",
+    )  # fmt: skip
     try:
-        write_client_files(workspace, shown_as=shown_as)
-        yield agent
+        server = SocketServer(agent, folder.socket_path, ids=ids)
+    except BaseException:
+        folder.remove()
+        raise
+    try:
+        workspace.write_text(CONFIG_NAME, config_text(shown))
+        yield folder
     finally:
         server.close()
+        folder.remove()
         try:
             write_transcript(agent, sample_dir)
         finally:
@@ -93,7 +110,10 @@ class ServedSubject:
         sample_dir = Path(context.sample_dir)  # type: ignore[attr-defined]
 
         def work(session: Session) -> None:
-            agent = AgentSession(view, session, workspace=self.workspace, workspace_alias=None, route=self.route)
+            from imagebench.mcp.server import McpFolder
+
+            reads = McpFolder()  # npy reads go here, never into the workspace
+            agent = AgentSession(view, session, workspace=self.workspace, reads=reads, route=self.route)
             try:
                 if self.route == "stdio":
                     _serve_stdio_on(agent, self.stdout)
@@ -102,6 +122,7 @@ class ServedSubject:
 
                     serve_http(agent, port=self.port, until_submitted=True)
             finally:
+                reads.remove()
                 try:
                     write_transcript(agent, sample_dir)
                 finally:

@@ -25,17 +25,25 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError as SdkToolError
 from mcp.server.fastmcp.utilities.types import Image
 
+from imagebench.confine import SubjectIds
 from imagebench.mcp.tools import ToolError
 
 if TYPE_CHECKING:
     from imagebench.mcp.tools import AgentSession
 
 SERVER_NAME = "imagebench"
-MCP_DIR = ".mcp"
+#: where the sandbox shows the McpFolder (read-only)
+MCP_SHOWN = "/mcp"
+READS = "reads"
 SOCKET_NAME = "server.sock"
 BRIDGE_NAME = "bridge.py"
 CONFIG_NAME = "mcp.json"
-MAX_MESSAGE = 256 * 1024 * 1024  # one JSON-RPC line at most
+#: One JSON-RPC line at most, checked while it is read, before any parsing. The largest call a
+#: session takes is add_layer with a JSON list of MAX_LIST_INPUT (1,048,576) numbers: at ~25
+#: characters a number that is about 25 MiB. A longer line ends the connection.
+MAX_MESSAGE = 32 * 1024 * 1024
+#: connections served at once on the socket; one more is closed as it is accepted
+MAX_CONNECTIONS = 4
 
 INSTRUCTIONS = (
     "One case of the imagebench benchmark. Call get_prompt first: it gives the task, the input layers and "
@@ -272,15 +280,15 @@ async def _serve_stream(server: Any, stream: Any) -> None:
 class SocketServer:
     """``agent``'s server on a Unix socket at ``path``, in a thread of this process, until :meth:`close`.
 
-    A socket path longer than the kernel allows (a deep workspace) is bound through the folder's
-    descriptor (``/proc/self/fd/N/name``), so any workspace works.
+    The socket is bound through its folder's descriptor (``/proc/self/fd/N/name``), so any depth
+    fits; it is 0600, owned by the subject's uid ``ids`` when the harness is root.
     """
 
-    def __init__(self, agent: AgentSession, path: Path) -> None:
+    def __init__(self, agent: AgentSession, path: Path, *, ids: SubjectIds | None = None) -> None:
         self.agent = agent
         self.path = Path(path)
         self.server = build_server(agent)
-        self._sock = _listen_unix(self.path)
+        self._sock = _listen_unix(self.path, ids)
         self._stop = threading.Event()
         self._portal_cm: Any = None
         self._portal: Any = None
@@ -298,10 +306,24 @@ class SocketServer:
         from anyio.abc import SocketListener
 
         listener = await SocketListener.from_socket(self._sock)
+        active = 0
+
+        async def serve_one(stream: Any) -> None:
+            nonlocal active
+            try:
+                await _serve_stream(self.server, stream)
+            finally:
+                active -= 1
+
         async with anyio.create_task_group() as tg:
             while True:
                 stream = await listener.accept()
-                tg.start_soon(_serve_stream, self.server, stream)
+                if active >= MAX_CONNECTIONS:
+                    with suppress(Exception):
+                        await stream.aclose()
+                    continue
+                active += 1
+                tg.start_soon(serve_one, stream)
 
     def close(self) -> None:
         """Stop serving: every connection ends, the socket goes."""
@@ -319,36 +341,88 @@ class SocketServer:
                 self.path.unlink()
 
 
-def _listen_unix(path: Path) -> socket.socket:
+def _listen_unix(path: Path, ids: SubjectIds | None = None) -> socket.socket:
+    """A listening socket at ``path``, in a folder of the harness's, readable and writable by its
+    owner only: the subject's uid (``ids``) when the harness is root, else the harness's user."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with suppress(FileNotFoundError):
-        path.unlink()
-    if len(os.fsencode(str(path))) < 100:
-        sock.bind(str(path))
-    else:  # too long for sockaddr_un: bind through the folder's descriptor
-        fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            sock.bind(f"/proc/self/fd/{fd}/{path.name}")
-        finally:
-            os.close(fd)
-    os.chmod(path, 0o600 if os.geteuid() != 0 else 0o666)
-    sock.listen(8)
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        with suppress(FileNotFoundError):
+            os.unlink(path.name, dir_fd=folder)
+        # bound through the folder's descriptor: no link is followed, and any depth fits sockaddr_un
+        sock.bind(f"/proc/self/fd/{folder}/{path.name}")
+        os.chmod(path.name, 0o600, dir_fd=folder)  # the folder is the harness's: nothing else is here
+        if ids is not None:
+            os.chown(path.name, ids.uid, ids.gid, dir_fd=folder)
+    finally:
+        os.close(folder)
+    sock.listen(MAX_CONNECTIONS)
     sock.setblocking(False)
     return sock
 
 
-def write_client_files(folder: Path, *, shown_as: str, python: str = "python3") -> dict[str, Any]:
-    """Write :data:`BRIDGE` into ``folder/.mcp/`` and ``folder/mcp.json``: the ``mcpServers`` entry a
-    client starts (``python3 <shown_as>/.mcp/bridge.py``). ``shown_as`` is where ``folder`` is seen
-    by the client (``/workspace`` in the sandbox). Returns the configuration."""
-    mcp_dir = folder / MCP_DIR
-    mcp_dir.mkdir(parents=True, exist_ok=True)
-    (mcp_dir / BRIDGE_NAME).write_text(BRIDGE, encoding="utf-8")
-    config = {
-        "mcpServers": {
-            SERVER_NAME: {"command": python, "args": [f"{shown_as.rstrip('/')}/{MCP_DIR}/{BRIDGE_NAME}"]},
-        }
-    }
-    (folder / CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    return config
+class McpFolder:
+    """The harness's folder of one served session: the socket, the bridge and the files
+    ``read_layer(encoding="npy")`` writes. It is never the subject's: made here, not writable by
+    the subject (shown read-only at ``/mcp`` in the sandbox), and written only beneath a
+    descriptor held since it was made, with ``O_EXCL | O_NOFOLLOW``. At most :data:`READS_KEPT`
+    reads are kept; an older one is removed when a new one is written."""
+
+    READS_KEPT = 16
+
+    def __init__(self, parent: Path | None = None, *, ids: SubjectIds | None = None) -> None:
+        import tempfile
+
+        self.path = Path(tempfile.mkdtemp(prefix="imagebench-mcp-", dir=parent))
+        os.chmod(self.path, 0o755)  # the subject's uid reads it (root's 0700 otherwise)
+        self.ids = ids
+        self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        os.mkdir(READS, 0o755, dir_fd=self._fd)
+        self._reads = os.open(READS, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._fd)
+        self._write(self._fd, BRIDGE_NAME, BRIDGE.encode("utf-8"))
+        self._kept: list[str] = []
+
+    @property
+    def socket_path(self) -> Path:
+        return self.path / SOCKET_NAME
+
+    @staticmethod
+    def _write(folder: int, name: str, data: bytes | memoryview) -> None:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=folder)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+
+    def save_read(self, name: str, arr: Any) -> str:
+        """Write ``arr`` as ``reads/<name>``; returns the path relative to this folder."""
+        import io
+
+        if "/" in name or name.startswith(".") or not name:
+            raise ValueError(f"a read's file name must be a plain name, got {name!r}")
+        import numpy as np
+
+        buf = io.BytesIO()
+        np.save(buf, arr, allow_pickle=False)
+        self._write(self._reads, name, buf.getbuffer())
+        self._kept.append(name)
+        while len(self._kept) > self.READS_KEPT:
+            with suppress(OSError):
+                os.unlink(self._kept.pop(0), dir_fd=self._reads)
+        return f"{READS}/{name}"
+
+    def remove(self) -> None:
+        import shutil
+
+        for fd in (self._reads, self._fd):
+            with suppress(OSError):
+                os.close(fd)
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def client_config(shown_as: str, *, python: str = "python3") -> dict[str, Any]:
+    """The ``mcpServers`` entry a client starts: ``python3 <shown_as>/bridge.py``, where
+    ``shown_as`` is where the :class:`McpFolder` is seen by the client (``/mcp`` in the sandbox)."""
+    return {"mcpServers": {SERVER_NAME: {"command": python, "args": [f"{shown_as.rstrip('/')}/{BRIDGE_NAME}"]}}}
+
+
+def config_text(shown_as: str) -> str:
+    return json.dumps(client_config(shown_as), indent=2) + "\n"

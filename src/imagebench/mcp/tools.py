@@ -9,8 +9,11 @@ message naming the layer, field or limit at fault; the server returns it as a to
 session goes on. :meth:`AgentSession.call` runs a tool and records it in the transcript.
 
 Paths: the agent names ``.npy`` files relative to its workspace (or under the workspace's path as
-it sees it, ``/workspace`` in the sandbox); a path that leaves the workspace is refused, and no
-message names a path of the harness, only the one the agent gave.
+it sees it, ``/workspace`` in the sandbox); they are read beneath the workspace's descriptor
+without following any link (:class:`imagebench.workspace.Workspace`), so a path that leaves the
+workspace, a link or anything but a regular file is refused, and no message names a path of the
+harness, only the one the agent gave. ``read_layer(encoding="npy")`` writes into the harness's
+own folder (:class:`imagebench.mcp.server.McpFolder`), never into the workspace.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from imagebench.mcp.transcript import ToolCall, Transcript, summarise
 
 if TYPE_CHECKING:
     from imagebench.case import Case, Collect, Layer
+    from imagebench.mcp.server import McpFolder
     from imagebench.session import Session
+    from imagebench.workspace import Workspace
 
 #: values one read_layer returns at most as a JSON list, and as base64 or an .npy file
 MAX_LIST_VALUES = 512 * 512
@@ -46,7 +51,6 @@ ANSWER_KINDS = ("labels", "image", "points", "shapes")
 ENCODINGS = ("list", "base64", "npy")
 TRACE_NAME = "trace"  # a trigger case's leaving (imagebench.bundle.grading.TRACE_NAME)
 SKILL_EVENT = "skill"
-READS_DIR = ".mcp/reads"
 
 # What each comparator of an answer field expects, as a check and its words (the rest: any JSON).
 _FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
@@ -138,8 +142,10 @@ class AgentLayer:
 class AgentSession:
     """One agent's session of one case: the tools, the leavings, the transcript.
 
-    ``workspace`` is the agent's folder on this machine (for ``.npy`` files and ``npy`` reads),
-    ``workspace_alias`` the path it has inside the sandbox (``/workspace``). ``on_layer(layer)`` is
+    ``workspace`` is the agent's folder on this machine (for ``.npy`` files it names; a
+    :class:`~imagebench.workspace.Workspace` or the path of a folder the harness made),
+    ``workspace_alias`` the path it has inside the sandbox (``/workspace``); ``reads`` the
+    harness's folder ``npy`` reads go to, seen by the agent at ``reads_alias``. ``on_layer(layer)`` is
     told of every answer layer added or updated (the panel puts it on the viewer), ``on_call(call)``
     of every finished tool call (the panel's log).
     """
@@ -149,16 +155,23 @@ class AgentSession:
         view: CaseView,
         session: Session,
         *,
-        workspace: Path | None = None,
+        workspace: Path | Workspace | None = None,
         workspace_alias: str | None = None,
+        reads: McpFolder | None = None,
+        reads_alias: str | None = None,
         route: str = "",
         on_layer: Callable[[AgentLayer], None] | None = None,
         on_call: Callable[[ToolCall], None] | None = None,
     ) -> None:
         self.view = view
         self._client = session.client
-        self.workspace = Path(workspace).resolve() if workspace is not None else None
+        from imagebench.workspace import Workspace
+
+        if workspace is not None and not isinstance(workspace, Workspace):
+            workspace = Workspace(Path(workspace))
+        self.workspace: Workspace | None = workspace
         self.workspace_alias = workspace_alias
+        self.reads, self.reads_alias = reads, reads_alias
         self.layers: dict[str, AgentLayer] = {}
         for name, sl in session.layers.items():
             self.layers[name] = AgentLayer(name, sl.layer.kind, sl.data, "input", layer=sl.layer)
@@ -439,24 +452,25 @@ class AgentSession:
             out["like"] = layer.like
         return out
 
-    def _resolve(self, given: str) -> Path:
+    def _relative(self, given: str) -> str:
+        """``given`` (relative, or under the workspace as the agent sees it) relative to the workspace."""
         if self.workspace is None:
             raise ToolError("this session has no workspace: give the data as numbers (data=...)")
         if not isinstance(given, str) or not given.endswith(".npy"):
             raise ToolError(f"npy must name an .npy file in your workspace, got {_short(given)}")
         rel = given
         alias = (self.workspace_alias or "").rstrip("/")
+        root = str(self.workspace.root)
         if alias and (given == alias or given.startswith(alias + "/")):
-            rel = given[len(alias) :].lstrip("/")
+            rel = given[len(alias) :]
+        elif given.startswith(root + "/"):
+            rel = given[len(root) :]
         elif os.path.isabs(given):
-            if given.startswith(str(self.workspace) + "/"):
-                rel = given[len(str(self.workspace)) + 1 :]
-            else:
-                raise ToolError(f"npy {given!r} is outside your workspace; name a file in it (e.g. outputs/x.npy)")
-        path = (self.workspace / rel).resolve()
-        if not str(path).startswith(str(self.workspace) + os.sep):
             raise ToolError(f"npy {given!r} is outside your workspace; name a file in it (e.g. outputs/x.npy)")
-        return path
+        parts = [p for p in rel.split("/") if p not in ("", ".")]
+        if not parts or ".." in parts:
+            raise ToolError(f"npy {given!r} is outside your workspace; name a file in it (e.g. outputs/x.npy)")
+        return "/".join(parts)
 
     def _data(self, name: str, data: Any, npy: str | None) -> np.ndarray:
         if (data is None) == (npy is None):
@@ -464,18 +478,21 @@ class AgentSession:
                 f"layer {name!r}: give exactly one of data (numbers) or npy (an .npy file in your workspace)"
             )
         if npy is not None:
-            path = self._resolve(npy)
-            try:
-                arr = np.load(path, allow_pickle=False, mmap_mode="r")
+            from imagebench.workspace import NPY_HEADER_MAX, Refused
+
+            rel = self._relative(npy)
+            assert self.workspace is not None
+            try:  # beneath the workspace's descriptor, no link followed, read from the fd it checked
+                arr = self.workspace.read_array(rel, cap=MAX_LAYER_VALUES * 16 + NPY_HEADER_MAX)
             except FileNotFoundError:
                 raise ToolError(f"npy {npy!r}: no such file in your workspace") from None
-            except Exception as exc:
-                raise ToolError(f"npy {npy!r} could not be read as one array: {type(exc).__name__}: {exc}") from None
-            if not isinstance(arr, np.ndarray):
-                raise ToolError(f"npy {npy!r} is not one array saved with numpy.save")
+            except Refused as exc:
+                raise ToolError(f"npy {npy!r} refused: {exc}") from None
+            except OSError as exc:
+                raise ToolError(f"npy {npy!r} could not be read: {exc.strerror or exc}") from None
             if arr.size > MAX_LAYER_VALUES:
                 raise ToolError(f"npy {npy!r} holds {arr.size} values, more than the limit of {MAX_LAYER_VALUES}")
-            return np.array(arr)
+            return arr
         n, _ = _nested_size(data)
         if n > MAX_LIST_INPUT:
             raise ToolError(
@@ -547,15 +564,13 @@ class AgentSession:
         return parsed, warnings
 
     def _write_read(self, name: str, part: np.ndarray) -> str:
-        if self.workspace is None:
-            raise ToolError("encoding 'npy' needs a workspace; use 'base64' or 'list'")
+        if self.reads is None:
+            raise ToolError("encoding 'npy' needs a folder for reads; use 'base64' or 'list'")
         self._reads += 1
-        rel = f"{READS_DIR}/{name}-{self._reads}.npy"
-        target = self.workspace / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        np.save(target, part, allow_pickle=False)
-        alias = self.workspace_alias
-        return f"{alias.rstrip('/')}/{rel}" if alias else rel
+        safe = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in name)[:64]
+        rel = self.reads.save_read(f"{safe}-{self._reads}.npy", part)
+        shown = self.reads_alias if self.reads_alias is not None else str(self.reads.path)
+        return f"{shown.rstrip('/')}/{rel}"
 
     def _tell(self, layer: AgentLayer) -> None:
         if self.on_layer is not None:

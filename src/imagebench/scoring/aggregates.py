@@ -41,7 +41,10 @@ if TYPE_CHECKING:
 AGGREGATE_SCHEMA_VERSION = 1
 SUCCESS = frozenset({"ok"})
 FAILURE = frozenset(
-    {"wrong-answer", "no-result", "unscorable-result", "timeout", "subject-error", "truth-tampered", "fixture-overwritten"}
+    {
+        "wrong-answer", "no-result", "unscorable-result", "timeout", "resource-limit", "subject-error",
+        "truth-tampered", "fixture-overwritten",
+    }
 )
 SCORED = SUCCESS | FAILURE
 # Left out of every figure, each counted in the coverage under its own name.
