@@ -192,7 +192,7 @@ def wrapper_argv(limits: Limits, ids: SubjectIds | None, *, rlimit_memory: bool)
         "/usr/bin/prlimit",
         f"--nproc={limits.processes}",
         f"--nofile={limits.open_files}",
-        f"--cpu={limits.cpu_s}",
+        f"--cpu={limits.cpu_s}:{limits.cpu_s + 5}",  # SIGXCPU at the limit (named), SIGKILL 5 s on
         f"--fsize={limits.workspace}",
     ]
     if rlimit_memory:

@@ -147,16 +147,20 @@ class Workspace:
     def _open_path(self, rel: str) -> int:
         """An O_PATH descriptor of ``rel`` (itself, never a link's target), or Refused."""
         parts = _parts(rel)
-        try:
-            if have_openat2():
-                return _openat2(self.fd, rel, os.O_PATH | os.O_NOFOLLOW)
-            return _walk(self.fd, parts, os.O_PATH)
-        except FileNotFoundError:
-            raise
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EXDEV):
-                raise Refused(f"{rel} {self._which_link(parts)}") from None
-            raise
+        for _attempt in range(3):
+            try:
+                if have_openat2():
+                    return _openat2(self.fd, rel, os.O_PATH | os.O_NOFOLLOW)
+                return _walk(self.fd, parts, os.O_PATH)
+            except FileNotFoundError:
+                raise
+            except OSError as exc:
+                if exc.errno == errno.EAGAIN:
+                    continue  # openat2 saw a rename on the way: resolve again
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EXDEV):
+                    raise Refused(f"{rel} {self._which_link(parts)}") from None
+                raise
+        raise Refused(f"{rel} kept changing while it was opened (something renames its folders)")
 
     def _which_link(self, parts: list[str]) -> str:
         """Why a path did not resolve beneath the workspace: the first component that is a link."""
@@ -170,7 +174,7 @@ class Workspace:
                 return "is a symbolic link" if i == len(parts) else f"lies in {sub}, which is a symbolic link"
             if i < len(parts) and not stat.S_ISDIR(st.st_mode):
                 return f"lies in {sub}, which is {_kind(st.st_mode)}"
-        return "does not resolve inside the workspace"
+        return "has a symbolic link on its path (it was one when it was opened)"
 
     def kind(self, rel: str) -> str | None:
         """What ``rel`` is (``"file"``, or why it is not one), or None when it is absent."""
