@@ -492,3 +492,40 @@ def test_no_module_that_handles_a_workspace_reads_it_directly() -> None:
                 continue
             found.append(f"{rel}:{node.lineno} {text[:80]}")
     assert found == [], "direct file access in a module that handles a subject's workspace:\n" + "\n".join(found)
+
+
+def test_the_http_route_refuses_a_body_past_the_line_limit_before_parsing() -> None:
+    import asyncio
+
+    from imagebench.mcp.server import capped_body
+
+    parsed: list[bytes] = []
+
+    async def app(scope, receive, send):  # the MCP app: it would parse what it receives
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        parsed.append(body)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    def call(headers, chunks):
+        sent: list[dict] = []
+        queue = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1} for i, c in enumerate(chunks)]
+
+        async def receive():
+            return queue.pop(0)
+
+        async def send(message):
+            sent.append(message)
+
+        asyncio.run(capped_body(app, 1000)({"type": "http", "headers": headers}, receive, send))
+        return sent[0]["status"]
+
+    assert call([(b"content-length", b"5000")], [b"x" * 10]) == 413
+    assert call([], [b"x" * 600, b"x" * 600]) == 413
+    assert parsed == []
+    assert call([(b"content-length", b"10")], [b"x" * 10]) == 200 and parsed == [b"x" * 10]

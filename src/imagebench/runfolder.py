@@ -40,7 +40,7 @@ EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_DIED =
 NOT_MEASURED: frozenset[str] = frozenset({"skipped", "harness-error", "blocked", "stopped"})
 EXIT_MEANINGS: dict[int, str] = {
     EXIT_PASSED: "every selected case ran and passed",
-    EXIT_FAILED: "a case failed (a wrong or missing answer, a timeout, a subject error, tampering)",
+    EXIT_FAILED: "a case failed (a wrong or missing answer, a timeout, a resource limit, a subject error, tampering)",
     EXIT_USAGE: "a usage error: bad arguments, nothing was run",
     EXIT_BLOCKED: "no case failed, but a case was blocked (its scoring contract is missing or ineligible)",
     EXIT_INCOMPLETE: "no case failed or was blocked, but a case was skipped or ended by a harness error",

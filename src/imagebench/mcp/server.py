@@ -207,7 +207,9 @@ def serve_http(
     agent.transcript.route = agent.transcript.route or "http"
     server = build_server(agent)
     server.settings.host, server.settings.port = host, port
-    uv = uvicorn.Server(uvicorn.Config(server.streamable_http_app(), host=host, port=port, log_level="warning"))
+    app = capped_body(server.streamable_http_app(), MAX_MESSAGE)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", limit_concurrency=MAX_CONNECTIONS * 4)
+    uv = uvicorn.Server(config)
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
@@ -223,6 +225,47 @@ def serve_http(
             tg.cancel_scope.cancel()
 
     anyio.run(main)
+
+
+def capped_body(app: Any, limit: int) -> Any:
+    """An ASGI app that answers 413 to a request body over ``limit`` bytes (its Content-Length, or
+    the bytes as they stream in), before the MCP app parses any of it."""
+
+    async def capped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await _too_large(send, limit)
+            return
+        seen = 0
+
+        async def bounded() -> dict[str, Any]:
+            nonlocal seen
+            message = await receive()
+            if message.get("type") == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise _BodyTooLarge
+            return message
+
+        try:
+            await app(scope, bounded, send)
+        except _BodyTooLarge:
+            await _too_large(send, limit)
+
+    return capped
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _too_large(send: Any, limit: int) -> None:
+    body = f"a request body is at most {limit} bytes".encode()
+    await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": body})
 
 
 # --------------------------------------------------------------------------- a Unix socket
