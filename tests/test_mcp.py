@@ -49,7 +49,7 @@ def _case(label: str):
 
 
 def _agent(case, workspace: Path | None = None) -> tuple[AgentSession, Any]:
-    from imagebench.mcp.server import McpFolder
+    from imagebench.mcp.folder import McpFolder
 
     fixture = prepare_fixture(case).fixture
     session = open_session(case, fixture)

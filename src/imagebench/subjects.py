@@ -380,7 +380,7 @@ class _BoundCommand:
             self._run(session, ws, tw, ids)
             return
         from imagebench.mcp.host import served
-        from imagebench.mcp.server import MCP_SHOWN
+        from imagebench.mcp.folder import MCP_SHOWN
 
         sandboxed = self.subject.sandbox.enabled
         with served(self.view, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids) as folder:

@@ -21,7 +21,7 @@ from imagebench.mcp.transcript import TRANSCRIPT
 
 if TYPE_CHECKING:
     from imagebench.confine import SubjectIds
-    from imagebench.mcp.server import McpFolder
+    from imagebench.mcp.folder import McpFolder
     from imagebench.session import Session
     from imagebench.workspace import Workspace
 
@@ -110,7 +110,7 @@ class ServedSubject:
         sample_dir = Path(context.sample_dir)  # type: ignore[attr-defined]
 
         def work(session: Session) -> None:
-            from imagebench.mcp.server import McpFolder
+            from imagebench.mcp.folder import McpFolder
 
             reads = McpFolder()  # npy reads go here, never into the workspace
             agent = AgentSession(view, session, workspace=self.workspace, reads=reads, route=self.route)

@@ -5,8 +5,9 @@
 - :func:`serve_stdio`, :func:`serve_http`: the usual transports (``imagebench mcp serve``);
 - :class:`SocketServer`: the server on a Unix socket, each accepted connection one MCP session
   speaking newline-delimited JSON-RPC (the stdio framing). A sandboxed command reaches it through
-  a file socket in its workspace (the network namespace plays no part), with ``mcp.json`` naming a
-  stdlib-only bridge (:data:`BRIDGE`) that its own ``python3`` runs: :func:`write_client_files`.
+  a file socket in the harness's :class:`~imagebench.mcp.folder.McpFolder`, shown read-only at
+  ``/mcp`` (the network namespace plays no part), with ``mcp.json`` in its workspace naming a
+  stdlib-only bridge there that its own ``python3`` runs (:func:`config_text`).
 
 Nothing served names a path of the harness: the session knows the workspace and nothing else.
 """
@@ -26,17 +27,15 @@ from mcp.server.fastmcp.exceptions import ToolError as SdkToolError
 from mcp.server.fastmcp.utilities.types import Image
 
 from imagebench.confine import SubjectIds
+from imagebench.mcp.folder import BRIDGE_NAME, MCP_SHOWN, SOCKET_NAME, McpFolder
+
+__all__ = ["MCP_SHOWN", "SOCKET_NAME", "McpFolder", "SocketServer", "build_server", "client_config", "config_text"]
 from imagebench.mcp.tools import ToolError
 
 if TYPE_CHECKING:
     from imagebench.mcp.tools import AgentSession
 
 SERVER_NAME = "imagebench"
-#: where the sandbox shows the McpFolder (read-only)
-MCP_SHOWN = "/mcp"
-READS = "reads"
-SOCKET_NAME = "server.sock"
-BRIDGE_NAME = "bridge.py"
 CONFIG_NAME = "mcp.json"
 #: One JSON-RPC line at most, checked while it is read, before any parsing. The largest call a
 #: session takes is add_layer with a JSON list of MAX_LIST_INPUT (1,048,576) numbers: at ~25
@@ -51,47 +50,6 @@ INSTRUCTIONS = (
     "arrays), look with snapshot, leave array answers with add_layer/update_layer and structured answers "
     "with set_answer, then call submit. What you left when you submit is what gets scored."
 )
-
-#: Runs inside the sandbox with only the standard library: stdin/stdout <-> the server's socket.
-BRIDGE = r'''"""imagebench MCP bridge: this process's stdin/stdout <-> the case server's Unix socket."""
-import os
-import socket
-import sys
-import threading
-
-os.chdir(os.path.dirname(os.path.abspath(__file__)))  # a short relative socket path
-sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-try:
-    sock.connect("server.sock")
-except OSError as exc:
-    sys.exit(f"imagebench bridge: cannot reach the case server: {exc}")
-
-
-def upstream():
-    try:
-        while True:
-            data = os.read(0, 1 << 16)
-            if not data:
-                break
-            sock.sendall(data)
-    except OSError:
-        pass
-    try:
-        sock.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-
-
-threading.Thread(target=upstream, daemon=True).start()
-out = sys.stdout.buffer
-while True:
-    data = sock.recv(1 << 16)
-    if not data:
-        break
-    out.write(data)
-    out.flush()
-'''
-
 
 def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), allow_nan=False)
@@ -402,63 +360,6 @@ def _listen_unix(path: Path, ids: SubjectIds | None = None) -> socket.socket:
     sock.listen(MAX_CONNECTIONS)
     sock.setblocking(False)
     return sock
-
-
-class McpFolder:
-    """The harness's folder of one served session: the socket, the bridge and the files
-    ``read_layer(encoding="npy")`` writes. It is never the subject's: made here, not writable by
-    the subject (shown read-only at ``/mcp`` in the sandbox), and written only beneath a
-    descriptor held since it was made, with ``O_EXCL | O_NOFOLLOW``. At most :data:`READS_KEPT`
-    reads are kept; an older one is removed when a new one is written."""
-
-    READS_KEPT = 16
-
-    def __init__(self, parent: Path | None = None, *, ids: SubjectIds | None = None) -> None:
-        import tempfile
-
-        self.path = Path(tempfile.mkdtemp(prefix="imagebench-mcp-", dir=parent))
-        os.chmod(self.path, 0o755)  # the subject's uid reads it (root's 0700 otherwise)
-        self.ids = ids
-        self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        os.mkdir(READS, 0o755, dir_fd=self._fd)
-        self._reads = os.open(READS, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._fd)
-        self._write(self._fd, BRIDGE_NAME, BRIDGE.encode("utf-8"))
-        self._kept: list[str] = []
-
-    @property
-    def socket_path(self) -> Path:
-        return self.path / SOCKET_NAME
-
-    @staticmethod
-    def _write(folder: int, name: str, data: bytes | memoryview) -> None:
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=folder)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-
-    def save_read(self, name: str, arr: Any) -> str:
-        """Write ``arr`` as ``reads/<name>``; returns the path relative to this folder."""
-        import io
-
-        if "/" in name or name.startswith(".") or not name:
-            raise ValueError(f"a read's file name must be a plain name, got {name!r}")
-        import numpy as np
-
-        buf = io.BytesIO()
-        np.save(buf, arr, allow_pickle=False)
-        self._write(self._reads, name, buf.getbuffer())
-        self._kept.append(name)
-        while len(self._kept) > self.READS_KEPT:
-            with suppress(OSError):
-                os.unlink(self._kept.pop(0), dir_fd=self._reads)
-        return f"{READS}/{name}"
-
-    def remove(self) -> None:
-        import shutil
-
-        for fd in (self._reads, self._fd):
-            with suppress(OSError):
-                os.close(fd)
-        shutil.rmtree(self.path, ignore_errors=True)
 
 
 def client_config(shown_as: str, *, python: str = "python3") -> dict[str, Any]:

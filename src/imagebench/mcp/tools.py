@@ -13,7 +13,7 @@ it sees it, ``/workspace`` in the sandbox); they are read beneath the workspace'
 without following any link (:class:`imagebench.workspace.Workspace`), so a path that leaves the
 workspace, a link or anything but a regular file is refused, and no message names a path of the
 harness, only the one the agent gave. ``read_layer(encoding="npy")`` writes into the harness's
-own folder (:class:`imagebench.mcp.server.McpFolder`), never into the workspace.
+own folder (:class:`imagebench.mcp.folder.McpFolder`), never into the workspace.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from imagebench.mcp.transcript import ToolCall, Transcript, summarise
 
 if TYPE_CHECKING:
     from imagebench.case import Case, Collect, Layer
-    from imagebench.mcp.server import McpFolder
+    from imagebench.mcp.folder import McpFolder
     from imagebench.session import Session
     from imagebench.workspace import Workspace
 
