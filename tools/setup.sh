@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything napari-imagebench needs on a fresh Debian/Ubuntu machine:
-# bubblewrap (the sandbox every command: subject runs in), the system packages for the Qt tests
+# bubblewrap (the sandbox every command: subject runs in; util-linux's prlimit and setpriv set its
+# limits and drop it to a uid of its own, mount's umount unmounts its workspace), the system packages for the Qt tests
 # (Xvfb, Mesa, xcb libraries) and for the report test (Chromium), then a virtual environment
 # with the package and its test extras.
 set -euo pipefail
@@ -8,7 +9,7 @@ PYTHON=${1:-python3}
 VENV=${2:-.venv}
 
 SYSTEM_PACKAGES=(
-  bubblewrap
+  bubblewrap util-linux mount
   xvfb xauth
   libgl1 libgl1-mesa-dri libegl1 libglib2.0-0 libfontconfig1 libdbus-1-3
   libxkbcommon-x11-0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0

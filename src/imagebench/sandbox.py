@@ -166,6 +166,13 @@ def unavailable_reason() -> str | None:
     bwrap = bwrap_path()
     if bwrap is None:
         return f"a command: subject runs in a bubblewrap sandbox, but bwrap is not on PATH; {INSTALL_HINT}"
+    wrappers = ["/usr/bin/prlimit", "/usr/bin/env"] + (["/usr/bin/setpriv"] if os.geteuid() == 0 else [])
+    missing = [w for w in wrappers if not os.access(w, os.X_OK)]
+    if missing:
+        return (
+            f"a sandboxed subject's limits and uid are set by {', '.join(missing)}, which this machine lacks; "
+            "install util-linux (apt-get install util-linux; tools/setup.sh does it), or run with --no-sandbox"
+        )
     why = _probe(bwrap)
     return None if why is None else f"a command: subject runs in a bubblewrap sandbox, but {why}; {INSTALL_HINT}"
 
