@@ -529,3 +529,35 @@ def test_the_http_route_refuses_a_body_past_the_line_limit_before_parsing() -> N
     assert call([], [b"x" * 600, b"x" * 600]) == 413
     assert parsed == []
     assert call([(b"content-length", b"10")], [b"x" * 10]) == 200 and parsed == [b"x" * 10]
+
+
+@SANDBOX
+def test_where_no_tmpfs_can_be_mounted_a_watcher_ends_a_workspace_fill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A harness that may not mount (not root) keeps a plain folder: files each under the cap
+    that outgrow it together end the subject within a second or so."""
+    import imagebench.command as command
+
+    monkeypatch.setattr(command, "mount_tmpfs", lambda *a, **k: False)
+    fill = "for i in 1 2 3 4 5 6; do head -c 20M /dev/zero > fill$i; done; sleep 30"
+    result = _run(tmp_path, VOLUMES, fill, **_small(workspace=48 * MiB))
+    summary = _one(result, VOLUMES)
+    assert summary.status == "resource-limit" and summary.reason.startswith("resource-limit: workspace"), summary.reason
+    assert summary.times["subject_s"] < 20
+    _nothing_left()
+
+
+@SANDBOX
+def test_where_no_cgroup_can_be_made_the_address_space_is_limited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import imagebench.command as command
+
+    monkeypatch.setattr(command.Cgroup, "make", classmethod(lambda cls, *a, **k: None))
+    code = "import resource, sys; print(resource.getrlimit(resource.RLIMIT_AS)[0], file=sys.stderr); bytearray(1 << 30)"
+    result = _run(tmp_path, VOLUMES, f"{PY} -c {shlex.quote(code)}", **_small(memory=512 * MiB))
+    summary = _one(result, VOLUMES)
+    err = (result.run_dir / summary.subject / summary.label / "sample-0" / "stderr.txt").read_text()
+    assert err.split()[0] == str(512 * MiB) and "MemoryError" in err, err
+    assert summary.status != "ok"

@@ -37,7 +37,6 @@ from imagebench import command as _command
 from imagebench import confine
 from imagebench.confine import SubjectIds
 from imagebench.command import KILL_GRACE_S, TENSOR_URL_ENV, CommandHarnessError
-from imagebench.sandbox import WORKSPACE as WORKSPACE_IN_SANDBOX
 from imagebench.sandbox import (
     SandboxKind,
     SandboxPolicy,
