@@ -141,29 +141,6 @@ def read_run(run_dir: str | Path, *, progress: bool = False) -> RunView:
     return run
 
 
-def _bar(total: int) -> tuple[Any, Any]:
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    bar = Progress(
-        TextColumn("[bold]reading the run"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-    )
-    task = bar.add_task("report", total=total)
-    bar.start()
-    return bar, task
-
-
 def _known_cases() -> dict[str, Any]:
     try:
         from imagebench import cases as builtin

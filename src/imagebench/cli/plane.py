@@ -19,7 +19,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     from imagebench.plane.server import serve
 
-    return serve(args)
+    return serve(host=args.host, port=args.port, data_dir=args.data_dir, watch_parent=args.watch_parent)
 
 
 def _list(args: argparse.Namespace) -> int:

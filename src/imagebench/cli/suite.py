@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from imagebench.cli import UsageError
 
 if TYPE_CHECKING:
+    from imagebench.suite.compare import Comparison
     from imagebench.suite.model import SuiteManifest
     from imagebench.suite.resolve import CaseSource, Problem
 
@@ -256,7 +257,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from imagebench.suite.compare import compare_runs, load_run, render
+    from imagebench.suite.compare import compare_runs, load_run
     from imagebench.suite.model import SuiteError, find_suite_file, load_suite
     from imagebench.suite.model import suites_dir as default_dir
 
@@ -363,3 +364,74 @@ def run_suite(args: argparse.Namespace) -> int:
     console.print(tally_line(result), markup=False)
     console.print(f"run folder: {result.run_dir}", soft_wrap=True, markup=False)
     return result.exit_code
+
+
+# --------------------------------------------------------------------------- compare, printed
+
+
+def _f(value: float | None, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}g}"
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "-" if ci is None else f"[{_f(ci[0])}, {_f(ci[1])}]"
+
+
+def render(result: Comparison, console: Any) -> None:
+    """Print a comparison with rich: the conditions, then (when comparable) the per-case table."""
+    from rich.markup import escape as esc
+    from rich.table import Table
+
+    for p in result.problems:
+        console.print(f"[red]cannot compare:[/red] {esc(p)}")
+    if result.problems:
+        return
+    assert result.a is not None and result.b is not None
+    console.print(
+        f"A: {result.a.run_id} ({result.a.subject})    B: {result.b.run_id} ({result.b.subject})", markup=False
+    )
+    table = Table(title="comparability")
+    for col in ("", "condition", "holds", "why / notes"):
+        table.add_column(col)
+    for c in result.conditions:
+        mark = "[green]yes[/]" if c.holds else "[red]no[/]"
+        lines = [f"[red]{esc(p)}[/]" for p in c.problems] + [f"[dim]{esc(n)}[/]" for n in c.notes]
+        table.add_row(c.id, esc(c.name), mark, "\n".join(lines) or "-")
+    console.print(table)
+    if not result.comparable:
+        failed = ", ".join(c.id for c in result.conditions if not c.holds)
+        console.print(f"[red]not comparable[/red]: {failed} fail; nothing was compared")
+        return
+    cases = Table(title=f"paired outcomes by case ({result.direction})")
+    cases.add_column("case", overflow="fold")
+    for col in ("pairs", "pass A", "pass B", "diff", esc("metric: mean A / mean B, diff [95% CI]")):
+        cases.add_column(col)
+    for c in result.cases:
+        mlines = [f"{m.metric}: {_f(m.mean_a)} / {_f(m.mean_b)}, {_f(m.diff)} {_ci(m.ci)}" for m in c.metrics]
+        cases.add_row(
+            esc(c.label),
+            str(c.pairs),
+            f"{c.passed_a}/{c.pairs}",
+            f"{c.passed_b}/{c.pairs}",
+            f"{c.rate_diff:+.3g}",
+            esc("\n".join(mlines)) or "-",
+        )
+    console.print(cases)
+    for u in result.unmatched:
+        console.print(f"[yellow]unmatched[/yellow] {esc(u.label)}: {esc(u.reason)} (not pooled)")
+    o = result.overall
+    if o is None:
+        console.print("no case has a scored pair of samples: nothing to compare")
+        return
+    console.print(
+        f"overall: {o.cases} case(s), {o.pairs} pair(s); pass rate A {o.rate_a:.3g}, B {o.rate_b:.3g}, "
+        f"diff {o.rate_diff:+.3g}; discordant pairs: {o.only_a} pass only in A, {o.only_b} only in B; "
+        f"McNemar exact p = {o.mcnemar_p:.4g}",
+        markup=False,
+    )
+    for m in o.metrics:
+        console.print(
+            f"  {m.metric}{f' ({m.unit})' if m.unit else ''} over {m.pairs} case(s): mean A {_f(m.mean_a)}, "
+            f"B {_f(m.mean_b)}, diff {_f(m.diff)} {_ci(m.ci)} (bootstrap over cases, seed {result.bootstrap.get('seed')})",
+            markup=False,
+        )

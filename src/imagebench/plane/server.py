@@ -16,7 +16,6 @@ Layout of the data directory::
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import json
 import math
@@ -620,15 +619,15 @@ def _watch_parent(stop: threading.Event) -> None:
             stop.set()
 
 
-def serve(args: argparse.Namespace) -> int:
+def serve(*, host: str = "127.0.0.1", port: int = 0, data_dir: str | None = None, watch_parent: bool = False) -> int:
     """``imagebench plane serve``: print the URL (first line) and the data dir, serve until signalled."""
     try:
-        host = loopback_host(args.host)
+        host = loopback_host(host)
     except NotLoopback as exc:
         print(f"imagebench plane serve: {exc}", file=sys.stderr)
         return 2
-    owned = args.data_dir is None
-    data_dir = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX)) if owned else Path(args.data_dir)
+    owned = data_dir is None
+    folder = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX)) if data_dir is None else Path(data_dir)
     stop = threading.Event()  # set by the parent watcher
     signalled: list[int] = []  # appended to by the signal handler (no locks inside a handler)
     server: PlaneServer | None = None
@@ -637,13 +636,13 @@ def serve(args: argparse.Namespace) -> int:
     }
     try:
         try:
-            server = PlaneServer(data_dir, host=host, port=args.port)
+            server = PlaneServer(folder, host=host, port=port)
         except Exception as exc:
-            print(f"imagebench plane serve: could not start on {host}:{args.port}: {exc}", file=sys.stderr)
+            print(f"imagebench plane serve: could not start on {host}:{port}: {exc}", file=sys.stderr)
             return 1
         print(server.url, flush=True)
-        print(f"data-dir {data_dir}", flush=True)
-        if args.watch_parent:
+        print(f"data-dir {folder}", flush=True)
+        if watch_parent:
             threading.Thread(target=_watch_parent, args=(stop,), daemon=True, name="plane-watch-parent").start()
         while not signalled and not stop.is_set():
             time.sleep(0.2)  # a signal interrupts the sleep and runs the handler
@@ -658,9 +657,9 @@ def serve(args: argparse.Namespace) -> int:
             stopper.join(SHUTDOWN_GRACE_S)
             clean_exit = not stopper.is_alive()
         if owned:
-            shutil.rmtree(data_dir, ignore_errors=True)
+            shutil.rmtree(folder, ignore_errors=True)
         else:
-            shutil.rmtree(data_dir / "staging", ignore_errors=True)
+            shutil.rmtree(folder / "staging", ignore_errors=True)
         if not clean_exit:  # a call that would not finish: leave without waiting for it
             sys.stdout.flush()
             sys.stderr.flush()
