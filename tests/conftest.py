@@ -1,12 +1,4 @@
-"""Shared test helpers: a tiny toy case (find a bright rectangle) and fixture specs that fail on purpose.
-
-Other test files use the ``toy_case`` fixture (a factory) or import the names directly
-(``from conftest import make_toy_case``).
-
-The toy case presents one image layer ``image`` and asks for two leavings: ``mask`` (an array,
-the rectangle) and ``area`` (a scalar, its pixel count). Its truth holds the mask and a random
-``secret`` array that has no counterpart in the data, so a leak of truth is easy to detect.
-"""
+"""The test run's environment and its pytest fixtures; the shared helpers are in ``helpers.py``."""
 
 from __future__ import annotations
 
@@ -16,172 +8,15 @@ import os
 # turns it on (tests/test_cache.py), and so it is in every process a test starts.
 os.environ["IMAGEBENCH_CACHE"] = "off"
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Callable  # noqa: E402
 
-import numpy as np
-import pytest
+import pytest  # noqa: E402
+from helpers import make_toy_case  # noqa: E402
 
-from imagebench.case import Case, Collect, Layer
-from imagebench.fixture import (
-    Attempt,
-    Fixture,
-    Metric,
-    Outcome,
-    read_array,
-    read_scalar,
-)
-from imagebench.specs import Procedural
-
-TOY_TOLERANCE = {"mask_error": 0.05, "area_error": 0.05}
-TOY_TASK = (
-    "Find the bright rectangle in `image`. Leave its boolean mask as `mask` and its area in pixels as `area`."
-)
-
-
-def toy_fixture(seed: int = 0, size: int = 24) -> Fixture:
-    rng = np.random.default_rng(seed)
-    mask = np.zeros((size, size), dtype=bool)
-    r, c = int(rng.integers(2, 6)), int(rng.integers(2, 6))
-    mask[r : r + 9, c : c + 11] = True
-    image = (mask.astype(np.float32) + rng.normal(0.0, 0.05, mask.shape)).astype(np.float32)
-    return Fixture(
-        provenance=f"toy rectangle, seed {seed}",
-        data={"image": image},
-        truth={"mask": mask, "secret": rng.random((13, 7))},
-        about="a bright rectangle on a dark background",
-    )
-
-
-def toy_verify(fixture: Fixture, attempt: Attempt) -> Outcome:
-    tol = fixture.tolerance
-    truth = np.asarray(fixture.truth["mask"]).astype(bool)
-    metrics: list[Metric] = []
-    arr, why = read_array(attempt, "mask", shape=truth.shape)
-    artifacts: dict[str, Any] = {}
-    if arr is None:
-        metrics.append(Metric.missing("mask_error", tol["mask_error"], why or "no mask"))
-    else:
-        got = arr != 0
-        union = np.logical_or(got, truth).sum()
-        iou = np.logical_and(got, truth).sum() / union if union else 1.0
-        metrics.append(Metric("mask_error", 1.0 - float(iou), tol["mask_error"]))
-        artifacts = {"mask": got.astype(np.float32), "truth": truth.astype(np.float32)}
-    area, why = read_scalar(attempt, "area")
-    if area is None:
-        metrics.append(Metric.missing("area_error", tol["area_error"], why or "no area", unit="rel"))
-    else:
-        true_area = float(truth.sum())
-        metrics.append(Metric("area_error", abs(float(area) - true_area) / true_area, tol["area_error"], unit="rel"))
-    return Outcome(fixture=fixture, attempt=attempt, metrics=metrics, artifacts=artifacts)
-
-
-def toy_reference(session: Any) -> None:
-    mask = np.asarray(session.namespace["image"]) > 0.5
-    session.namespace["mask"] = mask
-    session.namespace["area"] = int(mask.sum())
-
-
-@dataclass(frozen=True)
-class UnavailableSpec:
-    """A curated-style spec that is never available here."""
-
-    reason: str = "the toy tree is not on this machine"
-    tolerance: dict[str, float] = field(default_factory=lambda: dict(TOY_TOLERANCE))
-    kind: str = "curated"
-
-    def available(self, skill_id: str, case_id: str) -> tuple[bool, str]:
-        return False, self.reason
-
-    def build(self, skill_id: str, case_id: str) -> Fixture:
-        raise AssertionError("an unavailable fixture must never be built")
-
-
-@dataclass
-class CountingSpec:
-    """A synthetic spec that counts its builds (and can be told to fail)."""
-
-    fail: bool = False
-    builds: int = 0
-    tolerance: dict[str, float] = field(default_factory=lambda: dict(TOY_TOLERANCE))
-    kind: str = "synthetic"
-    seed: int = 0
-
-    def available(self, skill_id: str, case_id: str) -> tuple[bool, str]:
-        return True, ""
-
-    def build(self, skill_id: str, case_id: str) -> Fixture:
-        self.builds += 1
-        if self.fail:
-            raise RuntimeError("toy builder exploded")
-        from dataclasses import replace
-
-        fx = toy_fixture(self.seed)
-        return replace(fx, skill_id=skill_id, case_id=case_id, tolerance=dict(self.tolerance))
-
-
-def make_toy_case(
-    case_id: str = "rectangle",
-    *,
-    namespace: str = "toy",
-    spec: Any = None,
-    reference: Callable[[Any], None] | None = toy_reference,
-    verify: Callable[[Fixture, Attempt], Outcome] = toy_verify,
-    layers: tuple[Layer, ...] | None = None,
-    case_class: str = "golden",
-    timeout_s: float = 30.0,
-    seed: int = 0,
-) -> Case:
-    return Case(
-        case_id=case_id,
-        namespace=namespace,
-        task=TOY_TASK,
-        persona="You are a careful image analyst.",
-        fixture=spec if spec is not None else Procedural(toy_fixture, seed=seed, tolerance=dict(TOY_TOLERANCE)),
-        layers=layers if layers is not None else (Layer("image", "image", "image"),),
-        collect=(Collect("mask", "array", "the rectangle"), Collect("area", "scalar", "its area in pixels")),
-        verify=verify,
-        reference=reference,
-        case_class=case_class,  # type: ignore[arg-type]
-        timeout_s=timeout_s,
-    )
+from imagebench.case import Case  # noqa: E402
 
 
 @pytest.fixture
 def toy_case() -> Callable[..., Case]:
     """Factory for toy cases: ``toy_case(case_id="x", spec=..., reference=None, ...)``."""
     return make_toy_case
-
-
-def truth_leaks(truth: dict[str, Any], blob: bytes | None = None, array: Any = None) -> list[str]:
-    """Which truth entries appear in ``blob`` (raw bytes) or equal ``array``; empty when none."""
-    leaks = []
-    for key, value in truth.items():
-        t = np.asarray(value)
-        forms = [t] + ([t.astype(np.uint8)] if t.dtype == bool else [])
-        if blob is not None:
-            leaks += [f"{key} (bytes as {f.dtype})" for f in forms if f.nbytes >= 16 and f.tobytes() in blob]
-        if array is not None:
-            a = np.asarray(array)
-            if a.shape == t.shape and np.array_equal(a, t):
-                leaks.append(f"{key} (array)")
-    return sorted(set(leaks))
-
-
-def build_case(case: Case, seed: int | None = None, **params: Any) -> Fixture:
-    """Build ``case``'s procedural fixture, at another ``seed`` or with other builder ``params``."""
-    spec = case.fixture
-    assert isinstance(spec, Procedural)
-    if seed is not None or params:
-        spec = replace(spec, seed=spec.seed if seed is None else seed, params={**spec.params, **params})
-    return spec.build(case.namespace, case.case_id)
-
-
-def solve_case(case: Case, fixture: Fixture, solver: Callable[[Any], None]) -> Outcome:
-    """Open a session on ``fixture``, let ``solver`` work it, and verify what it left."""
-    from imagebench.session import collect_attempt, open_session
-
-    session = open_session(case, fixture)
-    solver(session)
-    return case.verify(fixture, collect_attempt(case, "test", session.lookup))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_toy_case, toy_fixture
+from helpers import make_toy_case, toy_fixture
 
 from imagebench import cache, cli
 from imagebench import cases as builtin

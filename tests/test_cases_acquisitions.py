@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import truth_leaks
+from helpers import truth_leaks
 
 import imagebench.cases.acquisitions as aq
 from imagebench.cases import all_cases, drift, flatfield, skills

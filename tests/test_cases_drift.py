@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import truth_leaks
+from helpers import truth_leaks
 from scipy import ndimage
 
 import imagebench.cases.drift as drift

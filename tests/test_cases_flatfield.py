@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from conftest import build_case, solve_case, truth_leaks
+from helpers import build_case, solve_case, truth_leaks
 
 import imagebench.cases.flatfield as ff
 from imagebench.cases import all_cases, builders, skills

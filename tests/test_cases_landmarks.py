@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import build_case, solve_case, truth_leaks
+from helpers import build_case, solve_case, truth_leaks
 
 import imagebench.cases.landmarks as lm
 from imagebench.case import Case

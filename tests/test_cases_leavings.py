@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import build_case
+from helpers import build_case
 
 from imagebench.artifacts import write_report
 from imagebench.case import Case

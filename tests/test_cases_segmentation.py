@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import truth_leaks
+from helpers import truth_leaks
 from scipy import ndimage as ndi
 from skimage.filters import threshold_otsu
 

@@ -8,7 +8,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from conftest import truth_leaks
+from helpers import truth_leaks
 
 import imagebench.cases.stack as st
 from imagebench.case import Case

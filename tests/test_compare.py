@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import make_toy_case
+from helpers import make_toy_case
 
 from imagebench import cli
 from imagebench.case import Case

@@ -27,7 +27,7 @@ import pytest
 
 import imagebench
 from imagebench import cases as builtin
-from imagebench.confine import MiB, Limits
+from imagebench.confine import Limits, MiB
 from imagebench.executor import run_cases
 from imagebench.records import RunRecord, read_record
 from imagebench.runfolder import RunResult

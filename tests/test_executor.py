@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import TOY_TOLERANCE, make_toy_case, toy_fixture
+from helpers import TOY_TOLERANCE, make_toy_case, toy_fixture
 
 from imagebench import cli
 from imagebench import executor as ex
@@ -128,7 +128,7 @@ def test_local_cluster_is_single_threaded_quiet_and_pinned(cluster: Any) -> None
 
 
 def test_distributed_run_matches_serial(tmp_path: Path, address: str) -> None:
-    from conftest import CountingSpec, UnavailableSpec
+    from helpers import CountingSpec, UnavailableSpec
 
     cases = [
         make_toy_case("rectangle"),
@@ -395,7 +395,7 @@ def _slow_reference(session: Any) -> None:
     import time
 
     time.sleep(0.5)  # long enough for the next case to be built and its plane to be up
-    from conftest import toy_reference
+    from helpers import toy_reference
 
     toy_reference(session)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import (
+from helpers import (
     TOY_TOLERANCE,
     make_toy_case,
     toy_fixture,
@@ -174,7 +174,7 @@ def test_prompt_that_is_not_valid_utf8_is_reported_by_role() -> None:
 
 
 def test_unknown_fixture_spec_is_refused_unless_it_declares_its_inputs() -> None:
-    from conftest import CountingSpec
+    from helpers import CountingSpec
 
     case = make_toy_case(spec=CountingSpec())
     with pytest.raises(FingerprintError, match="CountingSpec.*fingerprint_inputs"):
@@ -422,7 +422,7 @@ def test_builder_helpers_are_covered_by_the_built_fixture(monkeypatch: pytest.Mo
 
 
 def test_a_fixture_that_cannot_be_built_is_a_problem_by_role() -> None:
-    from conftest import UnavailableSpec
+    from helpers import UnavailableSpec
 
     @dataclasses.dataclass(frozen=True)
     class Declared(UnavailableSpec):

@@ -76,7 +76,7 @@ def _gc_cheat(session) -> list[str]:
 
 
 def test_a_subject_that_finds_the_fixture_through_gc_cannot_change_its_truth():
-    from conftest import build_case, solve_case
+    from helpers import build_case, solve_case
 
     from imagebench.cases import get_case
 
@@ -136,7 +136,7 @@ def test_freezing_copies_what_the_builder_handed_over_and_survives_stamping_and_
 
 
 def test_a_session_still_hands_the_subject_writeable_copies_of_frozen_data():
-    from conftest import build_case
+    from helpers import build_case
 
     from imagebench.cases import get_case
     from imagebench.session import open_session

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import make_toy_case
+from helpers import make_toy_case
 
 from imagebench.executor import run_cases
 from imagebench.fixture import Fixture

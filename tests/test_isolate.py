@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import make_toy_case
+from helpers import make_toy_case
 
 from imagebench import cli
 from imagebench.executor import run_cases

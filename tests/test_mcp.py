@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import make_toy_case, truth_leaks
+from helpers import make_toy_case, truth_leaks
 
 import imagebench
 from imagebench import cases as builtin

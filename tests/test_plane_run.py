@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("pyarrow.flight")
 zarr = pytest.importorskip("zarr")
 
-from conftest import make_toy_case, toy_fixture, truth_leaks  # noqa: E402
+from helpers import make_toy_case, toy_fixture, truth_leaks  # noqa: E402
 
 from imagebench.case import Case, Layer, Skill, presentation_warnings  # noqa: E402
 from imagebench.cli.tables import results_table  # noqa: E402

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 import numpy as np
 import pytest
-from conftest import UnavailableSpec, make_toy_case
+from helpers import UnavailableSpec, make_toy_case
 
 from imagebench import cli
 from imagebench.executor import run_cases

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_toy_case
+from helpers import make_toy_case
 
 from imagebench import cli
 from imagebench import executor as ex

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import CountingSpec, UnavailableSpec, make_toy_case, truth_leaks
+from helpers import CountingSpec, UnavailableSpec, make_toy_case, truth_leaks
 
 from imagebench import cli
 from imagebench.case import Layer, select_cases

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import make_toy_case
+from helpers import make_toy_case
 
 import imagebench
 from imagebench.sandbox import SandboxPolicy
@@ -76,7 +76,7 @@ DRIVER = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    from conftest import make_toy_case
+    from helpers import make_toy_case
     from imagebench.session import open_session
     from imagebench.subjects import CommandSubject, UnitContext, bind_subject, run_subject
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import (
+from helpers import (
     TOY_TOLERANCE,
     make_toy_case,
     toy_fixture,
@@ -132,7 +132,7 @@ class _counting_builder:  # noqa: N801 - a builder; a dataclass so that it can b
 
 
 def test_seeds_per_case_and_sample_skip_curated_cases_and_share_across_a_rerun_case() -> None:
-    from conftest import UnavailableSpec
+    from helpers import UnavailableSpec
 
     seal = Seal(SECRET.encode())
     rerun = make_toy_case("rerun", verify=AcrossSamples())
@@ -165,7 +165,7 @@ class AcrossSamples:
 
 
 def test_prepare_fixture_and_open_unit_take_the_seed(tmp_path: Path) -> None:
-    from conftest import UnavailableSpec
+    from helpers import UnavailableSpec
 
     case = make_toy_case()
     seeded = prepare_fixture(case, seed=123)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import make_toy_case, toy_fixture, truth_leaks
+from helpers import make_toy_case, toy_fixture, truth_leaks
 
 from imagebench.case import Case, Collect, Layer
 from imagebench.fixture import Fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_toy_case, toy_fixture
+from helpers import make_toy_case, toy_fixture
 
 from imagebench.case import Case
 from imagebench.fixture import Attempt, Fixture

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import TOY_TOLERANCE, make_toy_case
+from helpers import TOY_TOLERANCE, make_toy_case
 
 from imagebench import cli, tree
 from imagebench.case import Case
@@ -424,7 +424,7 @@ def max_drift() -> float:
 
 
 def drifting_fixture(seed: int = 0) -> Any:
-    from conftest import toy_fixture
+    from helpers import toy_fixture
 
     fx = toy_fixture(seed)
     return dataclasses.replace(fx, truth={**fx.truth, "max_drift": max_drift()})

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_toy_case
+from helpers import make_toy_case
 
 from imagebench import cli
 from imagebench.executor import Parallel, run_cases

@@ -9,54 +9,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from imagebench._lazy import declared_exports
+
 # ``__version__`` is the installed distribution's (pyproject.toml is the one place it is written);
 # resolved on first use, see __getattr__.
 _DISTRIBUTION = "napari-imagebench"
 
-# public name -> module that defines it
-_EXPORTS: dict[str, str] = {
-    # fixture vocabulary
-    "Fixture": "imagebench.fixture",
-    "Attempt": "imagebench.fixture",
-    "Metric": "imagebench.fixture",
-    "Outcome": "imagebench.fixture",
-    "FixtureSpec": "imagebench.specs",
-    "FixtureError": "imagebench.fixture",
-    "Procedural": "imagebench.specs",
-    "OnDisk": "imagebench.specs",
-    "read_array": "imagebench.fixture",
-    "read_scalar": "imagebench.fixture",
-    # handles
-    "ArrayRef": "imagebench.refs",
-    "NpzRef": "imagebench.refs",
-    "FileRef": "imagebench.refs",
-    "ref_missing": "imagebench.refs",
-    # artifacts
-    "write_report": "imagebench.artifacts",
-    "save_png": "imagebench.artifacts",
-    "shared_range": "imagebench.artifacts",
-    "artifact_root": "imagebench.artifacts",
-    # cases and sessions
-    "Case": "imagebench.case",
-    "Layer": "imagebench.case",
-    "Collect": "imagebench.case",
-    "Skill": "imagebench.case",
-    "Session": "imagebench.session",
-    "open_session": "imagebench.session",
-    "collect_attempt": "imagebench.session",
-    # subjects and running
-    "parse_subject": "imagebench.subjects",
-    "run_cases": "imagebench.executor",
-    "run_unit": "imagebench.runner",
-    # structured answers, scoring and receipts
-    "TaskContract": "imagebench.scoring",
-    "score_answer": "imagebench.scoring",
-    "structured_verifier": "imagebench.scoring",
-    "parse_answer": "imagebench.scoring",
-    "pass_at_k": "imagebench.scoring",
-    "build_receipt": "imagebench.receipt",
-    "write_receipt": "imagebench.receipt",
-}
+# The public names are declared once, as the imports of the TYPE_CHECKING block at the end.
+_EXPORTS = declared_exports(__name__, __file__)
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
 

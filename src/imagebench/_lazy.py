@@ -1,11 +1,15 @@
 """Lazy exports for a package: names load their module on first use (PEP 562).
 
 The packages of the core re-export their public names this way so that importing a package
-(``imagebench``, ``imagebench.scoring``, ...) costs nothing until a name is used.
+(``imagebench``, ``imagebench.scoring``, ...) costs nothing until a name is used. A package
+declares its public names once, as the imports of its ``if TYPE_CHECKING:`` block (what a type
+checker and a reader see); :func:`declared_exports` reads that block from the package's source
+(nothing is imported), and :func:`lazy_exports` serves the names from it.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
 from collections.abc import Callable, Mapping
@@ -32,3 +36,23 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[st
         return sorted(set(vars(sys.modules[package])) | set(exports))
 
     return __getattr__, __dir__
+
+
+def declared_exports(package: str, source_file: str) -> dict[str, str]:
+    """The names a package's ``if TYPE_CHECKING:`` block imports, each with its module (absolute).
+
+    That block is the package's one declaration of its public surface; an import under any other
+    condition, or a relative one, is not an export."""
+    tree = ast.parse(open(source_file, encoding="utf-8").read(), source_file)  # noqa: SIM115
+    exports: dict[str, str] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+            continue
+        for item in node.body:
+            if isinstance(item, ast.ImportFrom) and item.module and item.level == 0:
+                for alias in item.names:
+                    exports[alias.asname or alias.name] = item.module
+    if not exports:
+        raise ImportError(f"{package}: its `if TYPE_CHECKING:` block declares no export ({source_file})")
+    return exports
+

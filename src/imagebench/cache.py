@@ -34,7 +34,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from imagebench.records import Record
 
 if TYPE_CHECKING:
     from imagebench.fixture import Fixture
@@ -45,11 +47,9 @@ ENTRY = "entry.json"
 _OFF = ("off", "0", "no", "none", "false")
 
 
-class CacheEntry(BaseModel):
+class CacheEntry(Record):
     """``entry.json`` of a cache entry (``version`` 1): the fixture's fields with each array
     replaced by ``{"$a": i}`` (``a<i>.npy`` beside it), and the digest of what was built."""
-
-    model_config = ConfigDict(extra="forbid")
 
     version: Literal[1] = CACHE_VERSION
     label: str

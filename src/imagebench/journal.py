@@ -28,7 +28,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
+
+from imagebench.records import Record
 
 if TYPE_CHECKING:
     from imagebench.records import SampleSummary
@@ -48,10 +50,8 @@ class RunLocked(RuntimeError):
     """Another process holds the run folder's lock."""
 
 
-class JournalEntry(BaseModel):
+class JournalEntry(Record):
     """One line of ``journal.jsonl``."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal[1] = JOURNAL_SCHEMA_VERSION
     event: Event

@@ -26,11 +26,13 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from imagebench.records import Record
 
 RECEIPT_SCHEMA_VERSION = 1
 RECEIPT_NAME = "receipt.json"
@@ -63,10 +65,8 @@ class ReceiptError(ValueError):
     """A receipt cannot be built or would leak something private (names what and where)."""
 
 
-class Receipt(BaseModel):
+class Receipt(Record):
     """``receipt.json`` (``schema_version`` 1)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal[1] = RECEIPT_SCHEMA_VERSION
     created: str
@@ -344,7 +344,7 @@ def build_receipt(
     if selection:
         sampling["selection"] = dict(selection)
     receipt = Receipt(
-        created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        created=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         platform={
             "system": platform.system(),
             "release": platform.release(),

@@ -46,11 +46,19 @@ Status = Literal[
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
 
 
-class _Record(BaseModel):
+class Record(BaseModel):
+    """The base of every on-disk record and format: an unknown field is an error, never dropped."""
+
     model_config = ConfigDict(extra="forbid")
 
 
-class MetricRecord(_Record):
+class FrozenRecord(Record):
+    """A record that is a value once read (a manifest, a pinned suite, a fixture's layout)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MetricRecord(Record):
     name: str
     value: float | None
     limit: float | None  # None when the limit is infinite (JSON has no infinity)
@@ -62,7 +70,7 @@ class MetricRecord(_Record):
     verdict: Literal["pass", "fail", "unavailable"]
 
 
-class SampleSummary(_Record):
+class SampleSummary(Record):
     """One sample of one case for one subject: ``<subject>/<namespace>/<case_id>/sample-<n>/summary.json``."""
 
     schema_version: Version = SCHEMA_VERSION
@@ -90,7 +98,7 @@ class SampleSummary(_Record):
     times: dict[str, float] = Field(default_factory=dict)
 
 
-class CaseSummary(_Record):
+class CaseSummary(Record):
     """All samples of one case for one subject: ``<subject>/<namespace>/<case_id>/summary.json``."""
 
     schema_version: Version = SCHEMA_VERSION
@@ -107,7 +115,7 @@ class CaseSummary(_Record):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class RunRecord(_Record):
+class RunRecord(Record):
     """``run-<UTC timestamp>/run.json``: what was run, by whom, and how each sample ended."""
 
     schema_version: Version = SCHEMA_VERSION

@@ -20,7 +20,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -83,12 +83,12 @@ def label_dir(run_dir: str | os.PathLike[str], subject_name: str, label: str) ->
 
 def utc_stamp() -> tuple[str, str]:
     """``(folder stamp, ISO time)`` of now."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return now.strftime("%Y%m%dT%H%M%SZ"), now.isoformat(timespec="seconds")
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def new_run_dir(root: str | os.PathLike[str] | None = None) -> tuple[Path, str]:

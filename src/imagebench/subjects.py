@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from imagebench import command as _command
 from imagebench import confine
-from imagebench.confine import SubjectIds
 from imagebench.command import KILL_GRACE_S, TENSOR_URL_ENV, CommandHarnessError
+from imagebench.confine import SubjectIds
 from imagebench.sandbox import (
     SandboxKind,
     SandboxPolicy,
@@ -378,8 +378,8 @@ class _BoundCommand:
         if self.view is None:
             self._run(session, ws, tw, ids)
             return
-        from imagebench.mcp.host import served
         from imagebench.mcp.folder import MCP_SHOWN
+        from imagebench.mcp.host import served
 
         sandboxed = self.subject.sandbox.enabled
         with served(self.view, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids) as folder:

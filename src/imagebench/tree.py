@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
@@ -40,6 +39,7 @@ from pydantic import (
 )
 
 from imagebench.fixture import FixtureError
+from imagebench.records import FrozenRecord
 
 if TYPE_CHECKING:
     import numpy as np
@@ -97,11 +97,7 @@ RelPath = Annotated[str, AfterValidator(_check_relpath)]
 Key = Annotated[str, Field(min_length=1)]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ArraySpec(_Model):
+class ArraySpec(FrozenRecord):
     """The shape and dtype a header must report (byte order is not part of the comparison)."""
 
     shape: list[int]
@@ -145,7 +141,7 @@ class ArraySpec(_Model):
         return ", ".join(problems) or None
 
 
-class FileEntry(_Model):
+class FileEntry(FrozenRecord):
     sha256: str
     bytes: int = Field(ge=0)
     arrays: dict[str, ArraySpec] = Field(default_factory=dict)
@@ -158,7 +154,7 @@ class FileEntry(_Model):
         return v
 
 
-class ManifestEntry(_Model):
+class ManifestEntry(FrozenRecord):
     skill: str
     case_id: str
     provenance: str = Field(min_length=1)
@@ -184,7 +180,7 @@ class ManifestEntry(_Model):
         return f"{self.skill}/{self.case_id}"
 
 
-class Manifest(_Model):
+class Manifest(FrozenRecord):
     """``$IMAGEBENCH_FIXTURES/manifest.json``: every curated case the tree holds."""
 
     version: Literal[1] = TREE_VERSION
@@ -207,7 +203,7 @@ class Manifest(_Model):
         return None
 
 
-class CaseLayout(_Model):
+class CaseLayout(FrozenRecord):
     """``<namespace>/<case_id>/case.json``: the data/truth partition, and nothing else."""
 
     version: Literal[1] = TREE_VERSION

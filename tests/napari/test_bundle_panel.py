@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import make_toy_case
+from helpers import make_toy_case
 
 pytest.importorskip("napari")
 if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):

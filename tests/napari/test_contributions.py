@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import make_toy_case, truth_leaks
+from helpers import make_toy_case, truth_leaks
 
 pytest.importorskip("napari")
 needs_display = pytest.mark.skipif(
@@ -69,7 +69,7 @@ def test_every_sample_is_a_builtin_case_s_data_layers_and_never_truth() -> None:
         layers = commands.execute(sample.command)
         label = sample.display_name.rsplit("(", 1)[1].rstrip(")")
         case = builtin.get_case(label)
-        assert [(kw["name"], kind) for _, kw, kind in layers] == [(l.name, l.kind) for l in case.layers], label
+        assert [(kw["name"], kind) for _, kw, kind in layers] == [(layer.name, layer.kind) for layer in case.layers], label
         truth = dict(case.build().truth)
         for data, kw, _ in layers:
             full = np.asarray(data[0] if kw.get("multiscale") else data)  # a pyramid's finest level
@@ -122,7 +122,7 @@ def test_reader_opens_a_fixture_case_folder_as_its_data_layers_only(make_napari_
     assert reader is not None
     layers = reader(str(DSB_FOLDER))
     case = builtin.get_case("segment-nuclei/dsb2018")
-    assert [(kw["name"], kind) for _, kw, kind in layers] == [(l.name, l.kind) for l in case.layers]
+    assert [(kw["name"], kind) for _, kw, kind in layers] == [(layer.name, layer.kind) for layer in case.layers]
     fixture = case.build()
     np.testing.assert_array_equal(layers[0][0], np.asarray(fixture.data[case.layers[0].key]))
     assert not truth_leaks({k: np.asarray(v) for k, v in fixture.truth.items()}, array=layers[0][0])

@@ -1,6 +1,6 @@
 """The bench panel in a real napari viewer (run under xvfb-run).
 
-Most tests use the small toy case from ``tests/conftest.py`` (a bright rectangle: leave its
+Most tests use the small toy case from ``tests/helpers.py`` (a bright rectangle: leave its
 ``mask`` and ``area``) next to the built-in suite, so that each one stays quick.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import UnavailableSpec, make_toy_case, toy_fixture, truth_leaks
+from helpers import UnavailableSpec, make_toy_case, toy_fixture, truth_leaks
 
 pytest.importorskip("napari")
 if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_toy_case
+from helpers import make_toy_case
 
 pytest.importorskip("napari")
 if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):

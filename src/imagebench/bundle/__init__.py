@@ -13,28 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from imagebench._lazy import lazy_exports
+from imagebench._lazy import declared_exports, lazy_exports
 
-_EXPORTS: dict[str, str] = {
-    "Bundle": "imagebench.bundle.load",
-    "BundleError": "imagebench.bundle.load",
-    "CaseFolder": "imagebench.bundle.casefile",
-    "load_bundle": "imagebench.bundle.load",
-    "scan_bundle": "imagebench.bundle.load",
-    "Claim": "imagebench.bundle.claims",
-    "Claims": "imagebench.bundle.claims",
-    "ProofSpec": "imagebench.bundle.claims",
-    "read_claims": "imagebench.bundle.claims",
-    "risk_band": "imagebench.bundle.claims",
-    "CaseFile": "imagebench.bundle.casefile",
-    "scaffold_case": "imagebench.bundle.casefile",
-    "Row": "imagebench.bundle.coverage",
-    "coverage_table": "imagebench.bundle.coverage",
-    "coverage_report": "imagebench.bundle.coverage",
-    "bundle_cases": "imagebench.bundle.load",
-    "TRACE_NAME": "imagebench.bundle.grading",
-    "skill_activated": "imagebench.bundle.grading",
-}
+_EXPORTS = declared_exports(__name__, __file__)  # the TYPE_CHECKING block below: declared once
 
 __all__ = [*sorted(_EXPORTS)]
 

@@ -19,27 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from imagebench._lazy import lazy_exports
+from imagebench._lazy import declared_exports, lazy_exports
 
-_EXPORTS = {
-    "ExecutorError": "cluster",
-    "Parallel": "cluster",
-    "Cluster": "cluster",
-    "THREAD_ENV": "cluster",
-    "local_cluster": "cluster",
-    "open_cluster": "cluster",
-    "cluster_for": "cluster",
-    "subject_spec": "cluster",
-    "unit_pools": "cluster",
-    "DaskStats": "workers",
-    "LAST_STATS": "workers",
-    "ping": "workers",
-    "ResumeError": "run",
-    "execute": "run",
-    "run_cases": "run",
-    "resume_run": "run",
-    "resolve_cases": "run",
-}
+_EXPORTS = declared_exports(__name__, __file__)  # the TYPE_CHECKING block below: declared once
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 

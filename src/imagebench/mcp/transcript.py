@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from imagebench.records import Record
 
 TRANSCRIPT = "transcript.json"
 TRANSCRIPT_VERSION = 1
@@ -19,10 +21,8 @@ _MAX_TEXT = 200
 _MAX_ITEMS = 16
 
 
-class ToolCall(BaseModel):
+class ToolCall(Record):
     """One tool call as the harness saw it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     seq: int
     tool: str
@@ -34,10 +34,8 @@ class ToolCall(BaseModel):
     seconds: float
 
 
-class Transcript(BaseModel):
+class Transcript(Record):
     """Every tool call of one agent session of one case, in order."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal[1] = TRANSCRIPT_VERSION
     label: str

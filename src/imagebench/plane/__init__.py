@@ -19,22 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from imagebench._lazy import lazy_exports
+from imagebench._lazy import declared_exports, lazy_exports
 
-_EXPORTS: dict[str, str] = {
-    "Client": "imagebench.plane.client",
-    "default_chunks": "imagebench.plane.client",
-    "PlaneServer": "imagebench.plane.server",
-    "PlaneProcess": "imagebench.plane.process",
-    "PlaneUnavailable": "imagebench.plane.process",
-    "RunPlane": "imagebench.plane.process",
-    "start_plane": "imagebench.plane.process",
-    "shared_plane": "imagebench.plane.process",
-    "flight_missing": "imagebench.plane.process",
-    "source_id": "imagebench.plane.protocol",
-    "ArrayMeta": "imagebench.plane.protocol",
-    "ProtocolError": "imagebench.plane.protocol",
-}
+_EXPORTS = declared_exports(__name__, __file__)  # the TYPE_CHECKING block below: declared once
 
 __all__ = sorted(_EXPORTS)
 

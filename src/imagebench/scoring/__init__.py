@@ -20,51 +20,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from imagebench._lazy import lazy_exports
+from imagebench._lazy import declared_exports, lazy_exports
 
-_EXPORTS: dict[str, str] = {
-    "MARKER": "answer",
-    "parse_answer": "answer",
-    "final_json_message": "answer",
-    "COMPARATORS": "comparators",
-    "CANONICAL_FORMS": "comparators",
-    "EXAMPLES": "comparators",
-    "ContractError": "comparators",
-    "Example": "comparators",
-    "REGISTRY": "comparators",
-    "exemplar_answer": "comparators",
-    "comparator": "registry",
-    "FieldResult": "comparators",
-    "pack_region": "comparators",
-    "unpack_region": "comparators",
-    "CONTRACTS": "contract",
-    "AnswerScore": "contract",
-    "Blocked": "contract",
-    "FieldRule": "contract",
-    "ScorerSpec": "contract",
-    "TaskContract": "contract",
-    "load_contract": "contract",
-    "score_answer": "contract",
-    "structured_verifier": "contract",
-    "score_pinned": "contract",
-    "scorer_problem": "contract",
-    "run_selftest": "selftest",
-    "SelftestCheck": "selftest",
-    "exemplar": "contract",
-    "Aggregate": "aggregates",
-    "aggregate": "aggregates",
-    "pass_at_k": "aggregates",
-    "pass_hat_k": "aggregates",
-    "mean_at_k": "aggregates",
-    "bootstrap_ci": "aggregates",
-    "cluster_standard_error": "aggregates",
-    "ScorerManifest": "manifest",
-    "ScorerManifestError": "manifest",
-    "write_scorer_manifest": "manifest",
-    "check_scorer_manifest": "manifest",
-    "current_manifest": "manifest",
-    "packaged_manifest_path": "manifest",
-}
+_EXPORTS = declared_exports(__name__, __file__)  # the TYPE_CHECKING block below: declared once
 
 __all__ = sorted(_EXPORTS)
 

@@ -33,7 +33,9 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from imagebench.records import Record
 
 if TYPE_CHECKING:
     from imagebench.records import SampleSummary
@@ -132,11 +134,7 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Figure(_Model):
+class Figure(Record):
     """One reported number with what it is a mean over."""
 
     name: str
@@ -148,7 +146,7 @@ class Figure(_Model):
     ci_high: float | None = None
 
 
-class CaseFigures(_Model):
+class CaseFigures(Record):
     label: str
     samples: int
     scored: int
@@ -160,7 +158,7 @@ class CaseFigures(_Model):
     mean_at_k: float | None = None
 
 
-class Aggregate(_Model):
+class Aggregate(Record):
     """Aggregate figures for one subject over a set of cases (``schema_version`` 1)."""
 
     schema_version: Literal[1] = AGGREGATE_SCHEMA_VERSION

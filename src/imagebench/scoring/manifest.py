@@ -34,8 +34,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
+from imagebench.records import Record
 from imagebench.scoring.comparators import COMPARATORS, FAMILIES
 from imagebench.scoring.contract_schema import (
     CONTRACTS,
@@ -65,10 +66,8 @@ class ScorerManifestError(ValueError):
     """The scorer manifest is unreadable, tampered with, or does not match the running scorer."""
 
 
-class ScorerManifest(BaseModel):
+class ScorerManifest(Record):
     """``scorer_manifest.json`` (``schema_version`` 1)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal[1] = MANIFEST_SCHEMA_VERSION
     package: str

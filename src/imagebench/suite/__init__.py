@@ -17,43 +17,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from imagebench._lazy import lazy_exports
+from imagebench._lazy import declared_exports, lazy_exports
 
-_EXPORTS: dict[str, str] = {
-    "SuiteError": "model",
-    "SuiteManifest": "model",
-    "SuiteMember": "model",
-    "SuiteRef": "model",
-    "AliasFile": "model",
-    "load_suite": "model",
-    "write_suite": "model",
-    "load_aliases": "model",
-    "resolve_revision": "model",
-    "suite_fingerprint": "model",
-    "structural_problems": "model",
-    "Problem": "resolve",
-    "CaseSource": "resolve",
-    "case_source": "resolve",
-    "pin_suite": "resolve",
-    "verify_suite": "resolve",
-    "AllTasks": "sampling",
-    "FirstTasks": "sampling",
-    "SeededSample": "sampling",
-    "Cohort": "sampling",
-    "Assignment": "sampling",
-    "AssignmentError": "sampling",
-    "assign": "sampling",
-    "benchmark_cohort": "sampling",
-    "parse_policy": "sampling",
-    "verify_assignment": "sampling",
-    "assignment_mismatches": "sampling",
-    "SuiteRunInfo": "record",
-    "Conditions": "record",
-    "Comparison": "compare",
-    "compare_runs": "compare",
-    "mcnemar_exact": "compare",
-    "paired_bootstrap": "compare",
-}
+_EXPORTS = declared_exports(__name__, __file__)  # the TYPE_CHECKING block below: declared once
 
 __all__ = sorted(_EXPORTS)
 

@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from imagebench.fingerprint import scrub
+from imagebench.records import Record
 from imagebench.scoring.aggregates import FAILURE, SUCCESS
 from imagebench.sealed import recorded_commitment
 from imagebench.suite.record import SuiteRunInfo, run_info
@@ -128,11 +129,7 @@ def paired_bootstrap(
 # --------------------------------------------------------------------------- models of the result
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Condition(_Model):
+class Condition(Record):
     id: str
     name: str
     holds: bool
@@ -140,7 +137,7 @@ class Condition(_Model):
     notes: list[str] = Field(default_factory=list)
 
 
-class MetricDiff(_Model):
+class MetricDiff(Record):
     metric: str
     unit: str = ""
     pairs: int
@@ -150,7 +147,7 @@ class MetricDiff(_Model):
     ci: tuple[float, float] | None = None
 
 
-class CaseComparison(_Model):
+class CaseComparison(Record):
     label: str
     pairs: int
     passed_a: int
@@ -164,12 +161,12 @@ class CaseComparison(_Model):
     excluded: list[str] = Field(default_factory=list)
 
 
-class Unmatched(_Model):
+class Unmatched(Record):
     label: str
     reason: str
 
 
-class Overall(_Model):
+class Overall(Record):
     cases: int
     pairs: int
     passed_a: int
@@ -183,13 +180,13 @@ class Overall(_Model):
     metrics: list[MetricDiff] = Field(default_factory=list)
 
 
-class RunSide(_Model):
+class RunSide(Record):
     run_id: str
     subject: str
     samples: int | None = None
 
 
-class Comparison(_Model):
+class Comparison(Record):
     schema_version: Literal[1] = COMPARISON_SCHEMA_VERSION
     a: RunSide | None = None
     b: RunSide | None = None

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from imagebench.fingerprint import (
     RevisionError,
@@ -35,6 +35,7 @@ from imagebench.fingerprint import (
     is_digest,
     revision_problem,
 )
+from imagebench.records import FrozenRecord
 
 # 2: the suite fingerprint covers the suite id and revision, members their built fixtures.
 SUITE_SCHEMA_VERSION = 2
@@ -50,17 +51,13 @@ class SuiteError(ValueError):
     """A suite file, reference or alias file is missing, malformed or cannot be resolved."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 def _digest(value: str) -> str:
     if not is_digest(value):
         raise ValueError("expected 'sha256:' followed by 64 lowercase hex digits")
     return value
 
 
-class SuiteRef(_Model):
+class SuiteRef(FrozenRecord):
     """Which suite, exactly: its id, its pinned revision and its fingerprint."""
 
     suite_id: str
@@ -76,7 +73,7 @@ class SuiteRef(_Model):
         return f"{self.suite_id}@{self.revision} ({self.suite_fingerprint[:19]}...)"
 
 
-class SuiteMember(_Model):
+class SuiteMember(FrozenRecord):
     label: str
     revision: str
     fingerprint: str
@@ -103,7 +100,7 @@ class SuiteMember(_Model):
         return value
 
 
-class SuiteManifest(_Model):
+class SuiteManifest(FrozenRecord):
     """``suites/<suite id>.json``: a suite pinned at a revision, members in order (order is identity)."""
 
     schema_version: Literal[2] = SUITE_SCHEMA_VERSION
@@ -141,7 +138,7 @@ class SuiteManifest(_Model):
         return None
 
 
-class AliasFile(_Model):
+class AliasFile(FrozenRecord):
     """``suites/aliases.json``: moving names -> pinned revisions (``{"aliases": {"stable": "2026.11.0"}}``)."""
 
     schema_version: Literal[1] = ALIASES_SCHEMA_VERSION

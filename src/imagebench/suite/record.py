@@ -11,19 +11,16 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from imagebench.records import FrozenRecord
 from imagebench.suite.sampling import Assignment
 
 RUN_INFO_SCHEMA_VERSION = 1
 RUN_INFO_KEY = "suite"  # run.json: extra["suite"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Scoring(_Model):
+class Scoring(FrozenRecord):
     """The scoring code that produced the metrics: hashes of the running comparators and scorer."""
 
     registry_hash: str | None = None
@@ -31,7 +28,7 @@ class Scoring(_Model):
     unavailable: str | None = None
 
 
-class Conditions(_Model):
+class Conditions(FrozenRecord):
     """Declared execution conditions (C4) and the scoring code (C3) of one run."""
 
     samples: int
@@ -43,7 +40,7 @@ class Conditions(_Model):
     python: str = ""  # informational
 
 
-class SuiteRunInfo(_Model):
+class SuiteRunInfo(FrozenRecord):
     """``run.json`` ``extra["suite"]``: how the suite was asked for, the assignment run and the conditions."""
 
     schema_version: Literal[1] = RUN_INFO_SCHEMA_VERSION

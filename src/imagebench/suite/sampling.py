@@ -26,9 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from imagebench.fingerprint import digest_json
+from imagebench.records import FrozenRecord
 from imagebench.suite.model import SuiteManifest, SuiteRef, structural_problems
 
 ASSIGNMENT_SCHEMA_VERSION = 1
@@ -135,11 +136,7 @@ def _policy(policy: Policy | str) -> Policy:
 # --------------------------------------------------------------------------- cohorts and assignments
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Cohort(_Model):
+class Cohort(FrozenRecord):
     """The suite (id, pinned revision, fingerprint) and the sampling policy: C1 of comparability."""
 
     suite: SuiteRef
@@ -159,7 +156,7 @@ class Cohort(_Model):
         return digest_json(self.model_dump(mode="json"))
 
 
-class Assignment(_Model):
+class Assignment(FrozenRecord):
     """A cohort, a replicate seed and the labels they select (manifest order)."""
 
     schema_version: Literal[1] = ASSIGNMENT_SCHEMA_VERSION

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_toy_case
+from helpers import make_toy_case
 
 from imagebench.records import CaseSummary, SampleSummary, read_record
 from napari_imagebench._model import INTERACTIVE, BenchModel, PanelError

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_toy_case
+from helpers import make_toy_case
 
 from imagebench import runner
 from imagebench.executor import run_cases
