@@ -455,11 +455,14 @@ def test_add_layer_npy_loses_no_race_to_a_rename_exchange(tmp_path: Path) -> Non
 
 # Modules that handle a subject's workspace or leavings; every read or write there goes through
 # imagebench.workspace (or a folder of the harness's own, named here with its reason).
-_WORKSPACE_MODULES = ("subjects.py", "command.py", "isolate.py", "mcp/tools.py", "mcp/host.py", "mcp/server.py")
+_WORKSPACE_MODULES = (
+    "subjects/command.py", "subjects/python.py", "subjects/running.py", "subjects/files.py", "command.py",
+    "isolate.py", "mcp/tools.py", "mcp/host.py", "mcp/server.py", "mcp/folder.py",
+)  # fmt: skip
 _ALLOWED = {
     ("command.py", "open(path, 'wb')"): "Capture writes stdout.txt/stderr.txt into the sample folder (the harness's)",
-    ("subjects.py", "shutil.copytree(files, root / 'files'"): "readonly_files: a bundle's files into a temporary folder of the harness's",
-    ("mcp/server.py", "np.save(buf, arr"): "an npy read serialised in memory, then written beneath the McpFolder's descriptor",
+    ("subjects/files.py", "shutil.copytree(files, root / 'files'"): "readonly_files: a bundle's files into a temporary folder of the harness's",
+    ("mcp/folder.py", "np.save(buf, arr"): "an npy read serialised in memory, then written beneath the McpFolder's descriptor",
 }
 _DIRECT = {"load", "read_bytes", "read_text", "write_text", "write_bytes", "open", "save", "is_file", "copytree"}
 

@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import re
-import shlex
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -55,7 +54,6 @@ PACKAGES: tuple[str, ...] = (
 _SECRET_NAME = re.compile(
     r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|SESSION|COOKIE)", re.IGNORECASE
 )
-_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]*")
 _IPV4 = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b")
 _ABS_PATH = re.compile(r"(?<![\w.:/>-])(?:~/|/(?=[\w.-]))[^\s'\"]*|\b[A-Za-z]:\\[^\s'\"]*")
@@ -162,74 +160,24 @@ def _version(dist: str) -> str | None:
 
 
 def describe_subject(subject: Any) -> dict[str, Any]:
-    """The subject as a receipt records it (see :func:`_describe`), with how it was confined
-    (``sandbox``: bubblewrap, none or in-process) when it is a subject object."""
-    from imagebench.subjects import confinement_of, limits_of
+    """The subject as a receipt records it: what its kind says (never a command's arguments,
+    environment or paths; :func:`imagebench.subjects.describe`), with how it was confined
+    (``sandbox``), its limits and the names of the variables passed to it, when it is a subject object."""
+    from imagebench.subjects import SubjectError, confinement_of, describe, env_pass_of, limits_of
 
-    described = _describe(subject)
+    try:
+        described = describe(subject)
+    except SubjectError as exc:
+        raise ReceiptError(str(exc)) from None
     if not isinstance(subject, str):
         described["sandbox"] = confinement_of(subject)
         limits = limits_of(subject)
         if limits is not None:
             described["limits"] = limits
-        passed = getattr(getattr(subject, "sandbox", None) or getattr(subject, "isolate", None), "env_pass", ())
+        passed = env_pass_of(subject)
         if passed:
             described["env_pass"] = list(passed)  # the names given to the subject, never their values
     return described
-
-
-def _describe(subject: Any) -> dict[str, Any]:
-    """The subject as a receipt records it: never a command's arguments, environment or paths.
-
-    Accepts a spec string (``reference``, ``nop``, ``python:pkg.mod:func``, ``command:...``) or a
-    subject object (with ``command`` or ``target``, or just a ``name``).
-    """
-    command = getattr(subject, "command", None)
-    target = getattr(subject, "target", None)
-    if isinstance(subject, str):
-        spec = subject.strip()
-        if spec.startswith("command:"):
-            command = spec[len("command:") :].strip()
-        elif spec.startswith("python:"):
-            target = spec[len("python:") :].strip()
-        elif spec in ("reference", "nop", "baseline"):
-            return {"form": spec}
-        else:
-            return {"form": "other", "spec_sha256": hashlib.sha256(spec.encode("utf-8")).hexdigest()}
-    if isinstance(command, str):
-        return {
-            "form": "command",
-            "program": _program_name(command),
-            "command_sha256": hashlib.sha256(command.encode("utf-8")).hexdigest(),
-        }
-    if isinstance(target, str):
-        module, _, func = target.partition(":")
-        if "/" in module or "\\" in module or module.endswith(".py"):
-            return {
-                "form": "python",
-                "file": Path(module.replace("\\", "/")).name,
-                "function": func,
-                "target_sha256": hashlib.sha256(target.encode("utf-8")).hexdigest(),
-            }
-        return {"form": "python", "target": target}
-    name = getattr(subject, "name", None)
-    if isinstance(name, str):
-        return {"form": name if name in ("reference", "nop", "baseline") else "other", "name": name}
-    raise ReceiptError(f"cannot describe subject {type(subject).__name__}: give its spec string")
-
-
-def _program_name(command: str) -> str:
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    for word in words:
-        if _ENV_ASSIGNMENT.match(word) or word in ("env", "exec", "nice", "time", "timeout"):
-            continue
-        if word.startswith("-") or word.replace(".", "").isdigit():
-            continue
-        return Path(word).name or "?"
-    return "?"
 
 
 def _digest(path: Path) -> str:

@@ -567,18 +567,23 @@ class BenchModel:
     # ---------------------------------------------------------------- subjects
 
     def add_subject(self, spec: str) -> str:
-        """Add a ``python:package.module:function`` solver to the subject list; returns its spec."""
-        from imagebench.subjects import SubjectError, parse_subject
+        """Add a solver that works in this process (``python:package.module:function``, or any
+        registered kind that does) to the subject list; returns its spec. A subject that works in
+        a child process (a ``command:``) is refused: ``imagebench run`` confines it."""
+        from imagebench.subjects import SubjectError, parse_subject, runs_out_of_process
 
         spec = spec.strip()
-        if not spec.startswith("python:"):
-            raise self._fail(f"the panel runs python: solvers only (python:package.module:function), got {spec!r}")
         if spec in self.subject_specs:
             return spec
         try:
             subject = parse_subject(spec)
         except SubjectError as exc:
             raise self._fail(str(exc)) from None
+        if runs_out_of_process(subject):
+            raise self._fail(
+                f"the panel runs in-process solvers only (python:package.module:function), got {spec!r}; "
+                "run it with imagebench run, which confines it"
+            )
         self._subjects[spec] = subject
         self.subject_specs.append(spec)
         self.notify("info", f"subject added: {spec} (results under {subject.name}/)")
@@ -601,13 +606,13 @@ class BenchModel:
     def subject_problem(self, spec: str, case: Case | None) -> str:
         """Why ``spec`` cannot work ``case`` ('' when it can): a case without a reference solution
         (every bundle case) has nothing for the ``reference`` subject to run."""
-        if case is not None and spec == "reference" and case.reference is None:
-            what = "a bundle case" if case.meta.get("bundle") is not None else "this case"
-            return (
-                f"{case.label} has no reference solution ({what}): work it yourself as {INTERACTIVE} "
-                "or run a python: solver"
-            )
-        return ""
+        if case is None or spec == INTERACTIVE or spec not in self.subject_specs:
+            return ""
+        why = self.subject(spec).cannot_work(case)
+        if why is None:
+            return ""
+        what = "a bundle case" if case.meta.get("bundle") is not None else "this case"
+        return f"{why} ({what}): work it yourself as {INTERACTIVE} or run a python: solver"
 
     # ---------------------------------------------------------------- run folders
 

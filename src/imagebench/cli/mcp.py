@@ -38,7 +38,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from imagebench.case import select_cases
     from imagebench.cli.bundle import cases_from_args
     from imagebench.executor import run_cases
-    from imagebench.mcp.host import ServedSubject
+    from imagebench.subjects.served import ServedSubject
 
     pool = cases_from_args(args)
     pool = pool if pool is not None else builtin.all_cases()

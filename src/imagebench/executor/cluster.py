@@ -96,37 +96,24 @@ class Parallel:
 
 
 def subject_spec(subject: Subject) -> str:
-    """The spec string that :func:`imagebench.subjects.parse_subject` turns back into ``subject``.
+    """The spec string that :func:`imagebench.subjects.parse_subject` turns back into ``subject``
+    (its kind says: :meth:`~imagebench.subjects.SubjectKind.spec`).
 
     Raises :class:`ExecutorError` for a subject that no spec describes (a custom object, or a
     command that keeps its workspace): such a subject cannot be sent to a worker.
     """
-    from imagebench.subjects import (
-        BaselineSubject,
-        CommandSubject,
-        NopSubject,
-        PythonSubject,
-        ReferenceSubject,
-    )
+    from imagebench.subjects import SubjectError, SubjectKind, spec_of
 
-    if isinstance(subject, ReferenceSubject):
-        return "reference"
-    if isinstance(subject, NopSubject):
-        return "nop"
-    if isinstance(subject, BaselineSubject):
-        return "baseline"
-    if isinstance(subject, PythonSubject):
-        return f"python:{subject.target}"
-    if isinstance(subject, CommandSubject):
-        if subject.keep_workspace:
-            raise ExecutorError(
-                "a command subject that keeps its workspace cannot run on workers (the workspace would stay on the worker)"
-            )
-        return f"command:{subject.command}"
-    raise ExecutorError(
-        f"subject {getattr(subject, 'name', type(subject).__name__)!r} ({type(subject).__name__}) has no spec string, so "
-        "it cannot be sent to a worker; use reference, nop, python:package.module:function or command:<shell command>"
-    )
+    try:
+        return spec_of(subject)
+    except SubjectError as exc:
+        if isinstance(subject, SubjectKind):
+            raise ExecutorError(str(exc)) from None
+        raise ExecutorError(
+            f"subject {getattr(subject, 'name', type(subject).__name__)!r} ({type(subject).__name__}) has no spec "
+            "string, so it cannot be sent to a worker; use reference, nop, python:package.module:function or "
+            "command:<shell command>"
+        ) from None
 
 
 # --------------------------------------------------------------------------- the cluster

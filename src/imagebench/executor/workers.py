@@ -48,11 +48,16 @@ if TYPE_CHECKING:
 
 @functools.lru_cache(maxsize=32)
 def worker_subject(
-    spec: str, sandbox: SandboxPolicy | None = None, isolate: bool = False, mcp: bool = False
+    spec: str, sandbox: SandboxPolicy | None = None, isolate: bool = False, mcp: bool = False, kind: str | None = None
 ) -> Subject:
-    """The driver's subject rebuilt on a worker, as confined as it is on the driver."""
+    """The driver's subject rebuilt on a worker, as confined as it is on the driver. ``kind`` is
+    the module that registers its kind (a kind from outside the package registers on import)."""
+    import importlib
+
     from imagebench.subjects import parse_subject
 
+    if kind is not None:
+        importlib.import_module(kind)
     return parse_subject(spec, sandbox=sandbox, isolate=isolate, mcp=mcp)
 
 
@@ -172,13 +177,16 @@ def run_dask(
         run_unit,
         write_ended,
     )
-    from imagebench.subjects import subject_options
+    from imagebench.subjects import kind_module, subject_options
 
     stats = LAST_STATS
     stats.clear()
     client = cluster.client
     options = subject_options(subject)
-    spec = (subject_spec(subject), options.get("sandbox"), bool(options.get("isolate")), bool(options.get("mcp")))
+    spec = (
+        subject_spec(subject), options.get("sandbox"), bool(options.get("isolate")), bool(options.get("mcp")),
+        kind_module(subject),
+    )  # fmt: skip
     tensor_workers: list[str] | None = None
     if any(presents_tensor(c) for c in order) and cluster.cluster is None:
         tensor_workers = cluster.workers_on_this_host()

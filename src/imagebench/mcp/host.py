@@ -1,12 +1,14 @@
 """The harness's side of ``run --subject-mcp``: the session served to a command while it works.
 
 :func:`served` opens an :class:`~imagebench.mcp.tools.AgentSession` on the command's session,
-serves it on a Unix socket in the workspace (``.mcp/server.sock``), writes the client files
-(``mcp.json`` and the stdlib bridge ``.mcp/bridge.py``), and when the command has ended closes
-the server, writes the transcript to the sample folder and binds what the agent left through the
-tools in the session (over anything it wrote to ``outputs/``). The socket is a file in the
-workspace, which the sandbox binds at ``/workspace``: the command reaches the server with its
-network unshared, and reaches nothing else of the harness.
+serves it on a Unix socket in a folder of the harness's (:class:`~imagebench.mcp.folder.McpFolder`:
+``server.sock``, the stdlib bridge ``bridge.py`` and ``reads/``), writes ``mcp.json`` into the
+workspace, and when the command has ended closes the server, writes the transcript to the sample
+folder and binds what the agent left through the tools in the session (over anything it wrote to
+``outputs/``). The sandbox shows that folder read-only at ``/mcp``: the command reaches the server
+with its network unshared, reaches nothing else of the harness, and can redirect no write of the
+harness's (the socket is 0600, the subject's uid's). The served subject of ``imagebench mcp
+serve`` is :class:`imagebench.subjects.served.ServedSubject`.
 """
 
 from __future__ import annotations
@@ -86,67 +88,3 @@ def served(
         finally:
             agent.apply_to(session)
             session.notes["mcp"] = transcript_note(agent)
-
-
-# --------------------------------------------------------------------------- imagebench mcp serve
-
-
-class ServedSubject:
-    """A subject whose turn is an MCP session served on this process's stdio or on loopback HTTP:
-    the agent is whatever client connects (``imagebench mcp serve``). It runs unconfined, so a
-    run records it as ``sandbox: none``. The turn ends when the client closes stdio, or (HTTP) when
-    it calls ``submit``; the transcript goes to the sample folder and its leavings are scored."""
-
-    sandbox_kind = "none"
-
-    def __init__(self, route: str = "stdio", *, port: int = 8765, workspace: Path | None = None, stdout: object = None):
-        if route not in ("stdio", "http"):
-            raise ValueError(f"route must be 'stdio' or 'http', got {route!r}")
-        self.route, self.port, self.workspace, self.stdout = route, port, workspace, stdout
-        self.name = f"mcp-{route}"
-
-    def bind(self, case: object, context: object) -> object:
-        view = CaseView.of(case)  # type: ignore[arg-type]
-        sample_dir = Path(context.sample_dir)  # type: ignore[attr-defined]
-
-        def work(session: Session) -> None:
-            from imagebench.mcp.folder import McpFolder
-
-            reads = McpFolder()  # npy reads go here, never into the workspace
-            agent = AgentSession(view, session, workspace=self.workspace, reads=reads, route=self.route)
-            try:
-                if self.route == "stdio":
-                    _serve_stdio_on(agent, self.stdout)
-                else:
-                    from imagebench.mcp.server import serve_http
-
-                    serve_http(agent, port=self.port, until_submitted=True)
-            finally:
-                reads.remove()
-                try:
-                    write_transcript(agent, sample_dir)
-                finally:
-                    agent.apply_to(session)
-                    session.notes["mcp"] = transcript_note(agent)
-
-        return work
-
-    def __call__(self, session: Session) -> None:
-        raise RuntimeError("a served subject works through the case it is bound to; call bind(case, context)")
-
-
-def _serve_stdio_on(agent: AgentSession, stdout: object) -> None:
-    import anyio
-
-    from imagebench.mcp.server import build_server
-
-    async def main() -> None:
-        from mcp.server.stdio import stdio_server
-
-        server = build_server(agent)
-        out = anyio.wrap_file(stdout) if stdout is not None else None
-        async with stdio_server(stdout=out) as (read, write):
-            low = server._mcp_server
-            await low.run(read, write, low.create_initialization_options())
-
-    anyio.run(main)

@@ -1,0 +1,136 @@
+"""What every subject is, and what a subject *kind* owns about its subjects.
+
+A subject is anything with a ``name`` (usable as a folder name) that can be called with a
+:class:`~imagebench.session.Session` and leaves what the case asks for in
+``session.namespace`` (:class:`Subject`). A subject that needs more than the session (the case,
+the sample folder, the time limit) defines ``bind(case, context) -> callable(session)``.
+
+A built-in subject is also a :class:`SubjectKind`: its class owns its spec grammar
+(:attr:`~SubjectKind.prefix`, :attr:`~SubjectKind.forms`, :meth:`~SubjectKind.parse`), its
+spec string (:meth:`~SubjectKind.spec`), the options that rebuild it as confined as it is
+(:meth:`~SubjectKind.options`), how it is confined (``sandbox_kind``, ``limits``,
+``out_of_process``) and its receipt entry (:meth:`~SubjectKind.describe`). The executor, the
+receipt, the run record and the panel ask the subject; none of them reads a spec's prefix.
+:func:`~imagebench.subjects.registry.subject_kind` registers a kind for parsing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from imagebench.sandbox import SandboxPolicy
+    from imagebench.session import Session
+
+Confinement = Literal["bubblewrap", "none", "in-process"]
+
+
+class SubjectError(ValueError):
+    """A subject spec is invalid, or a subject cannot work this case (a harness matter, never a score)."""
+
+
+class SubjectTimeout(Exception):
+    """The subject ran past its time limit."""
+
+
+class SubjectResourceLimit(Exception):
+    """The subject ran into one of its limits (memory, processes, /tmp, workspace, CPU, file size)
+    and was ended for it; the message starts ``resource-limit: <which>``."""
+
+
+class SubjectHarnessError(RuntimeError):
+    """The harness itself failed while running a subject (workspace, disk, ...): never the subject's fault."""
+
+
+@runtime_checkable
+class Subject(Protocol):
+    """Works one sample: reads the session, leaves its answers in ``session.namespace``."""
+
+    name: str
+
+    def __call__(self, session: Session) -> None: ...
+
+
+@dataclass(frozen=True)
+class UnitContext:
+    """What the runner tells a subject about one sample beyond the session."""
+
+    sample_dir: Path
+    timeout_s: float
+    tensor_url: str | None = None
+    # A folder every workspace gets a copy of as ``files/`` (a bundle case's files/), and
+    # environment variables for a command (a bundle case's setup.env; never the withheld ones).
+    files: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    # More paths a sandboxed command must not see where they lie inside what it is shown (the
+    # run folder, a bundle); the checkout, the packages and $IMAGEBENCH_FIXTURES always are.
+    hidden: tuple[Path, ...] = ()
+
+
+class SubjectKind:
+    """The base of every built-in subject: what its kind owns (see the module's docstring).
+
+    A kind sets :attr:`prefix` (``"reference"`` for a spec that is exactly that word,
+    ``"python:"`` for a spec that starts with it), :attr:`forms` (the grammar lines ``valid_forms``
+    prints) and :attr:`flags` (the options of ``parse_subject`` beyond ``sandbox`` that it takes:
+    ``"isolate"``, ``"mcp"``), and implements :meth:`parse` and :meth:`spec`.
+    """
+
+    prefix: ClassVar[str] = ""
+    forms: ClassVar[tuple[tuple[str, str], ...]] = ()
+    flags: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def matches(cls, spec: str) -> bool:
+        return bool(cls.prefix) and (spec.startswith(cls.prefix) if cls.prefix.endswith(":") else spec == cls.prefix)
+
+    @classmethod
+    def parse(cls, spec: str, *, sandbox: SandboxPolicy | None, isolate: bool, mcp: bool) -> SubjectKind:
+        """The subject ``spec`` (which :meth:`matches`) names; SubjectError saying what is wrong."""
+        raise NotImplementedError
+
+    def spec(self) -> str:
+        """The spec string that :func:`~imagebench.subjects.parse_subject` turns back into this
+        subject (with :meth:`options`); SubjectError when no spec can (it cannot travel)."""
+        raise SubjectError(f"subject {getattr(self, 'name', type(self).__name__)!r} has no spec string")
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments of ``parse_subject`` that, with :meth:`spec`, rebuild this subject
+        as confined as it is (a dask worker, ``--resume``)."""
+        return {}
+
+    def cannot_work(self, case: Any) -> str | None:
+        """Why it cannot work ``case`` at all (a reference subject on a case without one), or None."""
+        return None
+
+    @property
+    def sandbox_kind(self) -> Confinement:
+        """How it is confined, as a run records it: ``bubblewrap``, ``none`` or ``in-process``."""
+        return "in-process"
+
+    @property
+    def limits(self) -> dict[str, int | None] | None:
+        """What a confined subject may use (imagebench.confine.Limits as JSON); None: not confined."""
+        return None
+
+    @property
+    def out_of_process(self) -> bool:
+        """Whether it works in a child process (``--workers`` then drives it from threads)."""
+        return False
+
+    @property
+    def env_pass(self) -> tuple[str, ...]:
+        """The names of host variables it is given (never their values)."""
+        return ()
+
+    @classmethod
+    def describe_spec(cls, spec: str) -> dict[str, Any]:
+        """The receipt entry of the subject ``spec`` names: never a command's arguments,
+        environment or paths."""
+        return {"form": cls.prefix.rstrip(":") or "other"}
+
+    def describe(self) -> dict[str, Any]:
+        """Its receipt entry (as :meth:`describe_spec`, with its folder name)."""
+        return {"form": self.prefix.rstrip(":") or "other", "name": getattr(self, "name", type(self).__name__)}

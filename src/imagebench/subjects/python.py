@@ -1,0 +1,187 @@
+"""``python:package.module:function``: a solver function, in this process or isolated.
+
+In process it is trusted code (it shares the harness's memory). With ``--isolate`` the same
+function runs in a sandboxed child Python (:mod:`imagebench.isolate`), and the harness never
+imports its module: the spec is read as text and the code located without running any of it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from imagebench.subjects.base import Confinement, SubjectError, SubjectKind, UnitContext
+from imagebench.subjects.registry import subject_kind
+
+if TYPE_CHECKING:
+    from imagebench.case import Case
+    from imagebench.sandbox import SandboxPolicy
+    from imagebench.session import Session
+    from imagebench.subjects.command import CommandSubject, _BoundCommand
+
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@subject_kind
+@dataclass(frozen=True)
+class PythonSubject(SubjectKind):
+    """``function(session)`` from an importable module.
+
+    By default it is called in this process: trusted code, which shares the harness's memory
+    (truth is read-only and checked after each sample, but nothing stops it reading). With
+    ``isolate`` (a :class:`SandboxPolicy`; ``--isolate`` on the command line) the same function
+    runs in a sandboxed child Python that gets the session's data as files and returns its
+    bindings through files (:mod:`imagebench.isolate`).
+    """
+
+    prefix = "python:"
+    forms = (("python:package.module:function", "calls function(session) in this process (--isolate: a sandboxed child)"),)
+    flags = frozenset({"isolate"})
+
+    target: str  # "package.module:function"
+    # None when isolated: the harness never imports the subject's code (it runs in the sandbox only)
+    function: Callable[..., Any] | None = field(compare=False, repr=False)
+    isolate: SandboxPolicy | None = None
+
+    @classmethod
+    def parse(cls, spec: str, *, sandbox: SandboxPolicy | None, isolate: bool, mcp: bool) -> PythonSubject:
+        from imagebench.sandbox import SandboxPolicy
+
+        target = spec[len(cls.prefix) :].strip()
+        if not isolate:
+            return cls(target=target, function=_import_function(spec, target))
+        _check_target(spec, target)
+        subject = cls(target=target, function=None, isolate=sandbox or SandboxPolicy())
+        subject.isolated()[0].check_sandbox()
+        return subject
+
+    @classmethod
+    def describe_spec(cls, spec: str) -> dict[str, Any]:
+        import hashlib
+
+        target = spec[len(cls.prefix) :].strip()
+        module, _, func = target.partition(":")
+        if "/" in module or "\\" in module or module.endswith(".py"):
+            return {
+                "form": "python",
+                "file": Path(module.replace("\\", "/")).name,
+                "function": func,
+                "target_sha256": hashlib.sha256(target.encode("utf-8")).hexdigest(),
+            }
+        return {"form": "python", "target": target}
+
+    def describe(self) -> dict[str, Any]:
+        return self.describe_spec(self.spec())
+
+    def spec(self) -> str:
+        return f"python:{self.target}"
+
+    def options(self) -> dict[str, Any]:
+        return {} if self.isolate is None else {"sandbox": self.isolate, "isolate": True}
+
+    @property
+    def name(self) -> str:
+        module, _, func = self.target.partition(":")
+        return f"python-{module}.{func}"
+
+    @property
+    def sandbox_kind(self) -> Confinement:
+        return "in-process" if self.isolate is None else self.isolate.kind
+
+    @property
+    def limits(self) -> dict[str, int | None] | None:
+        return self.isolate.limits.to_record() if self.isolate is not None and self.isolate.enabled else None
+
+    @property
+    def out_of_process(self) -> bool:
+        return self.isolate is not None
+
+    @property
+    def env_pass(self) -> tuple[str, ...]:
+        return self.isolate.env_pass if self.isolate is not None else ()
+
+    def isolated(self) -> tuple[CommandSubject, list[Path]]:
+        """The command subject that runs this function in a child process (``isolate`` must be
+        set), and the folders the child puts on its ``sys.path``."""
+        from imagebench.isolate import code_paths, isolated_command
+        from imagebench.subjects.command import CommandSubject
+
+        assert self.isolate is not None
+        try:
+            shown, path = code_paths(self.target)
+        except ImportError as exc:
+            raise SubjectError(f"subject python:{self.target}: cannot find its code to isolate: {exc}") from None
+        policy = replace(self.isolate, expose=(*self.isolate.expose, *shown))
+        return CommandSubject(command=isolated_command(policy), sandbox=policy), path
+
+    def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
+        if self.isolate is None:
+            assert self.function is not None
+            return self.function
+        from imagebench.isolate import isolated_env
+        from imagebench.subjects.command import _BoundCommand
+
+        subject, path = self.isolated()
+        subject.check_sandbox()
+        env = {**context.env, **isolated_env(self.target, path, case.label)}
+        return _IsolatedCall(_BoundCommand(subject, replace(context, env=env)))
+
+    def __call__(self, session: Session) -> None:
+        if self.function is None:
+            raise SubjectError(f"python:{self.target} is isolated: it works through bind(case, context)")
+        self.function(session)
+
+
+class IsolatedRaised(RuntimeError):
+    """An isolated ``python:`` function raised in its child process (its traceback is in stderr.txt)."""
+
+
+@dataclass
+class _IsolatedCall:
+    """The bound command of an isolated function: a function that raised in its child process is
+    a subject error, as it is in process (not a command that merely failed)."""
+
+    bound: _BoundCommand
+    enforces_timeout: bool = True
+
+    def cancel(self) -> None:
+        self.bound.cancel()
+
+    def __call__(self, session: Session) -> None:
+        from imagebench.isolate import RAISED_EXIT
+
+        self.bound(session)
+        if session.notes.get("exit_code") == RAISED_EXIT:
+            raise IsolatedRaised("the function raised in its isolated process; its traceback is in stderr.txt")
+
+
+def _check_target(spec: str, target: str) -> None:
+    module_name, sep, func_name = target.partition(":")
+    if not sep or not _DOTTED.match(module_name) or not _DOTTED.match(func_name):
+        raise SubjectError(
+            f"subject {spec!r}: expected python:package.module:function, e.g. python:mypkg.solvers:segment"
+        )
+
+
+def _import_function(spec: str, target: str) -> Callable[..., Any]:
+    _check_target(spec, target)
+    module_name, _sep, func_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise SubjectError(
+            f"subject {spec!r}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
+        ) from exc
+    obj: Any = module
+    for part in func_name.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise SubjectError(f"subject {spec!r}: module {module_name!r} has no attribute {func_name!r}") from None
+    if not callable(obj):
+        raise SubjectError(f"subject {spec!r}: {module_name}:{func_name} is a {type(obj).__name__}, not callable")
+    return obj

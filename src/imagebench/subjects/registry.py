@@ -1,0 +1,182 @@
+"""The registry of subject kinds: parsing a spec, and asking any subject what its kind knows.
+
+:func:`subject_kind` registers a :class:`~imagebench.subjects.base.SubjectKind` (as inspect_ai
+registers a sandbox environment); the built-in kinds register when their modules load, in the
+order :data:`BUILTIN_KINDS` lists them, and a kind defined anywhere else (a test's toy kind, a
+plugin) registers when its module is imported. :func:`parse_subject` asks each kind in turn
+whether a spec is its form. The functions below ask a subject object; none reads a spec's prefix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from imagebench.subjects.base import Confinement, SubjectError, SubjectKind
+
+if TYPE_CHECKING:
+    from imagebench.sandbox import SandboxPolicy
+    from imagebench.subjects.base import Subject
+
+#: the modules of the built-in kinds, in the order a spec is tried against them
+BUILTIN_KINDS = ("reference", "nop", "baseline", "python", "command")
+# The command-line flag that sets each parse_subject option.
+_FLAG_NAMES = {"isolate": "--isolate", "mcp": "--subject-mcp"}
+_KINDS: list[type[SubjectKind]] = []
+_loaded = False
+K = TypeVar("K", bound=type[SubjectKind])
+
+
+def subject_kind(cls: K) -> K:
+    """Register ``cls`` as a subject kind (a class decorator); registering twice is once."""
+    if cls not in _KINDS:
+        _KINDS.append(cls)
+    return cls
+
+
+def kinds() -> tuple[type[SubjectKind], ...]:
+    """Every registered kind, the built-in ones first."""
+    global _loaded
+    if not _loaded:
+        for name in BUILTIN_KINDS:
+            importlib.import_module(f"imagebench.subjects.{name}")
+        _loaded = True
+    order = {f"imagebench.subjects.{name}": i for i, name in enumerate(BUILTIN_KINDS)}
+    builtin = sorted((k for k in _KINDS if k.__module__ in order), key=lambda k: order[k.__module__])
+    return (*builtin, *(k for k in _KINDS if k not in builtin))
+
+
+def subject_forms() -> tuple[tuple[str, str], ...]:
+    """Every kind's spec forms with what each does (``imagebench run --help`` lists them)."""
+    return tuple(form for kind in kinds() for form in kind.forms)
+
+
+def valid_forms() -> str:
+    forms = subject_forms()
+    width = max(len(form) for form, _ in forms)
+    return "\n".join(f"  {form.ljust(width)}  {about}" for form, about in forms)
+
+
+def kind_of_spec(spec: str) -> type[SubjectKind] | None:
+    return next((k for k in kinds() if k.matches(spec.strip())), None)
+
+
+def parse_subject(
+    spec: str, *, sandbox: SandboxPolicy | None = None, isolate: bool = False, mcp: bool = False
+) -> Subject:
+    """Turn a command-line spec into a subject; an invalid spec raises SubjectError listing the valid forms.
+
+    ``sandbox`` is how a ``command:`` subject (or an isolated ``python:`` one) is confined
+    (default: :class:`SandboxPolicy()`, a bubblewrap sandbox without network); a command is
+    refused here, saying how to install bubblewrap, when that sandbox cannot start on this
+    machine. ``isolate`` runs a ``python:`` subject's function in a sandboxed child process.
+    ``mcp`` serves a ``command:`` subject the case's tools over MCP while it works (``--subject-mcp``).
+    """
+    spec = spec.strip()
+    kind = kind_of_spec(spec)
+    for option, given in (("isolate", isolate), ("mcp", mcp)):
+        if given and (kind is None or option not in kind.flags):
+            takers = " or ".join(k.prefix for k in kinds() if option in k.flags)
+            raise SubjectError(f"subject {spec!r}: {_FLAG_NAMES[option]} applies to {takers} subjects only")
+    if kind is None:
+        raise SubjectError(f"unknown subject {spec!r}; valid subjects:\n{valid_forms()}")
+    return kind.parse(spec, sandbox=sandbox, isolate=isolate, mcp=mcp)
+
+
+# --------------------------------------------------------------------------- asking a subject
+
+
+def spec_of(subject: object) -> str:
+    """The spec string that rebuilds ``subject``; SubjectError for one no spec describes."""
+    if isinstance(subject, SubjectKind):
+        return subject.spec()
+    name = getattr(subject, "name", type(subject).__name__)
+    raise SubjectError(f"subject {name!r} ({type(subject).__name__}) has no spec string")
+
+
+def kind_module(subject: object) -> str | None:
+    """The module whose import registers ``subject``'s kind (a worker imports it before parsing)."""
+    return type(subject).__module__ if isinstance(subject, SubjectKind) else None
+
+
+def subject_options(subject: object) -> dict[str, Any]:
+    """The keyword arguments of :func:`parse_subject` that, with the subject's spec string,
+    rebuild ``subject`` as confined as it is (a dask worker, ``--resume``)."""
+    return subject.options() if isinstance(subject, SubjectKind) else {}
+
+
+def runs_out_of_process(subject: object) -> bool:
+    """Whether ``subject`` works its unit in a child process (a command, an isolated function):
+    ``--workers`` then drives units from threads rather than worker processes."""
+    return bool(getattr(subject, "out_of_process", False))
+
+
+def confinement_of(subject: object) -> Confinement:
+    """How ``subject`` is confined, as a run records it: ``bubblewrap``, ``none`` (a command run
+    with --no-sandbox, an agent served unconfined) or ``in-process`` (trusted code)."""
+    kind = getattr(subject, "sandbox_kind", None)
+    return kind if kind in ("bubblewrap", "none") else "in-process"
+
+
+def limits_of(subject: object) -> dict[str, int | None] | None:
+    """What a confined ``subject`` may use, as a run records it (None: not confined)."""
+    return subject.limits if isinstance(subject, SubjectKind) else None
+
+
+def env_pass_of(subject: object) -> tuple[str, ...]:
+    return subject.env_pass if isinstance(subject, SubjectKind) else ()
+
+
+def options_record(subject: object) -> dict[str, Any]:
+    """:func:`subject_options` as JSON, for ``run.json``."""
+    options = subject_options(subject)
+    if not options:
+        return {}
+    out = {"sandbox": options["sandbox"].to_record(), "isolate": bool(options.get("isolate"))}
+    if options.get("mcp"):
+        out["mcp"] = True
+    return out
+
+
+def options_from_record(raw: object) -> dict[str, Any]:
+    """What :func:`options_record` wrote, as keyword arguments; ValueError naming the bad field."""
+    from imagebench.sandbox import SandboxPolicy
+
+    if raw in (None, {}):
+        return {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected an object with 'sandbox' and 'isolate', got {type(raw).__name__}")
+    try:
+        policy = SandboxPolicy.from_record(raw.get("sandbox"))
+    except ValueError as exc:
+        raise ValueError(f"field 'sandbox': {exc}") from None
+    isolate = raw.get("isolate", False)
+    if not isinstance(isolate, bool):
+        raise ValueError(f"field 'isolate' is {isolate!r}, expected true or false")
+    mcp = raw.get("mcp", False)
+    if not isinstance(mcp, bool):
+        raise ValueError(f"field 'mcp' is {mcp!r}, expected true or false")
+    out: dict[str, Any] = {"sandbox": policy}
+    if isolate:
+        out["isolate"] = True
+    if mcp:
+        out["mcp"] = True
+    return out
+
+
+def describe(subject: object) -> dict[str, Any]:
+    """A subject as a receipt records it: never a command's arguments, environment or paths.
+    Accepts a spec string or a subject object."""
+    if isinstance(subject, str):
+        spec = subject.strip()
+        kind = kind_of_spec(spec)
+        if kind is None:
+            return {"form": "other", "spec_sha256": hashlib.sha256(spec.encode("utf-8")).hexdigest()}
+        return kind.describe_spec(spec)
+    if isinstance(subject, SubjectKind):
+        return subject.describe()
+    name = getattr(subject, "name", None)
+    if isinstance(name, str):
+        return {"form": "other", "name": name}
+    raise SubjectError(f"cannot describe subject {type(subject).__name__}: give its spec string")

@@ -1,0 +1,106 @@
+"""Running one subject's turn: binding it to its case, its time limit, a person's Stop."""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from imagebench.command import KILL_GRACE_S
+from imagebench.subjects.base import (
+    Subject,
+    SubjectHarnessError,
+    SubjectResourceLimit,
+    SubjectTimeout,
+    UnitContext,
+)
+
+if TYPE_CHECKING:
+    from imagebench.case import Case
+    from imagebench.session import Session
+
+
+@dataclass
+class SubjectRun:
+    """How a subject's turn ended: its wall time, whether it timed out, and what it raised."""
+
+    seconds: float
+    timed_out: bool = False
+    timeout_reason: str = ""
+    error: str | None = None
+    harness_error: str | None = None
+    stopped: bool = False  # a person stopped the turn (``stop`` was set)
+    resource_limit: str | None = None  # "resource-limit: memory (...)": it was ended for a limit
+
+
+def bind_subject(subject: Subject, case: Case, context: UnitContext) -> Callable[[Session], None]:
+    """The callable that works this sample: ``subject.bind(case, context)`` when it has one, else itself."""
+    bind = getattr(subject, "bind", None)
+    return bind(case, context) if bind is not None else subject
+
+
+def _describe(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)[-3:]
+    where = "; ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
+    text = f"{type(exc).__name__}: {exc}"
+    return f"{text} (at {where})" if where else text
+
+
+def run_subject(
+    work: Callable[[Session], None], session: Session, timeout_s: float, stop: threading.Event | None = None
+) -> SubjectRun:
+    """Run ``work(session)`` with a time limit; ``stop`` (set from another thread) ends it early.
+
+    In-process work runs in a daemon thread that is abandoned when it runs past ``timeout_s`` or is
+    stopped (Python cannot kill a thread; the session is private to this sample, so nothing it
+    still writes reaches a result); a command is killed with everything it started. Work that
+    enforces its own limit (a command) gets a grace margin.
+    """
+    own_limit = bool(getattr(work, "enforces_timeout", False))
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            work(session)
+        except SubjectTimeout as exc:
+            outcome["timeout"] = str(exc)
+        except SubjectResourceLimit as exc:
+            outcome["limit"] = str(exc)
+        except SubjectHarnessError as exc:
+            outcome["harness"] = str(exc)
+        except BaseException as exc:  # the subject's own failure: recorded, the run goes on
+            outcome["error"] = _describe(exc)
+
+    start = time.perf_counter()
+    thread = threading.Thread(target=target, name=f"imagebench-subject:{session.label}", daemon=True)
+    thread.start()
+    cancel = getattr(work, "cancel", None)
+    limit = timeout_s + (KILL_GRACE_S + 10.0 if own_limit else 0.0)
+    try:
+        if stop is None:
+            thread.join(limit)
+        else:
+            while thread.is_alive() and time.perf_counter() - start < limit and not stop.is_set():
+                thread.join(0.05)
+    except BaseException:  # interrupted (Ctrl-C): take the subject's processes down with us
+        if cancel is not None:
+            cancel()
+        raise
+    if stop is not None and stop.is_set() and thread.is_alive():
+        if cancel is not None:
+            cancel()  # a command: its whole process tree ends now
+        return SubjectRun(seconds=time.perf_counter() - start, stopped=True)
+    seconds = time.perf_counter() - start
+    if thread.is_alive():
+        return SubjectRun(
+            seconds=seconds, timed_out=True, timeout_reason=f"the subject ran past its {timeout_s:g} s limit"
+        )
+    if "timeout" in outcome:
+        return SubjectRun(seconds=seconds, timed_out=True, timeout_reason=outcome["timeout"])
+    if "limit" in outcome:
+        return SubjectRun(seconds=seconds, resource_limit=outcome["limit"])
+    return SubjectRun(seconds=seconds, error=outcome.get("error"), harness_error=outcome.get("harness"))

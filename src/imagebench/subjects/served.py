@@ -1,0 +1,87 @@
+"""The served MCP subject (``imagebench mcp serve``): whatever client connects is the agent.
+
+The session is served on this process's stdio or on loopback HTTP (:mod:`imagebench.mcp.server`);
+what the agent leaves through the tools is scored. Unconfined (the client is not ours to start),
+so a run records it as ``sandbox: none``; with no spec string it never travels to a worker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from imagebench.mcp.host import transcript_note, write_transcript
+from imagebench.mcp.tools import AgentSession, CaseView
+from imagebench.subjects.base import Confinement, SubjectKind
+
+if TYPE_CHECKING:
+    from imagebench.session import Session
+
+
+class ServedSubject(SubjectKind):
+    """A subject whose turn is an MCP session served on this process's stdio or on loopback HTTP:
+    the agent is whatever client connects (``imagebench mcp serve``). It runs unconfined, so a
+    run records it as ``sandbox: none``. The turn ends when the client closes stdio, or (HTTP) when
+    it calls ``submit``; the transcript goes to the sample folder and its leavings are scored.
+    It has no spec string (the client is not ours to start), so it never travels to a worker."""
+
+    prefix = "mcp"  # its receipt form; not a spec anyone parses (it is never registered)
+
+    @property
+    def sandbox_kind(self) -> Confinement:
+        return "none"
+
+    def describe(self) -> dict[str, Any]:
+        return {"form": "other", "name": self.name}  # as receipts have always recorded it
+
+    def __init__(self, route: str = "stdio", *, port: int = 8765, workspace: Path | None = None, stdout: object = None):
+        if route not in ("stdio", "http"):
+            raise ValueError(f"route must be 'stdio' or 'http', got {route!r}")
+        self.route, self.port, self.workspace, self.stdout = route, port, workspace, stdout
+        self.name = f"mcp-{route}"
+
+    def bind(self, case: object, context: object) -> object:
+        view = CaseView.of(case)  # type: ignore[arg-type]
+        sample_dir = Path(context.sample_dir)  # type: ignore[attr-defined]
+
+        def work(session: Session) -> None:
+            from imagebench.mcp.folder import McpFolder
+
+            reads = McpFolder()  # npy reads go here, never into the workspace
+            agent = AgentSession(view, session, workspace=self.workspace, reads=reads, route=self.route)
+            try:
+                if self.route == "stdio":
+                    _serve_stdio_on(agent, self.stdout)
+                else:
+                    from imagebench.mcp.server import serve_http
+
+                    serve_http(agent, port=self.port, until_submitted=True)
+            finally:
+                reads.remove()
+                try:
+                    write_transcript(agent, sample_dir)
+                finally:
+                    agent.apply_to(session)
+                    session.notes["mcp"] = transcript_note(agent)
+
+        return work
+
+    def __call__(self, session: Session) -> None:
+        raise RuntimeError("a served subject works through the case it is bound to; call bind(case, context)")
+
+
+def _serve_stdio_on(agent: AgentSession, stdout: object) -> None:
+    import anyio
+
+    from imagebench.mcp.server import build_server
+
+    async def main() -> None:
+        from mcp.server.stdio import stdio_server
+
+        server = build_server(agent)
+        out = anyio.wrap_file(stdout) if stdout is not None else None
+        async with stdio_server(stdout=out) as (read, write):
+            low = server._mcp_server
+            await low.run(read, write, low.create_initialization_options())
+
+    anyio.run(main)
