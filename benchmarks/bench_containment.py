@@ -59,9 +59,9 @@ _DRIVER = textwrap.dedent(
     """
     import resource, sys
     from imagebench import cases
-    from imagebench.confine import Limits
+    from imagebench.sandbox.limits import Limits
     from imagebench.executor import run_cases
-    from imagebench.sandbox import SandboxPolicy
+    from imagebench.sandbox.policy import SandboxPolicy
     from imagebench.subjects import CommandSubject
     command, mcp, out = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
     subject = CommandSubject(command, mcp=mcp, sandbox=SandboxPolicy(limits=Limits(memory=512 << 20)))
@@ -86,7 +86,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    from imagebench.sandbox import unavailable_reason
+    from imagebench.sandbox.policy import unavailable_reason
 
     if unavailable_reason() is not None:
         print(f"skipped: {unavailable_reason()}")

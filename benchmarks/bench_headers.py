@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from imagebench import tree
-from imagebench.refs import FileRef
+from imagebench.fixtures import tree
+from imagebench.fixtures.refs import FileRef
 
 MIB = 1 << 20
 GIB = 1 << 30

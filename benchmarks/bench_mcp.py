@@ -37,12 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=200)
     args = p.parse_args(argv)
 
-    from imagebench.case import Case, Collect, Layer
-    from imagebench.fixture import Fixture, Outcome
+    from imagebench.case.model import Case, Collect, Layer
+    from imagebench.case.session import open_session
+    from imagebench.fixtures.fixture import Fixture, Outcome
+    from imagebench.fixtures.specs import Procedural
     from imagebench.mcp.server import MCP_DIR, SOCKET_NAME, SocketServer, write_client_files
     from imagebench.mcp.tools import AgentSession, CaseView
-    from imagebench.session import open_session
-    from imagebench.specs import Procedural
 
     n = args.size
     image = np.random.default_rng(0).random((n, n), dtype=np.float32)

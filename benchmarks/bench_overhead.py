@@ -44,7 +44,7 @@ def _suite(modules: str | None) -> list:
 def _one_run(suite: list, out: Path) -> dict[str, float]:
     """One run of the suite as ``imagebench run`` does it (the runner starts its own plane)."""
     from imagebench.executor import run_cases
-    from imagebench.runner import presents_tensor
+    from imagebench.runs.runner import presents_tensor
     from imagebench.subjects import ReferenceSubject
 
     start = time.perf_counter()

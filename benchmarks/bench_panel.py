@@ -57,7 +57,7 @@ def _headless(case, out: Path) -> float:
 
 def _napari_alone(viewer, case) -> float:
     """Remove every layer, add ``case``'s layers as the panel would, draw once."""
-    from imagebench.session import open_session
+    from imagebench.case.session import open_session
     from napari_imagebench._layers import add_layer_data, session_layer_data
 
     session = open_session(case, case.build())

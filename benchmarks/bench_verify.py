@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from imagebench import tree
+from imagebench.fixtures import tree
 
 MIB = 1 << 20
 

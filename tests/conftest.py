@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-# Each test builds its own fixtures: the fixture cache (imagebench.cache) is off unless a test
+# Each test builds its own fixtures: the fixture cache (imagebench.fixtures.cache) is off unless a test
 # turns it on (tests/test_cache.py), and so it is in every process a test starts.
 os.environ["IMAGEBENCH_CACHE"] = "off"
 
@@ -13,7 +13,7 @@ from collections.abc import Callable  # noqa: E402
 import pytest  # noqa: E402
 from helpers import make_toy_case  # noqa: E402
 
-from imagebench.case import Case  # noqa: E402
+from imagebench.case.model import Case  # noqa: E402
 
 
 @pytest.fixture

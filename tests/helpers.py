@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from imagebench.case import Case, Collect, Layer
-from imagebench.fixture import (
+from imagebench.case.model import Case, Collect, Layer
+from imagebench.fixtures.fixture import (
     Attempt,
     Fixture,
     Metric,
@@ -25,7 +25,7 @@ from imagebench.fixture import (
     read_array,
     read_scalar,
 )
-from imagebench.specs import Procedural
+from imagebench.fixtures.specs import Procedural
 
 TOY_TOLERANCE = {"mask_error": 0.05, "area_error": 0.05}
 TOY_TASK = (
@@ -167,7 +167,7 @@ def build_case(case: Case, seed: int | None = None, **params: Any) -> Fixture:
 
 def solve_case(case: Case, fixture: Fixture, solver: Callable[[Any], None]) -> Outcome:
     """Open a session on ``fixture``, let ``solver`` work it, and verify what it left."""
-    from imagebench.session import collect_attempt, open_session
+    from imagebench.case.session import collect_attempt, open_session
 
     session = open_session(case, fixture)
     solver(session)

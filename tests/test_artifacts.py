@@ -10,8 +10,11 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 
-from imagebench import artifacts, records
-from imagebench.artifacts import (
+from imagebench import records
+from imagebench.fixtures.fixture import Attempt, Fixture, Metric, Outcome
+from imagebench.records import SCHEMA_VERSION, SampleSummary, read_record
+from imagebench.runs import artifacts
+from imagebench.runs.artifacts import (
     artifact_root,
     report_dir,
     safe_name,
@@ -19,8 +22,6 @@ from imagebench.artifacts import (
     shared_range,
     write_report,
 )
-from imagebench.fixture import Attempt, Fixture, Metric, Outcome
-from imagebench.records import SCHEMA_VERSION, SampleSummary, read_record
 
 
 def _outcome(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from imagebench import tree
+from imagebench.fixtures import tree
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGED = REPO / "src" / "imagebench" / "data" / "fixtures"

@@ -35,10 +35,10 @@ def _loaded_after(statement: str) -> list[str]:
     [
         "import imagebench",
         "import imagebench.cli",
-        "import imagebench.fixture",
-        "import imagebench.refs",
-        "import imagebench.tree",
-        "import imagebench.artifacts",
+        "import imagebench.fixtures.fixture",
+        "import imagebench.fixtures.refs",
+        "import imagebench.fixtures.tree",
+        "import imagebench.runs.artifacts",
         "from imagebench import Fixture, Metric, FileRef, NpzRef, ref_missing, write_report",
     ],
 )
@@ -86,7 +86,7 @@ def test_the_source_check_would_catch_an_offender(tmp_path, monkeypatch):
 def test_the_supervisor_parses_run_without_numpy() -> None:
     """``imagebench run`` parses its arguments in the supervising process before the run starts
     in a child; that parse must cost no numpy (nor anything heavier)."""
-    from imagebench.case import FIXTURE_CHOICES
+    from imagebench.case.model import FIXTURE_CHOICES
     from imagebench.cli.run import FIXTURE_KINDS
 
     assert FIXTURE_KINDS == FIXTURE_CHOICES

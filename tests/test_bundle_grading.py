@@ -16,7 +16,7 @@ from imagebench.bundle.grading import (
     is_degenerate,
     skill_activated,
 )
-from imagebench.fixture import Attempt, Fixture, FixtureError
+from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError
 from imagebench.records import SampleSummary
 
 
@@ -243,7 +243,7 @@ def test_rerun_per_sample_grading_is_golden() -> None:
 
 def curated_tree(root: Path) -> Path:
     """A fixture tree whose truth is an .npz archive: a 0-d count and a label image."""
-    from imagebench import tree
+    from imagebench.fixtures import tree
 
     folder = root / "seg" / "tiny"
     folder.mkdir(parents=True)

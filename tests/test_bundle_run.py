@@ -18,7 +18,7 @@ from imagebench.bundle import coverage_table, load_bundle
 from imagebench.bundle.coverage import coverage_report
 from imagebench.executor import run_cases
 from imagebench.records import CaseSummary, read_record
-from imagebench.sandbox import SandboxPolicy
+from imagebench.sandbox.policy import SandboxPolicy
 from imagebench.subjects import CommandSubject, NopSubject, PythonSubject, parse_subject
 
 ROOT = Path(__file__).resolve().parent.parent

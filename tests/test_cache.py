@@ -1,4 +1,4 @@
-"""The fixture cache (imagebench.cache): reuse, corruption, concurrent writers, sealed seeds, off."""
+"""The fixture cache (imagebench.fixtures.cache): reuse, corruption, concurrent writers, sealed seeds, off."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 from helpers import make_toy_case, toy_fixture
 
-from imagebench import cache, cli
 from imagebench import cases as builtin
+from imagebench import cli
 from imagebench.executor import run_cases
-from imagebench.fingerprint import definition_fingerprint
-from imagebench.fixture_digest import built_fixture_digest
-from imagebench.runner import prepare_fixture
-from imagebench.specs import Procedural
+from imagebench.fixtures import cache
+from imagebench.fixtures.fixture_digest import built_fixture_digest
+from imagebench.fixtures.specs import Procedural
+from imagebench.runs.fingerprint import definition_fingerprint
+from imagebench.runs.runner import prepare_fixture
 from imagebench.subjects import ReferenceSubject
 
 BUILDS: list[int] = []
@@ -58,7 +59,7 @@ def test_a_built_fixture_is_kept_once_and_reused(cache_dir: Path) -> None:
 
 
 def test_real_cases_score_the_same_from_the_cache(cache_dir: Path, tmp_path: Path) -> None:
-    from imagebench.runner import run_unit
+    from imagebench.runs.runner import run_unit
 
     cases = [builtin.get_case(label) for label in ("segment-nuclei/count-nuclei", "pick-a-nucleus/synthetic-volume")]
     fresh = [prepare_fixture(c) for c in cases]  # built, and kept
@@ -117,7 +118,7 @@ def test_two_writers_of_one_entry_leave_one_whole_entry(cache_dir: Path) -> None
 
 
 def test_sealed_fixtures_are_never_cached(cache_dir: Path, tmp_path: Path) -> None:
-    from imagebench.sealed import Seal
+    from imagebench.runs.sealed import Seal
 
     run_cases([_counted_case()], ReferenceSubject(), out=tmp_path, progress=False, samples=2, sealed=Seal(b"x" * 32))
     assert _entries(cache_dir) == []
@@ -141,7 +142,7 @@ def test_off_builds_every_time_and_the_cli_reports_and_clears(
 
 
 def test_the_sandbox_hides_the_cache(cache_dir: Path) -> None:
-    from imagebench.sandbox import harness_paths
+    from imagebench.sandbox.policy import harness_paths
 
     assert str(cache_dir.resolve()) in harness_paths()
 

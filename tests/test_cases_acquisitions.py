@@ -17,10 +17,10 @@ import pytest
 from helpers import truth_leaks
 
 import imagebench.cases.acquisitions as aq
+from imagebench.case.session import Session, collect_attempt, open_session
 from imagebench.cases import all_cases, drift, flatfield, skills
 from imagebench.cases import landmarks as lm
-from imagebench.fixture import Attempt, Fixture, Outcome
-from imagebench.session import Session, collect_attempt, open_session
+from imagebench.fixtures.fixture import Attempt, Fixture, Outcome
 
 CASES = {c.label: c for c in aq.CASES}
 REPO = Path(__file__).resolve().parent.parent

@@ -14,11 +14,11 @@ from helpers import truth_leaks
 from scipy import ndimage
 
 import imagebench.cases.drift as drift
-from imagebench.case import Case
+from imagebench.case.model import Case
+from imagebench.case.session import Session, collect_attempt, open_session
 from imagebench.cases import all_cases, builders, skills
-from imagebench.fixture import Attempt, Fixture, Outcome
-from imagebench.session import Session, collect_attempt, open_session
-from imagebench.specs import Procedural
+from imagebench.fixtures.fixture import Attempt, Fixture, Outcome
+from imagebench.fixtures.specs import Procedural
 
 CASES = {c.case_id: c for c in drift.CASES}
 GOLDEN = CASES["beads-subpixel"]

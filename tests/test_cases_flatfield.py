@@ -11,9 +11,9 @@ import pytest
 from helpers import build_case, solve_case, truth_leaks
 
 import imagebench.cases.flatfield as ff
+from imagebench.case.session import Session, open_session
 from imagebench.cases import all_cases, builders, skills
-from imagebench.fixture import Attempt, Fixture, Outcome
-from imagebench.session import Session, open_session
+from imagebench.fixtures.fixture import Attempt, Fixture, Outcome
 
 CASE = ff.CASES[0]
 

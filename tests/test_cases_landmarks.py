@@ -12,10 +12,10 @@ import pytest
 from helpers import build_case, solve_case, truth_leaks
 
 import imagebench.cases.landmarks as lm
-from imagebench.case import Case
+from imagebench.case.model import Case
+from imagebench.case.session import Session, open_session
 from imagebench.cases import all_cases, builders, skills
-from imagebench.fixture import Attempt, Fixture, FixtureError, Outcome
-from imagebench.session import Session, open_session
+from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Outcome
 
 CASE = lm.CASES[0]
 
@@ -71,7 +71,7 @@ def test_reference_passes(seed: int | None) -> None:
 
 
 def test_the_probes_artifact_shows_the_subjects_answer_beside_the_truth(tmp_path) -> None:
-    from imagebench.artifacts import write_report
+    from imagebench.runs.artifacts import write_report
 
     fx = build()
     right = solve(fx, lm.reference_landmarks).artifacts["probes"]

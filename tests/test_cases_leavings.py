@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from helpers import build_case
 
-from imagebench.artifacts import write_report
-from imagebench.case import Case
+from imagebench.case.model import Case
+from imagebench.case.session import collect_attempt, open_session
 from imagebench.cases import all_cases
-from imagebench.fixture import Attempt, Fixture
+from imagebench.fixtures.fixture import Attempt, Fixture
+from imagebench.fixtures.specs import Procedural
 from imagebench.records import SampleSummary, read_record
-from imagebench.session import collect_attempt, open_session
-from imagebench.specs import Procedural
+from imagebench.runs.artifacts import write_report
 
 
 def _several() -> list[Case]:

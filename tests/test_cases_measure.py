@@ -11,9 +11,9 @@ import pytest
 from helpers import build_case, solve_case, truth_leaks
 
 import imagebench.cases.measure as measure
+from imagebench.case.session import Session, open_session
 from imagebench.cases import all_cases, builders, skills
-from imagebench.fixture import Attempt, Fixture, FixtureError, Outcome
-from imagebench.session import Session, open_session
+from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Outcome
 
 CASE = measure.CASES[0]
 
@@ -144,7 +144,7 @@ def test_truth_never_reaches_the_session() -> None:
 
 def test_real_volumes_case_reference_passes_and_wrong_spacings_fail() -> None:
     from imagebench.cases import get_case
-    from imagebench.fixture import Attempt
+    from imagebench.fixtures.fixture import Attempt
 
     case = get_case("calibrated-measurements/stardist-3d-volumes")
     assert case.available() == (True, "") and case.kind == "curated"
@@ -164,7 +164,7 @@ def test_real_volumes_case_reference_passes_and_wrong_spacings_fail() -> None:
     assert not score(counts * 0.5**3).passed  # the in-plane spacing for all three axes
     assert not score(counts * 2.0 * 0.25).passed
     assert not score((counts * 0.25)[:-1]).scored
-    from imagebench.session import open_session
+    from imagebench.case.session import open_session
 
     session = open_session(case, fx)
     case.baseline(session)
@@ -172,9 +172,9 @@ def test_real_volumes_case_reference_passes_and_wrong_spacings_fail() -> None:
 
 
 def test_synthetic_volumes_baseline_fails() -> None:
+    from imagebench.case.session import open_session
     from imagebench.cases import get_case
-    from imagebench.fixture import Attempt
-    from imagebench.session import open_session
+    from imagebench.fixtures.fixture import Attempt
 
     case = get_case("calibrated-measurements/anisotropic-volumes")
     fx = case.build()

@@ -16,12 +16,12 @@ from scipy import ndimage as ndi
 from skimage.filters import threshold_otsu
 
 import imagebench.cases.segmentation as seg
-from imagebench.case import Case
+from imagebench.case.model import Case
+from imagebench.case.session import collect_attempt, open_session
 from imagebench.cases import all_cases, builders, skills
-from imagebench.fixture import Attempt, Fixture, FixtureError
+from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError
+from imagebench.fixtures.specs import Procedural
 from imagebench.matching import label_overlaps, match_labels
-from imagebench.session import collect_attempt, open_session
-from imagebench.specs import Procedural
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = {c.case_id: c for c in seg.CASES}
@@ -196,7 +196,7 @@ def test_classical_pipeline_refuses_non_2d_and_handles_constant_images() -> None
 
 
 def test_dsb_tree_is_intact_and_cited() -> None:
-    from imagebench import tree
+    from imagebench.fixtures import tree
 
     assert tree.verify_tree(seg.FIXTURE_ROOT) == []
     manifest = tree.load_manifest(seg.FIXTURE_ROOT)
@@ -249,7 +249,7 @@ def _pinned_wheel() -> Path:
 
 
 def test_author_tool_reproduces_the_packaged_cases_byte_for_byte(tmp_path: Path) -> None:
-    from imagebench import tree
+    from imagebench.fixtures import tree
 
     author = _author_module()
     assert author.CASES == (

@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from imagebench.case import presentation_warnings
+from imagebench.case.model import presentation_warnings
+from imagebench.case.session import collect_attempt, open_session
 from imagebench.cases import all_cases, builders, skills
 from imagebench.cases import segmentation3d as s3
-from imagebench.fixture import Attempt
+from imagebench.fixtures.fixture import Attempt
 from imagebench.matching import match_labels
-from imagebench.session import collect_attempt, open_session
 
 CASES = {c.case_id: c for c in s3.CASES}
 

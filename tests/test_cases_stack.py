@@ -11,11 +11,11 @@ import pytest
 from helpers import truth_leaks
 
 import imagebench.cases.stack as st
-from imagebench.case import Case
+from imagebench.case.model import Case
+from imagebench.case.session import Session, collect_attempt, open_session
 from imagebench.cases import all_cases, builders, skills
-from imagebench.fixture import Attempt, Fixture, FixtureError, Outcome
-from imagebench.refs import FileRef
-from imagebench.session import Session, collect_attempt, open_session
+from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Outcome
+from imagebench.fixtures.refs import FileRef
 
 CASES = {c.case_id: c for c in st.CASES}
 SYNTHETIC = CASES["synthetic-jitter"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from imagebench.cases import all_cases, builders, pick, structured
-from imagebench.fixture import Attempt, FixtureError
+from imagebench.fixtures.fixture import Attempt, FixtureError
 from imagebench.scoring.answer import final_json_message
 from imagebench.scoring.comparators import unpack_region
 from imagebench.scoring.contract import TaskContract, exemplar
@@ -131,7 +131,7 @@ def test_the_voxel_must_be_in_the_largest_nucleus_not_any() -> None:
 
 
 def test_truth_never_reaches_the_subject() -> None:
-    from imagebench.session import open_session
+    from imagebench.case.session import open_session
 
     for case in CASES.values():
         fixture = case.build()
@@ -208,8 +208,8 @@ def _marked(rgb: np.ndarray, colour: tuple[float, float, float]) -> np.ndarray:
 
 @pytest.mark.parametrize("label", sorted(CASES))
 def test_every_structured_case_draws_the_truth_and_the_answer(label: str, tmp_path) -> None:
-    from imagebench.artifacts import write_report
     from imagebench.cases._overlay import GREEN, MAGENTA
+    from imagebench.runs.artifacts import write_report
 
     case = CASES[label]
     fixture = case.fixture.build(case.namespace, case.case_id)
@@ -314,7 +314,7 @@ def test_touching_volume_truth_is_whole_and_another_nucleus_fails() -> None:
 def test_stardist_pick_truth_is_nucleus_81_and_its_neighbour_146_fails() -> None:
     import tifffile
 
-    from imagebench import tree
+    from imagebench.fixtures import tree
 
     case = PICK_CASES[STARDIST]
     fixture = case.build()

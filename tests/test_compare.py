@@ -14,7 +14,7 @@ import pytest
 from helpers import make_toy_case
 
 from imagebench import cli
-from imagebench.case import Case
+from imagebench.case.model import Case
 from imagebench.executor import run_cases
 from imagebench.subjects import NopSubject, ReferenceSubject, UnitContext
 from imagebench.suite.compare import compare_runs, mcnemar_exact, paired_bootstrap
@@ -86,8 +86,8 @@ def edit(path: Path, change: Callable[[dict[str, Any]], None], *, journal: bool 
     change(raw)
     path.write_text(json.dumps(raw))
     if journal and path.parent.name.startswith("sample-"):
-        from imagebench.journal import Journal
         from imagebench.records import SampleSummary
+        from imagebench.runs.journal import Journal
 
         run_dir = next(p for p in path.parents if (p / "run.json").is_file())
         with Journal.open(run_dir) as j:
@@ -372,7 +372,7 @@ def test_c3_scoring_code_and_units(world: dict[str, Any]) -> None:
     edit(summary, lambda raw: [m.update(unit="px") for m in raw["metrics"] if m["name"] == "area_error"])
     assert_only(compare_runs(a, c), "C3", "toy/beta: metric area_error is in ['rel'] in A, ['px'] in B")
 
-    # receipt.json (imagebench.receipt), when present, must agree with run.json and with the other run
+    # receipt.json (imagebench.runs.receipt), when present, must agree with run.json and with the other run
     d = suite_run(world["out"], world["suite"], world["cases"], Sloppy())
     scoring = json.loads((a / "run.json").read_text())["extra"]["suite"]["conditions"]["scoring"]
     for run in (a, d):

@@ -27,13 +27,13 @@ import pytest
 
 import imagebench
 from imagebench import cases as builtin
-from imagebench.confine import Limits, MiB
 from imagebench.executor import run_cases
 from imagebench.records import RunRecord, read_record
-from imagebench.runfolder import RunResult
-from imagebench.sandbox import SandboxPolicy, unavailable_reason
+from imagebench.runs.folder import RunResult
+from imagebench.sandbox.limits import Limits, MiB
+from imagebench.sandbox.policy import SandboxPolicy, unavailable_reason
+from imagebench.sandbox.workspace import Refused, Workspace
 from imagebench.subjects import CommandSubject, parse_subject
-from imagebench.workspace import Refused, Workspace
 
 SANDBOX = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the harness drops the subject to a uid of its own only as root")
@@ -150,7 +150,7 @@ def test_a_leaving_swapped_for_a_link_after_it_was_listed_is_not_followed(tmp_pa
 
 
 def test_the_walk_fallback_refuses_links_as_openat2_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import imagebench.workspace as wsmod
+    import imagebench.sandbox.workspace as wsmod
 
     (tmp_path / "real").mkdir()
     np.save(tmp_path / "real" / "x.npy", np.ones(3))
@@ -382,10 +382,10 @@ def test_a_200mb_mcp_line_ends_its_connection_and_the_session_goes_on(tmp_path: 
 
 
 def test_too_many_mcp_connections_are_closed_as_they_come(tmp_path: Path) -> None:
+    from imagebench.case.session import open_session
     from imagebench.mcp.server import MAX_CONNECTIONS, McpFolder, SocketServer
     from imagebench.mcp.tools import AgentSession, CaseView
-    from imagebench.runner import prepare_fixture
-    from imagebench.session import open_session
+    from imagebench.runs.runner import prepare_fixture
 
     case = builtin.get_case(VOLUMES)
     session = open_session(case, prepare_fixture(case).fixture)
@@ -410,9 +410,9 @@ def test_too_many_mcp_connections_are_closed_as_they_come(tmp_path: Path) -> Non
 def test_add_layer_npy_loses_no_race_to_a_rename_exchange(tmp_path: Path) -> None:
     """A folder swapped with a link to a host folder (renameat2 RENAME_EXCHANGE) in a loop while
     add_layer(npy=...) is called: every call loads the subject's own array or is refused."""
+    from imagebench.case.session import open_session
     from imagebench.mcp.tools import AgentSession, CaseView, ToolError
-    from imagebench.runner import prepare_fixture
-    from imagebench.session import open_session
+    from imagebench.runs.runner import prepare_fixture
 
     case = builtin.get_case("segment-nuclei/synthetic-blobs")
     session = open_session(case, prepare_fixture(case).fixture)
@@ -454,13 +454,13 @@ def test_add_layer_npy_loses_no_race_to_a_rename_exchange(tmp_path: Path) -> Non
 
 
 # Modules that handle a subject's workspace or leavings; every read or write there goes through
-# imagebench.workspace (or a folder of the harness's own, named here with its reason).
+# imagebench.sandbox.workspace (or a folder of the harness's own, named here with its reason).
 _WORKSPACE_MODULES = (
-    "subjects/command.py", "subjects/python.py", "subjects/running.py", "subjects/files.py", "command.py",
-    "isolate.py", "mcp/tools.py", "mcp/host.py", "mcp/server.py", "mcp/folder.py",
+    "subjects/command.py", "subjects/python.py", "subjects/running.py", "subjects/files.py", "sandbox/process.py",
+    "sandbox/isolate.py", "mcp/tools.py", "mcp/host.py", "mcp/server.py", "mcp/folder.py",
 )  # fmt: skip
 _ALLOWED = {
-    ("command.py", "open(path, 'wb')"): "Capture writes stdout.txt/stderr.txt into the sample folder (the harness's)",
+    ("sandbox/process.py", "open(path, 'wb')"): "Capture writes stdout.txt/stderr.txt into the sample folder (the harness's)",
     ("subjects/files.py", "shutil.copytree(files, root / 'files'"): "readonly_files: a bundle's files into a temporary folder of the harness's",
     ("mcp/folder.py", "np.save(buf, arr"): "an npy read serialised in memory, then written beneath the McpFolder's descriptor",
 }
@@ -469,7 +469,7 @@ _DIRECT = {"load", "read_bytes", "read_text", "write_text", "write_bytes", "open
 
 def test_no_module_that_handles_a_workspace_reads_it_directly() -> None:
     """A grep of the modules that touch a subject's workspace: no direct open / np.load /
-    Path.read_* / np.save / is_file / copytree on a path; imagebench.workspace is the one place."""
+    Path.read_* / np.save / is_file / copytree on a path; imagebench.sandbox.workspace is the one place."""
     import ast
 
     found = []
@@ -540,7 +540,7 @@ def test_where_no_tmpfs_can_be_mounted_a_watcher_ends_a_workspace_fill(
 ) -> None:
     """A harness that may not mount (not root) keeps a plain folder: files each under the cap
     that outgrow it together end the subject within a second or so."""
-    import imagebench.command as command
+    import imagebench.sandbox.process as command
 
     monkeypatch.setattr(command, "mount_tmpfs", lambda *a, **k: False)
     fill = "for i in 1 2 3 4 5 6; do head -c 20M /dev/zero > fill$i; done; sleep 30"
@@ -555,7 +555,7 @@ def test_where_no_tmpfs_can_be_mounted_a_watcher_ends_a_workspace_fill(
 def test_where_no_cgroup_can_be_made_the_address_space_is_limited(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import imagebench.command as command
+    import imagebench.sandbox.process as command
 
     monkeypatch.setattr(command.Cgroup, "make", classmethod(lambda cls, *a, **k: None))
     code = "import resource, sys; print(resource.getrlimit(resource.RLIMIT_AS)[0], file=sys.stderr); bytearray(1 << 30)"

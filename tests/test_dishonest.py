@@ -31,8 +31,8 @@ from imagebench import cases as builtin
 from imagebench.bundle.load import load_bundle
 from imagebench.executor import run_cases
 from imagebench.records import SampleSummary, read_record
-from imagebench.runfolder import EXIT_FAILED, EXIT_PASSED, RunResult
-from imagebench.sandbox import SandboxPolicy, unavailable_reason
+from imagebench.runs.folder import EXIT_FAILED, EXIT_PASSED, RunResult
+from imagebench.sandbox.policy import SandboxPolicy, unavailable_reason
 from imagebench.subjects import CommandSubject
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
@@ -183,7 +183,7 @@ def test_the_installed_package_data_cannot_be_copied(tmp_path: Path, sandboxed: 
 def test_the_source_wheel_does_not_give_its_annotation(tmp_path: Path, sandboxed: bool) -> None:
     """mask2d.tif out of the stardist wheel the authoring scripts keep (found by a search too):
     the DSB 2018 case's truth is that member, byte for byte (a newcomer's route, issue 15)."""
-    from imagebench.registry import wheels_dir
+    from imagebench.fixtures.registry import wheels_dir
 
     wheel = next(iter(sorted(wheels_dir().glob("stardist-*.whl"))), None)
     if wheel is None:
@@ -213,7 +213,7 @@ def test_the_source_wheel_does_not_give_its_annotation(tmp_path: Path, sandboxed
 def test_the_original_of_a_perturbed_fixture_is_out_of_reach(tmp_path: Path, sandboxed: bool) -> None:
     """nibabel's anatomical.nii, the volume whose slices the stack-alignment case re-placed: with
     it every slice's offset is a subtraction away. Read by its path in the installed package."""
-    from imagebench.registry import package_data_dir
+    from imagebench.fixtures.registry import package_data_dir
 
     data = package_data_dir("nibabel", "tests/data")
     assert data is not None and (data / "anatomical.nii").is_file()

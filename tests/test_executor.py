@@ -16,13 +16,13 @@ from helpers import TOY_TOLERANCE, make_toy_case, toy_fixture
 
 from imagebench import cli
 from imagebench import executor as ex
-from imagebench.case import Layer
+from imagebench.case.model import Layer
 from imagebench.executor import cluster as ex_cluster
 from imagebench.executor import run_cases
-from imagebench.fixture import Fixture, Outcome
+from imagebench.fixtures.fixture import Fixture, Outcome
 from imagebench.records import CaseSummary, RunRecord, SampleSummary, read_record
-from imagebench.runfolder import RunResult
-from imagebench.runner import presents_tensor
+from imagebench.runs.folder import RunResult
+from imagebench.runs.runner import presents_tensor
 from imagebench.subjects import ReferenceSubject
 
 FAST_BUILTIN = ("segment-nuclei/empty-field", "segment-nuclei/count-nuclei")
@@ -151,7 +151,7 @@ def test_distributed_run_matches_serial(tmp_path: Path, address: str) -> None:
     assert record.extra["subject_spec"] == "reference"
     assert len(ex.LAST_STATS.worker_s) > 0  # units really ran on workers
     # each unit has exactly one journal line, written after its summary
-    from imagebench.journal import read_journal
+    from imagebench.runs.journal import read_journal
 
     units = [(e.label, e.sample) for e in read_journal(spread.run_dir / "journal.jsonl") if e.event == "unit"]
     assert len(units) == len(set(units)) == sum(len(v) for v in spread.samples.values())

@@ -19,9 +19,11 @@ from helpers import (
     toy_verify,
 )
 
-from imagebench import tree
-from imagebench.case import Collect, Layer
-from imagebench.fingerprint import (
+from imagebench.case.model import Collect, Layer
+from imagebench.fixtures import tree
+from imagebench.fixtures.fixture import Fixture
+from imagebench.fixtures.specs import OnDisk, Procedural
+from imagebench.runs.fingerprint import (
     FingerprintError,
     RevisionError,
     agent_visible,
@@ -37,8 +39,6 @@ from imagebench.fingerprint import (
     role_of,
     scrub,
 )
-from imagebench.fixture import Fixture
-from imagebench.specs import OnDisk, Procedural
 
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 # The toy fixture as built: its pixels and truth, each by digest.
@@ -349,7 +349,7 @@ def _fixture(data: dict[str, Any], truth: dict[str, Any]) -> Fixture:
 
 
 def test_built_fixture_digest_is_canonical_over_dtype_shape_and_bytes() -> None:
-    from imagebench.fixture_digest import built_fixture_digest, value_digest
+    from imagebench.fixtures.fixture_digest import built_fixture_digest, value_digest
 
     image = np.arange(24, dtype=np.float32).reshape(4, 6)
     base = built_fixture_digest(_fixture({"image": image}, {"count": 3, "nested": {"b": [1, 2.5], "a": None}}))
@@ -377,8 +377,8 @@ def test_built_fixture_digest_is_canonical_over_dtype_shape_and_bytes() -> None:
 
 
 def test_built_fixture_digest_reads_array_refs_and_sees_tampered_truth(tmp_path: Path) -> None:
-    from imagebench.fixture_digest import built_fixture_digest, built_parts
-    from imagebench.refs import FileRef, NpzRef
+    from imagebench.fixtures.fixture_digest import built_fixture_digest, built_parts
+    from imagebench.fixtures.refs import FileRef, NpzRef
 
     image = np.arange(24, dtype=np.uint16).reshape(4, 6)
     mask = np.eye(4, 6, dtype=bool)
@@ -402,7 +402,7 @@ def test_built_fixture_digest_reads_array_refs_and_sees_tampered_truth(tmp_path:
 
 
 def test_built_fixture_digest_refuses_values_without_a_byte_form() -> None:
-    from imagebench.fixture_digest import built_fixture_digest
+    from imagebench.fixtures.fixture_digest import built_fixture_digest
 
     with pytest.raises(FingerprintError, match=r"built truth 'model' of the fixture: a object has no stable byte form"):
         built_fixture_digest(_fixture({}, {"model": object()}))

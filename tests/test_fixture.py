@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from imagebench.fixture import (
+from imagebench.fixtures.fixture import (
     FIXTURES_ENV,
     Attempt,
     Fixture,
@@ -22,7 +22,7 @@ from imagebench.fixture import (
     read_array,
     read_scalar,
 )
-from imagebench.specs import FixtureSpec, OnDisk, Procedural
+from imagebench.fixtures.specs import FixtureSpec, OnDisk, Procedural
 
 
 def _fixture(**kw) -> Fixture:
@@ -138,8 +138,8 @@ def test_freezing_copies_what_the_builder_handed_over_and_survives_stamping_and_
 def test_a_session_still_hands_the_subject_writeable_copies_of_frozen_data():
     from helpers import build_case
 
+    from imagebench.case.session import open_session
     from imagebench.cases import get_case
-    from imagebench.session import open_session
 
     case = get_case("segment-nuclei/synthetic-blobs")
     session = open_session(case, build_case(case))
@@ -395,7 +395,7 @@ def test_ondisk_reads_root_from_env_and_reports_the_missing_tree(monkeypatch, tm
 
 
 def test_ondisk_builds_from_a_tree_and_stamps_its_own_tolerance(tmp_path):
-    from imagebench import tree
+    from imagebench.fixtures import tree
 
     folder = tmp_path / "seg" / "real"
     folder.mkdir(parents=True)

@@ -20,8 +20,8 @@ import pytest
 from helpers import make_toy_case
 
 from imagebench.executor import run_cases
-from imagebench.fixture import Fixture
-from imagebench.runfolder import EXIT_DIED, EXIT_PASSED
+from imagebench.fixtures.fixture import Fixture
+from imagebench.runs.folder import EXIT_DIED, EXIT_PASSED
 from imagebench.subjects import PythonSubject
 
 
@@ -110,7 +110,7 @@ def test_a_corrupt_curated_fixture_never_leaves_exit_0(tmp_path: Path) -> None:
     from dataclasses import replace
 
     from imagebench import cases as builtin
-    from imagebench.runfolder import EXIT_INCOMPLETE
+    from imagebench.runs.folder import EXIT_INCOMPLETE
     from imagebench.subjects import ReferenceSubject
 
     case = builtin.get_case("segment-nuclei/dsb2018")

@@ -18,7 +18,7 @@ from helpers import make_toy_case
 from imagebench import cli
 from imagebench.executor import run_cases
 from imagebench.records import RunRecord, read_record
-from imagebench.sandbox import SandboxPolicy, unavailable_reason
+from imagebench.sandbox.policy import SandboxPolicy, unavailable_reason
 from imagebench.subjects import (
     SubjectError,
     options_from_record,

@@ -19,14 +19,14 @@ from helpers import make_toy_case, truth_leaks
 
 import imagebench
 from imagebench import cases as builtin
-from imagebench.case import select_cases
+from imagebench.case.model import select_cases
+from imagebench.case.session import open_session
 from imagebench.executor import run_cases
 from imagebench.mcp.tools import MAX_LIST_VALUES, AgentSession, CaseView, ToolError
 from imagebench.mcp.transcript import TRANSCRIPT, Transcript
 from imagebench.records import read_record
-from imagebench.runner import prepare_fixture
-from imagebench.sandbox import SandboxPolicy, unavailable_reason
-from imagebench.session import open_session
+from imagebench.runs.runner import prepare_fixture
+from imagebench.sandbox.policy import SandboxPolicy, unavailable_reason
 from imagebench.subjects import (
     CommandSubject,
     options_from_record,

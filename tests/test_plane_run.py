@@ -16,14 +16,14 @@ zarr = pytest.importorskip("zarr")
 
 from helpers import make_toy_case, toy_fixture, truth_leaks  # noqa: E402
 
-from imagebench.case import Case, Layer, Skill, presentation_warnings  # noqa: E402
+from imagebench.case.model import Case, Layer, Skill, presentation_warnings  # noqa: E402
 from imagebench.cli.tables import results_table  # noqa: E402
 from imagebench.executor import run_cases  # noqa: E402
-from imagebench.fixture import Attempt, Fixture  # noqa: E402
+from imagebench.fixtures.fixture import Attempt, Fixture  # noqa: E402
 from imagebench.plane import RunPlane  # noqa: E402
 from imagebench.plane import process as plane_process  # noqa: E402
 from imagebench.records import SampleSummary, read_record  # noqa: E402
-from imagebench.runfolder import sample_dir  # noqa: E402
+from imagebench.runs.folder import sample_dir  # noqa: E402
 from imagebench.subjects import NopSubject, ReferenceSubject, parse_subject  # noqa: E402
 
 TENSOR_LAYER = Layer("image", "image", "image", presentation="tensor", chunks=(8, 8), dim_labels=("y", "x"))

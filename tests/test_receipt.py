@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from imagebench.receipt import (
+from imagebench.fixtures.specs import OnDisk
+from imagebench.runs.receipt import (
     RECEIPT_NAME,
     Receipt,
     ReceiptError,
@@ -20,7 +21,6 @@ from imagebench.receipt import (
     write_receipt,
 )
 from imagebench.scoring.manifest import current_manifest
-from imagebench.specs import OnDisk
 
 REAL_HOME = os.path.expanduser("~")
 SECRET = "sk-live-0123456789abcdefSECRET"

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tifffile
 
-from imagebench import refs
-from imagebench.fixture import FixtureError
-from imagebench.refs import READERS, ArrayRef, FileRef, NpzRef, ref_missing, suffix_of
+from imagebench.fixtures import refs
+from imagebench.fixtures.fixture import FixtureError
+from imagebench.fixtures.refs import READERS, ArrayRef, FileRef, NpzRef, ref_missing, suffix_of
 
 
 @pytest.fixture
@@ -242,7 +242,7 @@ def test_importing_refs_loads_no_reader(tmp_path):
     import subprocess
     import sys
 
-    code = "import sys, imagebench.refs; print(sorted(m for m in ('tifffile','nibabel','dask') if m in sys.modules))"
+    code = "import sys, imagebench.fixtures.refs; print(sorted(m for m in ('tifffile','nibabel','dask') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -16,9 +16,9 @@ from helpers import UnavailableSpec, make_toy_case
 
 from imagebench import cli
 from imagebench.executor import run_cases
-from imagebench.fixture import Attempt, Fixture, Outcome
+from imagebench.fixtures.fixture import Attempt, Fixture, Outcome
 from imagebench.report import REPORT_NAME, ReportError, read_run, write_html_report
-from imagebench.runfolder import RunResult
+from imagebench.runs.folder import RunResult
 from imagebench.subjects import ReferenceSubject
 
 HOSTILE = "<script>alert('x')</script> & \"quoted\""

@@ -17,7 +17,9 @@ from helpers import make_toy_case
 from imagebench import cli
 from imagebench import executor as ex
 from imagebench.executor import run_cases
-from imagebench.journal import (
+from imagebench.records import CaseSummary, RunRecord, SampleSummary, read_record
+from imagebench.runs.folder import RunResult
+from imagebench.runs.journal import (
     JOURNAL_NAME,
     Journal,
     JournalError,
@@ -25,8 +27,6 @@ from imagebench.journal import (
     RunLocked,
     read_journal,
 )
-from imagebench.records import CaseSummary, RunRecord, SampleSummary, read_record
-from imagebench.runfolder import RunResult
 from imagebench.subjects import ReferenceSubject, parse_subject
 
 # Fast built-in cases whose verifiers write PNGs: a resumed run must match them byte for byte.

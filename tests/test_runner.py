@@ -16,11 +16,11 @@ import pytest
 from helpers import CountingSpec, UnavailableSpec, make_toy_case, truth_leaks
 
 from imagebench import cli
-from imagebench.case import Layer, select_cases
+from imagebench.case.model import Layer, select_cases
 from imagebench.executor import run_cases
-from imagebench.fixture import Outcome
+from imagebench.fixtures.fixture import Outcome
 from imagebench.records import CaseSummary, RunRecord, SampleSummary, read_record
-from imagebench.runner import TENSOR_SKIP_REASON, prepare_fixture, run_unit
+from imagebench.runs.runner import TENSOR_SKIP_REASON, prepare_fixture, run_unit
 from imagebench.subjects import (
     CommandSubject,
     NopSubject,
@@ -302,7 +302,7 @@ def test_select_cases_by_substring_glob_and_kind() -> None:
 def builtin_toys(monkeypatch: pytest.MonkeyPatch) -> CountingSpec:
     """Pretend the built-in suite is two toy cases; returns the spec of the available one."""
     from imagebench import cases as builtin
-    from imagebench.case import Skill
+    from imagebench.case.model import Skill
 
     spec = CountingSpec()
     toys = [make_toy_case("rectangle", spec=spec), make_toy_case("offsite", spec=UnavailableSpec("tree missing"))]
@@ -371,7 +371,7 @@ def test_builtin_suite_reference_passes_golden_and_nop_passes_none(tmp_path: Pat
         pytest.skip("no built-in case modules are registered yet")
     suite = builtin.all_cases()
     assert suite, "CASE_MODULES is set but lists no cases"
-    from imagebench.runner import presents_tensor
+    from imagebench.runs.runner import presents_tensor
 
     plane = None
     if any(presents_tensor(c) for c in suite):  # one data plane for both runs (when it can start here)

@@ -22,8 +22,8 @@ import pytest
 from helpers import make_toy_case
 
 import imagebench
-from imagebench.sandbox import SandboxPolicy
-from imagebench.session import open_session
+from imagebench.case.session import open_session
+from imagebench.sandbox.policy import SandboxPolicy
 from imagebench.subjects import (
     CommandSubject,
     SubjectError,
@@ -77,14 +77,14 @@ DRIVER = textwrap.dedent(
     import json, sys
     from pathlib import Path
     from helpers import make_toy_case
-    from imagebench.session import open_session
+    from imagebench.case.session import open_session
     from imagebench.subjects import CommandSubject, UnitContext, bind_subject, run_subject
 
     command, sample_dir, sandboxed = sys.argv[1], Path(sys.argv[2]), sys.argv[3] == "1"
     if sandboxed:
         subject = CommandSubject(command)
     else:
-        from imagebench.sandbox import SandboxPolicy
+        from imagebench.sandbox.policy import SandboxPolicy
         subject = CommandSubject(command, sandbox=SandboxPolicy(enabled=False))
     case = make_toy_case()
     session = open_session(case, case.build())
@@ -231,7 +231,7 @@ def test_sigkill_of_the_runner_leaves_no_process_and_no_workspace(tmp_path: Path
 
 
 def test_stale_workspaces_of_dead_runners_are_swept(tmp_path: Path) -> None:
-    from imagebench.command import sweep_stale_workspaces
+    from imagebench.sandbox.process import sweep_stale_workspaces
 
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -310,7 +310,7 @@ def test_network_is_off_but_the_tensor_plane_is_bridged(tmp_path: Path) -> None:
 
 
 def test_no_bubblewrap_refuses_command_subjects_unless_asked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import imagebench.sandbox as sb
+    import imagebench.sandbox.policy as sb
 
     monkeypatch.setattr(sb, "bwrap_path", lambda: None)
     with pytest.raises(SubjectError, match=r"apt-get install bubblewrap.*--no-sandbox"):
@@ -385,8 +385,8 @@ def test_the_registry_data_fixtures_were_made_from_is_masked(tmp_path: Path) -> 
     sees the packages' code, never those files; the source wheels are kept outside the environment."""
     import sys
 
-    from imagebench.registry import package_data_dir, source_paths, wheels_dir
-    from imagebench.sandbox import SandboxPolicy, mount_args
+    from imagebench.fixtures.registry import package_data_dir, source_paths, wheels_dir
+    from imagebench.sandbox.policy import SandboxPolicy, mount_args
 
     args = mount_args(SandboxPolicy(), tmp_path)
     masked = {args[i + 2] for i in range(len(args) - 2) if args[i : i + 2] == ["--ro-bind", "/dev/null"]}

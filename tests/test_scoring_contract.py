@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from imagebench.fixture import Attempt, Fixture
+from imagebench.fixtures.fixture import Attempt, Fixture
 from imagebench.scoring import comparators as cmp
 from imagebench.scoring import manifest as manifest_mod
 from imagebench.scoring.answer import MARKER

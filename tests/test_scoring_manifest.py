@@ -154,7 +154,7 @@ class _Case:
     """Just what the self-test asks of a case."""
 
     def __init__(self, label: str, answer, *, available=(True, ""), verify=None) -> None:
-        from imagebench.fixture import Fixture
+        from imagebench.fixtures.fixture import Fixture
 
         self.label, self.answer, self._available = label, answer, available
         self._fixture = Fixture(provenance="test", data={}, truth={"n": 4}, tolerance={"answer_mismatch": 0.0})

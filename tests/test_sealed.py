@@ -30,16 +30,17 @@ from helpers import (
 
 from imagebench import cli
 from imagebench import executor as ex
-from imagebench.case import Case, select_cases
+from imagebench.case.model import Case, select_cases
 from imagebench.executor import run_cases
-from imagebench.fingerprint import case_fingerprint, definition_fingerprint
-from imagebench.fixture import Attempt, Fixture, Outcome
-from imagebench.fixture_digest import built_fixture_digest
-from imagebench.receipt import read_receipt
+from imagebench.fixtures.fixture import Attempt, Fixture, Outcome
+from imagebench.fixtures.fixture_digest import built_fixture_digest
+from imagebench.fixtures.specs import Procedural
 from imagebench.records import RunRecord, SampleSummary, read_record
-from imagebench.runfolder import RunResult
-from imagebench.runner import PreparedFixture, open_unit, prepare_fixture
-from imagebench.sealed import (
+from imagebench.runs.fingerprint import case_fingerprint, definition_fingerprint
+from imagebench.runs.folder import RunResult
+from imagebench.runs.receipt import read_receipt
+from imagebench.runs.runner import PreparedFixture, open_unit, prepare_fixture
+from imagebench.runs.sealed import (
     RECORD_KEY,
     Seal,
     SealedError,
@@ -48,7 +49,6 @@ from imagebench.sealed import (
     read_secret_file,
     recorded_commitment,
 )
-from imagebench.specs import Procedural
 from imagebench.subjects import ReferenceSubject, UnitContext
 from imagebench.suite.compare import compare_runs
 from imagebench.suite.record import RUN_INFO_KEY, SuiteRunInfo, conditions_now
@@ -490,7 +490,7 @@ def _tensor_reference(session: Any) -> None:
 
 
 def test_a_sealed_tensor_case_uploads_each_seed_s_fixture(tmp_path: Path, address: str) -> None:
-    from imagebench.case import Layer
+    from imagebench.case.model import Layer
     from imagebench.plane import RunPlane
 
     plane, why = RunPlane.try_start()

@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 from helpers import make_toy_case, toy_fixture, truth_leaks
 
-from imagebench.case import Case, Collect, Layer
-from imagebench.fixture import Fixture
-from imagebench.session import (
+from imagebench.case.model import Case, Collect, Layer
+from imagebench.case.session import (
     SessionError,
     SessionLayer,
     case_prompt,
     collect_attempt,
     open_session,
 )
-from imagebench.specs import Procedural
+from imagebench.fixtures.fixture import Fixture
+from imagebench.fixtures.specs import Procedural
 
 
 def _built(case: Case) -> Fixture:

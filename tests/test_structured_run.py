@@ -8,12 +8,12 @@ import shlex
 import numpy as np
 import pytest
 
-from imagebench.case import Case, Collect, Layer
+from imagebench.case.model import Case, Collect, Layer
 from imagebench.executor import run_cases
-from imagebench.fixture import Fixture
+from imagebench.fixtures.fixture import Fixture
+from imagebench.fixtures.specs import Procedural
 from imagebench.records import SampleSummary, read_record
 from imagebench.scoring import FieldRule, ScorerSpec, TaskContract, structured_verifier
-from imagebench.specs import Procedural
 from imagebench.subjects import parse_subject
 
 CONTRACT = TaskContract(

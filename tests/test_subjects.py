@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from helpers import make_toy_case, toy_fixture
 
-from imagebench.case import Case
-from imagebench.fixture import Attempt, Fixture
-from imagebench.sandbox import SandboxPolicy
-from imagebench.session import open_session
+from imagebench.case.model import Case
+from imagebench.case.session import open_session
+from imagebench.fixtures.fixture import Attempt, Fixture
+from imagebench.sandbox.policy import SandboxPolicy
 from imagebench.subjects import (
     CommandSubject,
     NopSubject,
@@ -254,9 +254,9 @@ def test_cancel_kills_a_running_command(tmp_path: Path, policy: SandboxPolicy) -
 
 
 def _answer_case() -> Case:
-    from imagebench.case import Case, Collect
-    from imagebench.fixture import Metric, Outcome, read_scalar
-    from imagebench.specs import Procedural
+    from imagebench.case.model import Case, Collect
+    from imagebench.fixtures.fixture import Metric, Outcome, read_scalar
+    from imagebench.fixtures.specs import Procedural
 
     def build(*, seed: int) -> Fixture:
         return Fixture(provenance="nothing", data={"image": np.zeros((4, 4), np.float32)}, truth={"count": 3})
@@ -297,7 +297,7 @@ def test_an_answer_file_that_is_not_utf8_is_unreadable_and_named(tmp_path: Path)
 
 
 def test_talk_without_an_answer_is_no_result(tmp_path: Path) -> None:
-    from imagebench.runner import run_unit
+    from imagebench.runs.runner import run_unit
 
     session = _answer("echo 'I think there are three.'", tmp_path / "a")
     assert "final_message" not in session.notes and not session.notes.get("unreadable")

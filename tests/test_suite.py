@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from helpers import TOY_TOLERANCE, make_toy_case
 
-from imagebench import cli, tree
-from imagebench.case import Case
+from imagebench import cli
+from imagebench.case.model import Case
+from imagebench.fixtures import tree
+from imagebench.fixtures.specs import OnDisk
 from imagebench.records import RunRecord, read_record
-from imagebench.specs import OnDisk
 from imagebench.suite.model import (
     SuiteError,
     load_aliases,
@@ -431,7 +432,7 @@ def drifting_fixture(seed: int = 0) -> Any:
 
 
 def drifting_case() -> Case:
-    from imagebench.specs import Procedural
+    from imagebench.fixtures.specs import Procedural
 
     return make_toy_case("drifty", spec=Procedural(drifting_fixture, seed=0, tolerance=dict(TOY_TOLERANCE)))
 
@@ -449,7 +450,7 @@ def test_a_changed_builder_helper_is_caught_by_the_built_fixture(monkeypatch: py
 
 
 def test_a_builder_that_is_not_deterministic_cannot_be_pinned() -> None:
-    from imagebench.specs import Procedural
+    from imagebench.fixtures.specs import Procedural
 
     draws = iter(range(100))
 

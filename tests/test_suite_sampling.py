@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from imagebench.fingerprint import digest_json, fingerprint_from_parts
 from imagebench.records import RunRecord
+from imagebench.runs.fingerprint import digest_json, fingerprint_from_parts
 from imagebench.suite.model import SuiteManifest, SuiteMember, make_manifest
 from imagebench.suite.sampling import (
     AllTasks,

@@ -13,7 +13,7 @@ from helpers import make_toy_case
 from imagebench import cli
 from imagebench.executor import Parallel, run_cases
 from imagebench.records import RunRecord, read_record
-from imagebench.sandbox import unavailable_reason
+from imagebench.sandbox.policy import unavailable_reason
 from imagebench.subjects import CommandSubject, ReferenceSubject, runs_out_of_process
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 import tifffile
 
-from imagebench import cli, tree
-from imagebench.fixture import FIXTURES_ENV, FixtureError
-from imagebench.refs import FileRef, NpzRef
+from imagebench import cli
+from imagebench.fixtures import tree
+from imagebench.fixtures.fixture import FIXTURES_ENV, FixtureError
+from imagebench.fixtures.refs import FileRef, NpzRef
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "fixtures.md"
 NS, CASE = "seg", "tiny"

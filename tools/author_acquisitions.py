@@ -86,7 +86,7 @@ def _write(folder: Path, arrays: dict[str, np.ndarray]) -> None:
 def _record(
     out: Path, skill: str, case_id: str, *, about: str, data: dict, truth: dict, provenance: str, citation: str
 ) -> None:
-    from imagebench import tree
+    from imagebench.fixtures import tree
 
     folder = out / skill / case_id
     _write(folder, {**data, **truth})

@@ -4,7 +4,7 @@ The StarDist 0.9.2 wheel on PyPI ships a small 3D fluorescence stack of stained 
 instance annotation (``stardist/data/images/img3d.tif`` and ``mask3d.tif``, 31 x 61 x 57, read by
 ``stardist.data.test_image_nuclei_3d``). This script reads both out of the pinned wheel
 (``tools/sources.stardist_wheel``; nothing is installed) and writes two cases through
-``imagebench.tree``:
+``imagebench.fixtures.tree``:
 
 - ``segment-nuclei-3d/stardist-3d``: both TIFFs copied byte for byte;
 - ``calibrated-measurements/stardist-3d-volumes``: the annotation relabelled 1..N (order kept) as
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     from skimage.measure import regionprops
     from skimage.segmentation import relabel_sequential
 
-    from imagebench import tree
+    from imagebench.fixtures import tree
 
     wheel = args.wheel if args.wheel is not None else sources.stardist_wheel()
     raw = sources.stardist_members(MEMBERS, wheel)

@@ -4,7 +4,7 @@ The StarDist 0.9.2 wheel on PyPI ships one fluorescence image of stained nuclei 
 Science Bowl together with its instance annotation (``stardist/data/images/img2d.tif`` and
 ``mask2d.tif``). This script reads both out of the pinned wheel (``tools/sources.stardist_wheel``;
 nothing is installed), checks them, and writes three cases into a fixture tree through
-``imagebench.tree`` (case layout + manifest entry with provenance, citation and sha256s):
+``imagebench.fixtures.tree`` (case layout + manifest entry with provenance, citation and sha256s):
 
 - ``segment-nuclei/dsb2018``: both TIFFs copied byte for byte;
 - ``segment-nuclei/dsb2018-dim``: the same image made dim and noisy (a fixed gain, Poisson shot
@@ -124,7 +124,7 @@ def qc_truth(annotation: np.ndarray, model: np.ndarray) -> dict[str, float | int
 def main(argv: list[str] | None = None) -> int:
     args = sources.author_parser(__doc__, wheel=True).parse_args(argv)
 
-    from imagebench import tree
+    from imagebench.fixtures import tree
 
     wheel = args.wheel if args.wheel is not None else sources.stardist_wheel()
     wheel_sha = sources.sha256(wheel.read_bytes())

@@ -40,7 +40,7 @@ MARGIN = 1.5
 def main(argv: list[str] | None = None) -> int:
     args = sources.author_parser(__doc__, wheel=True).parse_args(argv)
 
-    from imagebench import tree
+    from imagebench.fixtures import tree
 
     wheel = args.wheel if args.wheel is not None else sources.stardist_wheel()
     raw = sources.stardist_members(MEMBERS, wheel)

@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import nibabel
 
-    from imagebench import tree
     from imagebench.cases.stack import check_replaced, jitter, replace_slices
+    from imagebench.fixtures import tree
 
     raw, version = sources.nibabel_volume(SOURCE)
     source = nibabel.Nifti1Image.from_bytes(raw)

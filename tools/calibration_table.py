@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help=f"write the table into {DOC.relative_to(REPO)}")
     args = parser.parse_args(argv)
 
-    from imagebench.case import select_cases
+    from imagebench.case.model import select_cases
     from imagebench.cases import all_cases
 
     chosen, unmatched = select_cases(all_cases(), args.cases, args.fixtures)

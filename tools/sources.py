@@ -11,7 +11,7 @@ The stardist wheel is kept in ``$IMAGEBENCH_WHEELS`` (default: the user cache,
 ``~/.cache/imagebench/wheels``, filled by ``make setup``), so ``tests/test_authoring.py`` re-runs
 every script without a network. It holds annotations, so it lies outside every Python
 environment a sandboxed subject is shown, and the sandbox hides it anyway
-(:mod:`imagebench.registry`), as it hides the scikit-image and nibabel data files.
+(:mod:`imagebench.fixtures.registry`), as it hides the scikit-image and nibabel data files.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def sha256(data: bytes) -> str:
 
 
 def wheels_dir() -> Path:
-    from imagebench.registry import wheels_dir as where
+    from imagebench.fixtures.registry import wheels_dir as where
 
     return where()
 
@@ -110,7 +110,7 @@ def copy_case(
     """A case whose files are registry members copied byte for byte: ``raw[key]`` is written as
     ``names[key]``, each file holding the one array named by its key; ``data`` and ``truth`` name
     the keys on each side of the partition."""
-    from imagebench import tree
+    from imagebench.fixtures import tree
 
     folder = out / skill / case_id
     folder.mkdir(parents=True, exist_ok=True)

@@ -57,10 +57,10 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from imagebench.artifacts import artifact_root, save_png, shared_range, write_report
-    from imagebench.case import Case, Collect, Layer, Skill
+    from imagebench.case.model import Case, Collect, Layer, Skill
+    from imagebench.case.session import Session, collect_attempt, open_session
     from imagebench.executor import run_cases
-    from imagebench.fixture import (
+    from imagebench.fixtures.fixture import (
         Attempt,
         Fixture,
         FixtureError,
@@ -69,9 +69,11 @@ if TYPE_CHECKING:  # pragma: no cover
         read_array,
         read_scalar,
     )
-    from imagebench.receipt import build_receipt, write_receipt
-    from imagebench.refs import ArrayRef, FileRef, NpzRef, ref_missing
-    from imagebench.runner import run_unit
+    from imagebench.fixtures.refs import ArrayRef, FileRef, NpzRef, ref_missing
+    from imagebench.fixtures.specs import FixtureSpec, OnDisk, Procedural
+    from imagebench.runs.artifacts import artifact_root, save_png, shared_range, write_report
+    from imagebench.runs.receipt import build_receipt, write_receipt
+    from imagebench.runs.runner import run_unit
     from imagebench.scoring import (
         TaskContract,
         parse_answer,
@@ -79,6 +81,4 @@ if TYPE_CHECKING:  # pragma: no cover
         score_answer,
         structured_verifier,
     )
-    from imagebench.session import Session, collect_attempt, open_session
-    from imagebench.specs import FixtureSpec, OnDisk, Procedural
     from imagebench.subjects import parse_subject

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 #: The version every record is written with. 2 added ``MetricRecord.unavailable_because``; 3
 #: added ``sandbox`` (how the subject was confined); 4 added the ``resource-limit`` status and
-#: ``limits`` (what a confined subject could use: imagebench.confine.Limits). An older record is
+#: ``limits`` (what a confined subject could use: imagebench.sandbox.limits.Limits). An older record is
 #: a newer one without those fields (read as None), so every version is read.
 SCHEMA_VERSION = 4
 READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
@@ -93,7 +93,7 @@ class SampleSummary(Record):
     citation: str | None = None
     seed: int | None = None
     sandbox: Sandbox | None = None
-    # What a confined subject could use (imagebench.confine.Limits as JSON); None: not confined.
+    # What a confined subject could use (imagebench.sandbox.limits.Limits as JSON); None: not confined.
     limits: dict[str, int | None] | None = None
     times: dict[str, float] = Field(default_factory=dict)
 

@@ -65,7 +65,7 @@ class CaseView:
 
     @property
     def verdict(self) -> str:
-        from imagebench.runfolder import checked_verdict
+        from imagebench.runs.folder import checked_verdict
 
         if not self.samples and self.summary is None:
             return "missing"
@@ -103,12 +103,12 @@ def _sample_index(path: Path) -> int:
 
 def read_run(run_dir: str | Path, *, progress: bool = False) -> RunView:
     """Everything the page shows, read through the run folder's one reader
-    (:func:`imagebench.runfolder.read_run`): a sample summary that is unreadable, misplaced, changed
+    (:func:`imagebench.runs.folder.read_run`): a sample summary that is unreadable, misplaced, changed
     after it was journaled or never journaled is left out and named on the page as a problem (only
     a missing or unreadable ``run.json`` or journal is an error)."""
-    from imagebench.progress import Bar
-    from imagebench.runfolder import RunFolderError, label_dir, samples_for
-    from imagebench.runfolder import read_run as read_folder
+    from imagebench.runs.folder import RunFolderError, label_dir, samples_for
+    from imagebench.runs.folder import read_run as read_folder
+    from imagebench.runs.progress import Bar
 
     known = _known_cases()
     try:
@@ -155,7 +155,7 @@ def _read_receipt(run: RunView) -> None:
     if not path.is_file():
         return
     try:
-        from imagebench.receipt import read_receipt
+        from imagebench.runs.receipt import read_receipt
 
         run.receipt = read_receipt(path)
     except Exception as exc:
@@ -169,7 +169,7 @@ def _coverage_warnings(run: RunView, known: Mapping[str, Any]) -> None:
         return
     try:
         from imagebench import cases as builtin
-        from imagebench.case import presentation_warnings
+        from imagebench.case.model import presentation_warnings
 
         run.warnings = presentation_warnings(builtin.skills(), resolved)
     except Exception as exc:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from imagebench.case import Case, Collect, Layer
+from imagebench.case.model import Case, Collect, Layer
 
 FieldKind = Literal["int", "float", "vector", "voxel", "bool", "text"]
 SlotKind = Literal["layer", "form", "console"]

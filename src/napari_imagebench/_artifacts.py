@@ -2,7 +2,7 @@
 
 A verifier's images are meant to be compared with each other, so each sample's PNGs were
 written with one shared range; here they are shown the same way. Every pane gets the contrast
-limits :func:`imagebench.artifacts.shared_range` computes over all of them, the layers are linked
+limits :func:`imagebench.runs.artifacts.shared_range` computes over all of them, the layers are linked
 so that moving one pane's contrast moves them all, and the viewer's grid mode lays them out
 side by side. Scaling each pane on its own would stretch a near-zero difference image to full
 range and make it look like a real signal.
@@ -43,7 +43,7 @@ def run_pngs(run_dir: str | Path) -> tuple[list[Path], list[str]]:
     """Every usable sample's PNG artifacts in a run folder, in a stable order, and the samples left
     out: the run folder's one reader checks each summary against the run's journal, so a summary
     changed (or written) after its run is named here and its images are not shown."""
-    from imagebench.runfolder import read_run
+    from imagebench.runs.folder import read_run
 
     contents = read_run(run_dir)  # RunFolderError names a missing or unreadable run.json / journal
     out: list[Path] = []
@@ -63,14 +63,14 @@ def artifact_layer_data(
     """Image layer data for ``paths`` with one contrast range shared by every pane.
 
     A grey artifact whose values were kept beside its PNG (``<stem>.npy``, see
-    :func:`imagebench.artifacts.save_values`) is shown from those values, so hovering reads real
+    :func:`imagebench.runs.artifacts.save_values`) is shown from those values, so hovering reads real
     numbers and the shared range is real (not 0..255); a colour one from its PNG. A pane is named
     ``prefix`` + the PNG's path below ``relative_to`` (without ``.png``), or ``prefix`` +
     ``<sample folder>/<stem>`` when no ``relative_to`` is given.
     """
     import imageio.v3 as iio
 
-    from imagebench.artifacts import shared_range
+    from imagebench.runs.artifacts import shared_range
 
     images: list[tuple[Path, Any]] = []
     for p in paths:

@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from imagebench.case import Case, Collect, Layer
-from imagebench.specs import OnDisk
+from imagebench.case.model import Case, Collect, Layer
+from imagebench.fixtures.specs import OnDisk
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

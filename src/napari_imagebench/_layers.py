@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagebench.case import Layer
+from imagebench.case.model import Layer
 
 if TYPE_CHECKING:
     import napari
 
-    from imagebench.session import Session
+    from imagebench.case.session import Session
 
 LayerData = tuple[Any, dict[str, Any], str]
 

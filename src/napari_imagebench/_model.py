@@ -2,7 +2,7 @@
 
 The widget (:mod:`napari_imagebench._widget`) is a thin shell that draws this model and calls
 its methods; tests drive the same methods directly. Nothing here scores: a sample is verified
-and written by :func:`imagebench.runner.score_attempt`, the function the headless runner uses,
+and written by :func:`imagebench.runs.runner.score_attempt`, the function the headless runner uses,
 so a panel run and ``imagebench run`` leave identical ``summary.json`` files.
 
 One panel holds at most one loaded case. Loading builds the fixture once (as a run does) and
@@ -10,7 +10,7 @@ opens a session on its data; the fixture stays private to this model and is used
 verify. Each Run of a non-interactive subject works a fresh session, as each sample of a run
 does; the interactive subject (a person at the viewer) works the session opened at Load and
 may score it as often as they like, each score a new sample. Every subject's samples go into
-one run folder per subject under :func:`imagebench.artifacts.artifact_root` (or the outcome
+one run folder per subject under :func:`imagebench.runs.artifacts.artifact_root` (or the outcome
 root the model is given).
 
 Skill bundles (:mod:`imagebench.bundle`) opened with :meth:`BenchModel.open_bundle` add their
@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from psygnal import Signal, SignalGroup
 
-from imagebench.case import Case
-from imagebench.fixture import FIXTURES_ENV, Fixture, FixtureError
+from imagebench.case.model import Case
+from imagebench.fixtures.fixture import FIXTURES_ENV, Fixture, FixtureError
 from napari_imagebench._answers import (
     AnswerError,
     AnswerSlot,
@@ -54,8 +54,8 @@ from napari_imagebench._runs import ResultRow, RunFolder
 
 if TYPE_CHECKING:
     from imagebench.bundle.load import Bundle
-    from imagebench.runner import Unit
-    from imagebench.session import Session
+    from imagebench.case.session import Session
+    from imagebench.runs.runner import Unit
     from imagebench.subjects import Subject, SubjectRun
 
 INTERACTIVE = "You (interactive)"
@@ -224,15 +224,15 @@ class BenchModel:
     def outcome_root(self) -> Path:
         if self._outcome_root is not None:
             return self._outcome_root
-        from imagebench.artifacts import artifact_root
+        from imagebench.runs.artifacts import artifact_root
 
         return Path(artifact_root())
 
     def set_fixtures_root(self, path: str | os.PathLike[str]) -> bool:
         """Use the fixture tree at ``path`` once every file its manifest lists is there with its
-        size and sha256 (:func:`imagebench.tree.verify_tree`); a folder that is not a tree, or a
+        size and sha256 (:func:`imagebench.fixtures.tree.verify_tree`); a folder that is not a tree, or a
         tree that drifted from its manifest, is refused with the reasons and the previous one kept."""
-        from imagebench.tree import verify_tree
+        from imagebench.fixtures.tree import verify_tree
 
         folder = Path(path)
         keeping = f"keeping {self.fixtures_root or 'no tree'}"
@@ -261,7 +261,7 @@ class BenchModel:
         """Every built-in case, then each fixture of the tree that no case uses (never runnable)."""
         if self._rows is not None:
             return self._rows
-        from imagebench.runner import TENSOR_SKIP_REASON, presents_tensor
+        from imagebench.runs.runner import TENSOR_SKIP_REASON, presents_tensor
 
         rows: list[CaseRow] = []
         try:
@@ -296,7 +296,7 @@ class BenchModel:
 
     def _bundle_rows(self, taken: set[str]) -> list[CaseRow]:
         """Each open bundle's cases (runnable or not), under the bundle's skill as namespace."""
-        from imagebench.runner import TENSOR_SKIP_REASON, presents_tensor
+        from imagebench.runs.runner import TENSOR_SKIP_REASON, presents_tensor
 
         out: list[CaseRow] = []
         for bundle in self.bundles.values():
@@ -334,7 +334,7 @@ class BenchModel:
     def _tree_rows(self, known: set[tuple[str, str]]) -> list[CaseRow]:
         if self.fixtures_root is None:
             return []
-        from imagebench.tree import load_manifest
+        from imagebench.fixtures.tree import load_manifest
 
         try:
             manifest = load_manifest(self.fixtures_root)
@@ -443,7 +443,7 @@ class BenchModel:
 
     def _presentation_warnings(self, skill: str) -> list[str]:
         """The presentation-coverage warning of ``skill`` over the panel's cases of that namespace."""
-        from imagebench.case import presentation_warnings
+        from imagebench.case.model import presentation_warnings
 
         try:
             from imagebench import cases as builtin
@@ -458,7 +458,7 @@ class BenchModel:
         r = self.row(label)
         if r.case is None:
             raise PanelError(f"{label}: {r.reason}")
-        from imagebench.session import case_prompt
+        from imagebench.case.session import case_prompt
 
         case = r.case
         return CaseDetail(
@@ -502,13 +502,13 @@ class BenchModel:
         return r.case
 
     def build(self, case: Case) -> Loaded:
-        """Build ``case``'s fixture and open the person's unit on its data (:func:`imagebench.runner.open_unit`).
+        """Build ``case``'s fixture and open the person's unit on its data (:func:`imagebench.runs.runner.open_unit`).
 
         The slow half of loading (a builder, a curated read, the data plane's start and upload),
         safe to call from a worker thread: it changes no state and raises no notice; a failure is
         a PanelError whose message says why. :meth:`adopt` makes the result the loaded case.
         """
-        from imagebench.runner import open_unit, presents_tensor
+        from imagebench.runs.runner import open_unit, presents_tensor
 
         plane = self._plane() if presents_tensor(case) else None
         unit = open_unit(case, INTERACTIVE_NAME, plane=plane)
@@ -647,9 +647,9 @@ class BenchModel:
     # ---------------------------------------------------------------- run
 
     def prepare_run(self, spec: str) -> RunJob:
-        """Open a unit of ``spec`` on the loaded fixture (:func:`imagebench.runner.open_unit`);
-        ``work()`` is its turn (:func:`imagebench.runner.work_unit`)."""
-        from imagebench.runner import open_unit, work_unit
+        """Open a unit of ``spec`` on the loaded fixture (:func:`imagebench.runs.runner.open_unit`);
+        ``work()`` is its turn (:func:`imagebench.runs.runner.work_unit`)."""
+        from imagebench.runs.runner import open_unit, work_unit
 
         loaded = self._need_loaded()
         if spec == INTERACTIVE:
@@ -781,13 +781,13 @@ class BenchModel:
         layers: Mapping[str, Any] | None = None,
         console: Mapping[str, Any] | None = None,
     ) -> ResultRow:
-        """Finish the unit of ``spec`` (:func:`imagebench.runner.finish_unit`): collect its leavings,
+        """Finish the unit of ``spec`` (:func:`imagebench.runs.runner.finish_unit`): collect its leavings,
         verify them and write the sample, as a headless run does.
 
         For the interactive subject, ``layers`` (``{name: data}`` of the viewer's layers) and
         ``console`` (the console's namespace, None when it is not open) are searched first.
         """
-        from imagebench.runner import finish_unit
+        from imagebench.runs.runner import finish_unit
 
         loaded = self._need_loaded()
         case = loaded.case
@@ -859,7 +859,7 @@ class BenchModel:
 
         from imagebench.mcp.server import CONFIG_NAME, McpFolder, SocketServer, config_text
         from imagebench.mcp.tools import AgentSession, CaseView
-        from imagebench.runner import open_unit
+        from imagebench.runs.runner import open_unit
 
         loaded = self._need_loaded()
         if self.agent is not None:
@@ -899,12 +899,12 @@ class BenchModel:
         shutil.rmtree(serve.folder, ignore_errors=True)
 
     def score_agent(self) -> ResultRow:
-        """Stop serving and score what the agent left through the tools (:func:`imagebench.runner.finish_unit`),
+        """Stop serving and score what the agent left through the tools (:func:`imagebench.runs.runner.finish_unit`),
         recorded as subject ``mcp:<client name>``; its transcript goes into the sample folder."""
         import shutil
 
         from imagebench.mcp.host import transcript_note, write_transcript
-        from imagebench.runner import finish_unit
+        from imagebench.runs.runner import finish_unit
         from imagebench.subjects import SubjectRun
 
         serve = self.agent

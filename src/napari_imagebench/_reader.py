@@ -60,8 +60,8 @@ def read_run_folder(path: Any) -> list[LayerData]:
 
 def read_case_folder(path: Any) -> list[LayerData]:
     """The data layers of the fixture case folder ``path`` (``<tree>/<namespace>/<case_id>``)."""
-    from imagebench.case import Layer
-    from imagebench.tree import load_fixture
+    from imagebench.case.model import Layer
+    from imagebench.fixtures.tree import load_fixture
 
     folder = _as_dir(path)
     if folder is None:

@@ -1,6 +1,6 @@
 """The panel's results: one run folder per subject, and one row per scored sample.
 
-A panel run folder is a run folder like any other (:mod:`imagebench.runfolder`): every sample is
+A panel run folder is a run folder like any other (:mod:`imagebench.runs.folder`): every sample is
 journaled as it is written; the case's summary, ``run.json``, ``receipt.json`` and ``report.html``
 are rewritten after each sample with the functions a headless run closes with, so ``imagebench
 report``, ``compare`` and the napari reader read it as they read ``imagebench run``'s.
@@ -72,9 +72,9 @@ class RunFolder:
 
     @classmethod
     def create(cls, root: Path, subject_name: str, subject: Any = None) -> RunFolder:
-        from imagebench.journal import Journal
         from imagebench.records import RunRecord, write_record
-        from imagebench.runfolder import RUN_RECORD, new_run_dir
+        from imagebench.runs.folder import RUN_RECORD, new_run_dir
+        from imagebench.runs.journal import Journal
 
         path, started = new_run_dir(root)
         record = RunRecord(
@@ -96,15 +96,15 @@ class RunFolder:
     def add(self, case: Any, summary: SampleSummary) -> list[SampleSummary]:
         """Journal a sample just written, then rewrite its case's summary and ``run.json``, as a run
         does at its end; returns the case's samples so far."""
-        from imagebench.journal import Journal
         from imagebench.records import write_record
-        from imagebench.runfolder import (
+        from imagebench.runs.folder import (
             RUN_RECORD,
             SUMMARY,
             closing_record,
             sample_dir,
             write_case_summary,
         )
+        from imagebench.runs.journal import Journal
 
         path = sample_dir(self.path, summary.subject, case, summary.sample or 0) / SUMMARY
         with Journal.open(self.path) as journal:
@@ -137,8 +137,8 @@ class RunFolder:
     def _write_receipt_and_report(self) -> None:
         """``receipt.json`` and ``report.html``, rewritten after each sample as a headless run
         writes them at its end; a failure is kept in ``problems`` (the sample stands)."""
-        from imagebench.receipt import build_receipt, write_receipt
         from imagebench.report import write_html_report
+        from imagebench.runs.receipt import build_receipt, write_receipt
 
         self.problems.clear()
         try:

@@ -19,9 +19,9 @@ needs_display = pytest.mark.skipif(
 )
 
 from imagebench import cases as builtin  # noqa: E402
-from imagebench.artifacts import shared_range  # noqa: E402
-from imagebench.case import Layer  # noqa: E402
+from imagebench.case.model import Layer  # noqa: E402
 from imagebench.executor import run_cases  # noqa: E402
+from imagebench.runs.artifacts import shared_range  # noqa: E402
 from imagebench.subjects import ReferenceSubject  # noqa: E402
 from napari_imagebench._artifacts import ARTIFACT_KEY  # noqa: E402
 from napari_imagebench._model import BenchModel  # noqa: E402

@@ -22,8 +22,8 @@ if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
 from napari.utils.notifications import notification_manager  # noqa: E402
 
 from imagebench import cases as builtin  # noqa: E402
-from imagebench.artifacts import shared_range  # noqa: E402
 from imagebench.records import RunRecord, SampleSummary, read_record  # noqa: E402
+from imagebench.runs.artifacts import shared_range  # noqa: E402
 from napari_imagebench._artifacts import artifact_layers, contrast_ranges, viewer_grid  # noqa: E402
 from napari_imagebench._model import INTERACTIVE, BenchModel  # noqa: E402
 from napari_imagebench._widget import BenchPanel, console_namespace  # noqa: E402
@@ -100,8 +100,8 @@ def test_unavailable_case_is_greyed_with_its_reason_and_cannot_load(make_napari_
 def test_fixture_tree_picker_reroots_curated_cases_and_lists_unused_fixtures(
     make_napari_viewer: Any, qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from imagebench.specs import OnDisk
-    from imagebench.tree import write_case_layout, write_manifest_entry
+    from imagebench.fixtures.specs import OnDisk
+    from imagebench.fixtures.tree import write_case_layout, write_manifest_entry
     from napari_imagebench._reader import napari_get_reader
 
     monkeypatch.delenv("IMAGEBENCH_FIXTURES", raising=False)
@@ -484,7 +484,7 @@ def test_cases_are_shown_in_physical_units_with_channels_and_ordered_points(
 def _reference_answer(case: Any, name: str) -> Any:
     """What the case's reference leaves for ``name``, on a session of its own (the test's stand-in
     for a person who worked it out by eye)."""
-    from imagebench.session import open_session
+    from imagebench.case.session import open_session
 
     session = open_session(case, case.build())
     case.reference(session)

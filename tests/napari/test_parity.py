@@ -1,6 +1,6 @@
 """Headless parity: the panel (Run reference + Score) and ``imagebench run`` leave the same records.
 
-Both go through :func:`imagebench.runner.finish_unit`; this checks it end to end, field by
+Both go through :func:`imagebench.runs.runner.finish_unit`; this checks it end to end, field by
 field, with only the wall-clock times set aside.
 """
 

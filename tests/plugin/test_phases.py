@@ -1,5 +1,5 @@
 """One unit, three phases, three routes: the serial loop, the dask workers and the panel all go
-through ``imagebench.runner``'s ``open_unit``, ``work_unit`` and ``finish_unit``.
+through ``imagebench.runs.runner``'s ``open_unit``, ``work_unit`` and ``finish_unit``.
 
 Each test patches one phase with a spy that marks the summaries it writes and checks that every
 route's sample carries the mark: a route that repeated the phase instead of calling it would not.
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from helpers import make_toy_case
 
-from imagebench import runner
 from imagebench.executor import run_cases
+from imagebench.runs import runner
 from imagebench.subjects import parse_subject
 from napari_imagebench._model import BenchModel
 

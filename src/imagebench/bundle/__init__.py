@@ -2,7 +2,7 @@
 
 A bundle is one skill's folder of authored cases (``evals/fixtures/<case>/``) and claims
 (``evals.json`` or the legacy ``evals/risk-map.md``). :func:`load_bundle` turns it into
-:class:`imagebench.case.Case` objects that run exactly like the built-in ones
+:class:`imagebench.case.model.Case` objects that run exactly like the built-in ones
 (``imagebench run --bundle DIR``); :func:`coverage_table` joins its claims with graded runs.
 See ``docs/bundles.md``.
 

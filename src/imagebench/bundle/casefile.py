@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from imagebench.case import CASE_CLASSES, LayerKind, Presentation
+from imagebench.case.model import CASE_CLASSES, LayerKind, Presentation
 
 CASE_JSON = "case.json"
 PROMPT_MD = "prompt.md"

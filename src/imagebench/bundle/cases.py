@@ -1,4 +1,4 @@
-"""Bundle case folders -> :class:`imagebench.case.Case` objects that run like built-in cases.
+"""Bundle case folders -> :class:`imagebench.case.model.Case` objects that run like built-in cases.
 
 A case's pixels come from a built-in builder (``pixels: {builder, seed, params}``, looked up in
 :func:`imagebench.cases.builders`) or from a curated case of the fixture tree
@@ -26,11 +26,11 @@ from imagebench.bundle.grading import (
     carries_planted,
     is_degenerate,
 )
-from imagebench.fixture import Fixture, Kind
-from imagebench.specs import FixtureSpec, OnDisk, Procedural, Source
+from imagebench.fixtures.fixture import Fixture, Kind
+from imagebench.fixtures.specs import FixtureSpec, OnDisk, Procedural, Source
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
+    from imagebench.case.model import Case
 
 # Classes whose grading needs an answer contract.
 NEEDS_CONTRACT = ("golden", "empty", "rerun", "hard-case")
@@ -114,7 +114,7 @@ def _has_files(folder: Path) -> bool:
 
 def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[Case | None, str | None]:
     """The Case for one scanned folder, or ``(None, reason)``; defects that do not stop it go to ``warnings``."""
-    from imagebench.case import Case, CaseError, Collect, Layer
+    from imagebench.case.model import Case, CaseError, Collect, Layer
     from imagebench.scoring.contract import Blocked, check_contract, load_contract
 
     spec = folder.spec

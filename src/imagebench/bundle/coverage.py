@@ -108,12 +108,12 @@ def read_evidence(
 ) -> dict[str, CaseEvidence]:
     """Every sample of ``skill_id``'s cases in ``runs`` (run folders), by case id.
 
-    Run folders are read through their one checked reader (:func:`imagebench.runfolder.read_run`):
+    Run folders are read through their one checked reader (:func:`imagebench.runs.folder.read_run`):
     a sample whose summary is missing, unreadable, or not the one the run's journal recorded (a
     summary edited after its run) is not counted and is named in ``warnings``; so is a folder
     that is not a run. Never raises for what is on disk. ``subject`` keeps only that subject's runs.
     """
-    from imagebench.runfolder import RunFolderError, read_run
+    from imagebench.runs.folder import RunFolderError, read_run
 
     out: dict[str, CaseEvidence] = {}
     notes = warnings if warnings is not None else []
@@ -218,7 +218,7 @@ def authored_coverage_warnings(bundle: Bundle, rows: Sequence[Row]) -> list[str]
 
 def presentation_warnings_for(bundle: Bundle) -> list[str]:
     """The presentation coverage warning for the bundle's skill (its built-in checklist against its cases)."""
-    from imagebench.case import presentation_warnings
+    from imagebench.case.model import presentation_warnings
 
     try:
         from imagebench import cases as builtin

@@ -1,6 +1,6 @@
 """What each case class grades, as verifiers over the scoring module's structured answers.
 
-Every class verifier returns one :class:`~imagebench.fixture.Outcome`. When the case has an answer
+Every class verifier returns one :class:`~imagebench.fixtures.fixture.Outcome`. When the case has an answer
 contract, its structured score comes from :func:`imagebench.scoring.structured_verifier` (metric
 ``answer_mismatch``, fail-closed: an ineligible or malformed contract blocks); the class adds its
 own metrics, each a 0/1 or a count with limit 0 unless the case's ``tolerance`` says otherwise:
@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from imagebench.fixture import Attempt, Fixture, FixtureError, Metric, Outcome
+from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Metric, Outcome
 
 if TYPE_CHECKING:
     from imagebench.records import SampleSummary

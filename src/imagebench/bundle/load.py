@@ -18,7 +18,7 @@ authoring is never blocked.
 
 :func:`scan_bundle` reads everything and collects warnings without building anything; it is what
 ``imagebench reindex`` prints. :func:`load_bundle` goes on to turn each runnable case folder into
-an :class:`imagebench.case.Case` (see :mod:`imagebench.bundle.cases`); a folder that cannot become
+an :class:`imagebench.case.model.Case` (see :mod:`imagebench.bundle.cases`); a folder that cannot become
 one is listed in ``skipped`` with the reason, never raised.
 """
 
@@ -41,13 +41,13 @@ from imagebench.bundle.casefile import (
     unknown_fields,
 )
 from imagebench.bundle.claims import Claims, read_claims, risk_band, unbanded_warning
-from imagebench.case import (  # what a case id or namespace may be
+from imagebench.case.model import (  # what a case id or namespace may be
     CASE_CLASSES,
     NAME_PATTERN,
 )
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
+    from imagebench.case.model import Case
 
 # grading fields that mean something for one class only
 _CLASS_FIELDS = {
@@ -298,7 +298,7 @@ def scan_bundle(bundle_dir: str | Path) -> Bundle:
 
 
 def load_bundle(bundle_dir: str | Path) -> Bundle:
-    """Scan the bundle, then build a :class:`~imagebench.case.Case` for every runnable case folder."""
+    """Scan the bundle, then build a :class:`~imagebench.case.model.Case` for every runnable case folder."""
     from imagebench.bundle.cases import build_case
 
     bundle = scan_bundle(bundle_dir)

@@ -3,8 +3,8 @@ fixture shipped in the package), a verifier, a reference solution and calibrated
 
 Each module listed in ``CASE_MODULES`` defines three names:
 
-- ``CASES``: a list of :class:`imagebench.case.Case`;
-- ``SKILLS``: a list of :class:`imagebench.case.Skill` (the skills it covers, with their checklist);
+- ``CASES``: a list of :class:`imagebench.case.model.Case`;
+- ``SKILLS``: a list of :class:`imagebench.case.model.Skill` (the skills it covers, with their checklist);
 - ``BUILDERS``: a dict ``name -> builder`` of its procedural builders, so that a bundle's
   case.json can name a builder and a seed without writing Python.
 """
@@ -17,7 +17,7 @@ from functools import cache
 from types import ModuleType
 from typing import Any
 
-from imagebench.case import Case, Skill
+from imagebench.case.model import Case, Skill
 
 CASE_MODULES: tuple[str, ...] = (
     "imagebench.cases.segmentation",

@@ -6,7 +6,7 @@ subject's answer. A circle marks a true position and a cross an answered one, so
 apart in print and for colour-blind readers too.
 
 The overlay is a float RGB image in the units of the image it is drawn on: the colours are made
-from that image's own contrast range (:func:`imagebench.artifacts.shared_range`), so it shares
+from that image's own contrast range (:func:`imagebench.runs.artifacts.shared_range`), so it shares
 one range with the case's other artifacts of the same image instead of being rescaled.
 """
 
@@ -37,7 +37,7 @@ class Overlay:
     """A grey image turned RGB, to draw marks on. ``rgb`` is the result."""
 
     def __init__(self, image: Any) -> None:
-        from imagebench.artifacts import shared_range
+        from imagebench.runs.artifacts import shared_range
 
         grey = np.asarray(image, dtype=np.float32)
         if grey.ndim != 2:

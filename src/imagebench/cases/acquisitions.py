@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from imagebench import tree
-from imagebench.case import Case, Collect, Layer, Skill
+from imagebench.case.model import Case, Collect, Layer, Skill
 from imagebench.cases import drift, flatfield, landmarks, structured
-from imagebench.fixture import Fixture
-from imagebench.specs import OnDisk
+from imagebench.fixtures import tree
+from imagebench.fixtures.fixture import Fixture
+from imagebench.fixtures.specs import OnDisk
 
 FIXTURE_ROOT = tree.PACKAGED_ROOT
 

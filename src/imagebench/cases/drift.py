@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagebench.case import Case, Collect, Layer, Skill
-from imagebench.fixture import (
+from imagebench.case.model import Case, Collect, Layer, Skill
+from imagebench.fixtures.fixture import (
     Attempt,
     Fixture,
     FixtureError,
@@ -28,10 +28,10 @@ from imagebench.fixture import (
     Outcome,
     read_array,
 )
-from imagebench.specs import Procedural
+from imagebench.fixtures.specs import Procedural
 
 if TYPE_CHECKING:
-    from imagebench.session import Session
+    from imagebench.case.session import Session
 
 SKILL_ID = "drift-correction"
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.fft
 
-from imagebench.case import Case, Collect, Layer, Skill
+from imagebench.case.model import Case, Collect, Layer, Skill
 from imagebench.cases.drift import trajectory_metrics
-from imagebench.fixture import (
+from imagebench.fixtures.fixture import (
     Attempt,
     Fixture,
     FixtureError,
@@ -30,10 +30,10 @@ from imagebench.fixture import (
     Outcome,
     read_array,
 )
-from imagebench.specs import Procedural
+from imagebench.fixtures.specs import Procedural
 
 if TYPE_CHECKING:
-    from imagebench.session import Session
+    from imagebench.case.session import Session
 
 SKILL_ID = "drift-correction"
 FRAMES = 8

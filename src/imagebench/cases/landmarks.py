@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagebench.case import Case, Collect, Layer, Skill
+from imagebench.case.model import Case, Collect, Layer, Skill
 from imagebench.cases._overlay import GREEN, MAGENTA, Overlay
-from imagebench.fixture import (
+from imagebench.fixtures.fixture import (
     Attempt,
     Fixture,
     FixtureError,
@@ -29,10 +29,10 @@ from imagebench.fixture import (
     Outcome,
     read_array,
 )
-from imagebench.specs import Procedural
+from imagebench.fixtures.specs import Procedural
 
 if TYPE_CHECKING:
-    from imagebench.session import Session
+    from imagebench.case.session import Session
 
 SKILL_ID = "align-channels-from-landmarks"
 CASE_ID = "synthetic-warp"

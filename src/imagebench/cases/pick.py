@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagebench import tree
-from imagebench.case import Case, Layer
+from imagebench.case.model import Case, Layer
 from imagebench.cases import structured
-from imagebench.fixture import Fixture, FixtureError
+from imagebench.fixtures import tree
+from imagebench.fixtures.fixture import Fixture, FixtureError
+from imagebench.fixtures.specs import OnDisk, Procedural
 from imagebench.scoring.comparators import pack_region
-from imagebench.specs import OnDisk, Procedural
 
 if TYPE_CHECKING:
-    from imagebench.session import Session
+    from imagebench.case.session import Session
 
 SKILLS: list = []  # pick-a-nucleus is declared by imagebench.cases.structured
 PICK = structured.PICK

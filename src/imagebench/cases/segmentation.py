@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from imagebench import tree
-from imagebench.case import Case, Collect, Layer, Skill
-from imagebench.fixture import (
+from imagebench.case.model import Case, Collect, Layer, Skill
+from imagebench.fixtures import tree
+from imagebench.fixtures.fixture import (
     Attempt,
     Fixture,
     FixtureError,
@@ -44,8 +44,8 @@ from imagebench.fixture import (
     read_array,
     read_scalar,
 )
+from imagebench.fixtures.specs import OnDisk, Procedural
 from imagebench.matching import match_labels
-from imagebench.specs import OnDisk, Procedural
 
 SEGMENT = "segment-nuclei"
 QC = "segmentation-qc-metrics"

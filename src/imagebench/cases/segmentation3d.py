@@ -22,16 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from imagebench import tree
-from imagebench.case import Case, Collect, Layer, Skill
+from imagebench.case.model import Case, Collect, Layer, Skill
 from imagebench.cases import segmentation
-from imagebench.fixture import (
+from imagebench.fixtures import tree
+from imagebench.fixtures.fixture import (
     Attempt,
     Fixture,
     FixtureError,
     Outcome,
 )
-from imagebench.specs import OnDisk, Procedural
+from imagebench.fixtures.specs import OnDisk, Procedural
 
 SKILL_ID = "segment-nuclei-3d"
 SHAPE: tuple[int, int, int] = (32, 96, 96)

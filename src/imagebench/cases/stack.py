@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagebench import tree
-from imagebench.case import Case, Collect, Layer, Skill
-from imagebench.fixture import (
+from imagebench.case.model import Case, Collect, Layer, Skill
+from imagebench.fixtures import tree
+from imagebench.fixtures.fixture import (
     Attempt,
     Fixture,
     FixtureError,
@@ -39,10 +39,10 @@ from imagebench.fixture import (
     Outcome,
     read_array,
 )
-from imagebench.specs import OnDisk, Procedural
+from imagebench.fixtures.specs import OnDisk, Procedural
 
 if TYPE_CHECKING:
-    from imagebench.session import Session
+    from imagebench.case.session import Session
 
 SKILL_ID = "stack-alignment"
 FIXTURE_ROOT = tree.PACKAGED_ROOT

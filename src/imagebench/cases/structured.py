@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagebench.case import Case, Collect, Layer, Skill
+from imagebench.case.model import Case, Collect, Layer, Skill
 from imagebench.cases._overlay import GREEN, MAGENTA, Overlay, numbers
-from imagebench.fixture import Attempt, Fixture, FixtureError, Outcome
+from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Outcome
+from imagebench.fixtures.specs import Procedural
 from imagebench.scoring.answer import parse_answer
 from imagebench.scoring.comparators import pack_region, unpack_region
 from imagebench.scoring.contract import (
@@ -38,10 +39,9 @@ from imagebench.scoring.contract import (
     read_leaving,
     structured_verifier,
 )
-from imagebench.specs import Procedural
 
 if TYPE_CHECKING:
-    from imagebench.session import Session
+    from imagebench.case.session import Session
 
 SEGMENT = "segment-nuclei"
 DRIFT = "drift-correction"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from imagebench.cli import UsageError
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
+    from imagebench.case.model import Case
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
@@ -61,7 +61,7 @@ def _cmd_case_add(args: argparse.Namespace) -> int:
         scaffold_case,
     )
     from imagebench.bundle.claims import read_claims, risk_band, unbanded_warning
-    from imagebench.case import CASE_CLASSES, NAME_PATTERN
+    from imagebench.case.model import CASE_CLASSES, NAME_PATTERN
 
     bundle = Path(args.bundle)
     if args.case_class not in CASE_CLASSES:

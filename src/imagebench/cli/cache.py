@@ -1,4 +1,4 @@
-"""``imagebench cache info|clear``: the cache of built procedural fixtures (imagebench.cache)."""
+"""``imagebench cache info|clear``: the cache of built procedural fixtures (imagebench.fixtures.cache)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    from imagebench.cache import CACHE_ENV, clear, info
+    from imagebench.fixtures.cache import CACHE_ENV, clear, info
 
     if args.action == "clear":
         removed = clear()

@@ -10,11 +10,11 @@ from imagebench.cli import UsageError
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from imagebench.case import Case
+    from imagebench.case.model import Case
     from imagebench.executor import Parallel
-    from imagebench.runfolder import RunResult
-    from imagebench.sandbox import SandboxPolicy
-    from imagebench.sealed import Seal
+    from imagebench.runs.folder import RunResult
+    from imagebench.runs.sealed import Seal
+    from imagebench.sandbox.policy import SandboxPolicy
     from imagebench.subjects import Subject
 
 
@@ -91,8 +91,8 @@ _LIMIT_FIELDS = {
 
 
 def limits_from_args(args: argparse.Namespace) -> Any:
-    """The ``--limit-*`` flags over the default :class:`~imagebench.confine.Limits`; UsageError naming a bad one."""
-    from imagebench.confine import Limits, parse_size
+    """The ``--limit-*`` flags over the default :class:`~imagebench.sandbox.limits.Limits`; UsageError naming a bad one."""
+    from imagebench.sandbox.limits import Limits, parse_size
 
     given: dict[str, int] = {}
     for flag, (name, size) in _LIMIT_FIELDS.items():
@@ -113,7 +113,7 @@ def sandbox_from_args(args: argparse.Namespace) -> SandboxPolicy:
     """The sandbox flags as a policy; a flag that needs the sandbox beside --no-sandbox is a UsageError."""
     from pathlib import Path
 
-    from imagebench.sandbox import SandboxPolicy
+    from imagebench.sandbox.policy import SandboxPolicy
 
     enabled = not getattr(args, "no_sandbox", False)
     env = getattr(args, "subject_env", None)
@@ -123,7 +123,7 @@ def sandbox_from_args(args: argparse.Namespace) -> SandboxPolicy:
         needs = [flag for flag, given in (("--subject-env", env), ("--subject-expose", expose)) if given]
         if needs:
             raise UsageError(f"{', '.join(needs)} say what the sandbox shows; drop them or drop --no-sandbox")
-    from imagebench.sandbox import valid_env_name
+    from imagebench.sandbox.policy import valid_env_name
 
     passed = tuple(dict.fromkeys(getattr(args, "subject_env_pass", None) or []))
     bad = [n for n in passed if not valid_env_name(n)]
@@ -195,7 +195,7 @@ def run_from_args(
     import sys
 
     from imagebench.executor import ExecutorError, run_cases
-    from imagebench.sealed import SealedError
+    from imagebench.runs.sealed import SealedError
 
     parallel = parallel_from_args(args)
     try:
@@ -235,7 +235,7 @@ def parallel_from_args(args: argparse.Namespace) -> Parallel:
 
 
 def add_sealed_args(p: argparse.ArgumentParser) -> None:
-    """``--sealed SECRET`` and ``--sealed-file PATH`` (imagebench.sealed), for ``run`` and ``run --resume``."""
+    """``--sealed SECRET`` and ``--sealed-file PATH`` (imagebench.runs.sealed), for ``run`` and ``run --resume``."""
     p.add_argument(
         "--sealed",
         metavar="SECRET",
@@ -250,11 +250,11 @@ def add_sealed_args(p: argparse.ArgumentParser) -> None:
 
 
 def seal_from_args(args: argparse.Namespace) -> Seal | None:
-    """The run's :class:`~imagebench.sealed.Seal` from ``--sealed`` / ``--sealed-file``, or None.
+    """The run's :class:`~imagebench.runs.sealed.Seal` from ``--sealed`` / ``--sealed-file``, or None.
 
     Both at once, an empty secret, or a file that is missing, unreadable or empty is a UsageError.
     """
-    from imagebench.sealed import Seal, SealedError
+    from imagebench.runs.sealed import Seal, SealedError
 
     text = getattr(args, "sealed", None)
     path = getattr(args, "sealed_file", None)
@@ -273,7 +273,7 @@ def seal_from_args(args: argparse.Namespace) -> Seal | None:
 
 def _check_secret_hidden(args: argparse.Namespace, path: str) -> None:
     """A secret file a sandboxed subject would be shown is refused (it would unseal the run)."""
-    from imagebench.sandbox import SandboxUnavailable, shown_tree
+    from imagebench.sandbox.policy import SandboxUnavailable, shown_tree
 
     if getattr(args, "no_sandbox", False):
         return  # recorded as sandbox: none; the subject could read anything anyway

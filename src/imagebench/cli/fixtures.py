@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from imagebench.cli import UsageError
-from imagebench.fixture import FIXTURES_ENV, FixtureError
-from imagebench.progress import Bar
-from imagebench.tree import verify_tree
+from imagebench.fixtures.fixture import FIXTURES_ENV, FixtureError
+from imagebench.fixtures.tree import verify_tree
+from imagebench.runs.progress import Bar
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +29,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from imagebench.tree import PACKAGED_ROOT
+    from imagebench.fixtures.tree import PACKAGED_ROOT
 
     root = args.root or os.environ.get(FIXTURES_ENV) or str(PACKAGED_ROOT)
     if not Path(root).is_dir():

@@ -35,7 +35,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from imagebench import cases as builtin
-    from imagebench.case import select_cases
+    from imagebench.case.model import select_cases
     from imagebench.cli.bundle import cases_from_args
     from imagebench.executor import run_cases
     from imagebench.subjects.served import ServedSubject

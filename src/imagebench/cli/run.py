@@ -22,12 +22,12 @@ from imagebench.cli.common import (
 from imagebench.cli.tables import console as _console
 from imagebench.cli.tables import results_table, tally_line
 
-# imagebench.case.FIXTURE_CHOICES, spelled here so that parsing `run` (which the supervising
+# imagebench.case.model.FIXTURE_CHOICES, spelled here so that parsing `run` (which the supervising
 # process does before it starts the run) imports no numpy (tests/test_packaging.py holds them equal).
 FIXTURE_KINDS: tuple[str, ...] = ("all", "synthetic", "curated")
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
+    from imagebench.case.model import Case
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
@@ -107,13 +107,13 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from imagebench import cases as builtin
-    from imagebench.case import (
+    from imagebench.case.model import (
         NO_SKILL,
         kind_counts,
         kind_warnings,
         presentation_warnings,
     )
-    from imagebench.runner import presents_tensor
+    from imagebench.runs.runner import presents_tensor
 
     all_cases, where = _listed_cases(args)
     console = _console()
@@ -172,7 +172,7 @@ def _find_case(args: argparse.Namespace) -> Case:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from imagebench.session import case_prompt
+    from imagebench.case.session import case_prompt
 
     case = _find_case(args)
     ok, why = case.available()
@@ -249,7 +249,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     bundle_cases = cases_from_args(args)  # None unless --bundle
     all_cases = bundle_cases if bundle_cases is not None else builtin.all_cases()
-    from imagebench.case import select_cases
+    from imagebench.case.model import select_cases
 
     chosen, unmatched = select_cases(all_cases, args.patterns, args.fixtures)
     if unmatched:
@@ -274,7 +274,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     """``imagebench run --resume RUN_DIR``."""
     from imagebench.executor import ExecutorError, ResumeError, resume_run
-    from imagebench.journal import JournalError, RunLocked
+    from imagebench.runs.journal import JournalError, RunLocked
 
     given = [
         flag

@@ -13,9 +13,9 @@ FORMATS: dict[str, str] = {
     "summary": "imagebench.records:SampleSummary",
     "case-summary": "imagebench.records:CaseSummary",
     "run": "imagebench.records:RunRecord",
-    "manifest": "imagebench.tree:Manifest",
-    "fixture-case": "imagebench.tree:CaseLayout",
-    "receipt": "imagebench.receipt:Receipt",
+    "manifest": "imagebench.fixtures.tree:Manifest",
+    "fixture-case": "imagebench.fixtures.tree:CaseLayout",
+    "receipt": "imagebench.runs.receipt:Receipt",
     "scorer-manifest": "imagebench.scoring.manifest:ScorerManifest",
     "task-contract": "imagebench.scoring.contract:TaskContract",
     "bundle-case": "imagebench.bundle.casefile:CaseFile",
@@ -23,7 +23,7 @@ FORMATS: dict[str, str] = {
     "suite-aliases": "imagebench.suite.model:AliasFile",
     "suite-run": "imagebench.suite.record:SuiteRunInfo",
     "comparison": "imagebench.suite.compare:Comparison",
-    "cache-entry": "imagebench.cache:CacheEntry",
+    "cache-entry": "imagebench.fixtures.cache:CacheEntry",
     "transcript": "imagebench.mcp.transcript:Transcript",
 }
 

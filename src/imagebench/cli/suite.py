@@ -160,7 +160,7 @@ def verify_with_progress(
 
 
 def _cmd_pin(args: argparse.Namespace) -> int:
-    from imagebench.case import select_cases
+    from imagebench.case.model import select_cases
     from imagebench.suite.model import (
         SuiteError,
         load_aliases,

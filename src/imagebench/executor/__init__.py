@@ -1,6 +1,6 @@
 """Running a run's units: serially with prefetch, or spread over dask.distributed workers; resuming.
 
-A run is a list of ``(case, sample)`` units, each :func:`imagebench.runner.run_unit`. This
+A run is a list of ``(case, sample)`` units, each :func:`imagebench.runs.runner.run_unit`. This
 package drives them and owns the run folder while it does, one concept per module:
 
 - :mod:`~imagebench.executor.cluster`: where units run (:class:`Parallel`: serially here, a

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
+    from imagebench.case.model import Case
     from imagebench.subjects import Subject
 FixtureMode = Literal["worker", "driver"]
 FIXTURE_MODES: tuple[str, ...] = ("worker", "driver")
@@ -284,12 +284,12 @@ def open_cluster(
 ) -> Cluster | None:
     """Check that the units can travel and connect; None for a serial run. Raises ExecutorError.
     With ``progress`` a spinner on stderr says what is starting."""
-    from imagebench.runner import presents_tensor
+    from imagebench.runs.runner import presents_tensor
 
     if not parallel.distributed or parallel.threads_for(subject) is not None:
         return None  # serial, or threads here driving child processes
     subject_spec(subject)  # refuse a subject that cannot travel before anything starts
-    from imagebench.progress import spinner
+    from imagebench.runs.progress import spinner
 
     what = "starting" if parallel.workers is not None else "connecting to"
     with spinner(f"{what} the {parallel.describe()}", enabled=progress):

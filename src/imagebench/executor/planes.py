@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
-    from imagebench.fixture import Fixture
-    from imagebench.runner import Plane
+    from imagebench.case.model import Case
+    from imagebench.fixtures.fixture import Fixture
+    from imagebench.runs.runner import Plane
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from imagebench.executor.cluster import THREAD_ENV
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
-    from imagebench.runner import PreparedFixture
+    from imagebench.case.model import Case
+    from imagebench.runs.runner import PreparedFixture
 
 ANY_PLANE: Any = object()  # lets prepare_fixture build a tensor case's fixture; the plane is checked here
 
@@ -58,7 +58,7 @@ def prefetch_main() -> None:
     for entry in reversed(pickle.loads(head)):  # the driver's sys.path, so cases import the same way
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    from imagebench.runner import prepare_fixture
+    from imagebench.runs.runner import prepare_fixture
 
     while True:
         data = frame_read(stdin)
@@ -187,8 +187,8 @@ PREFETCH_DEPTH = 2  # cases built ahead of the one running
 
 
 def _definition(case: Case) -> str | None:
-    from imagebench.digest import FingerprintError
-    from imagebench.fingerprint import definition_fingerprint
+    from imagebench.fixtures.digest import FingerprintError
+    from imagebench.runs.fingerprint import definition_fingerprint
 
     try:
         return definition_fingerprint(case)
@@ -199,13 +199,13 @@ def _definition(case: Case) -> str | None:
 def costly(case: Case, seed: int | None) -> bool:
     """Whether building ``case`` (from ``seed``) is work worth a helper: not a curated case (its
     arrays are read lazily) nor a procedural one whose fixture the cache already holds."""
-    from imagebench.specs import OnDisk, Procedural
+    from imagebench.fixtures.specs import OnDisk, Procedural
 
     spec = case.fixture
     if seed is None and isinstance(spec, OnDisk):
         return False
     if seed is None and isinstance(spec, Procedural):
-        from imagebench import cache
+        from imagebench.fixtures import cache
 
         definition = _definition(case)
         return definition is None or not cache.present(definition, spec.seed)

@@ -1,12 +1,12 @@
 """A run: a new run folder and one pass over its units, or a pass that takes an interrupted run up again.
 
 :func:`run_cases` and :func:`resume_run` are the entry points. :func:`execute` is one pass: it
-holds ``<run>/.lock``, writes ``journal.jsonl`` (:mod:`imagebench.journal`) and the receipt
+holds ``<run>/.lock``, writes ``journal.jsonl`` (:mod:`imagebench.runs.journal`) and the receipt
 first, hands the units to the serial loop or the dask workers, and closes ``run.json`` however
 the pass ends. A resume keeps every unit whose summary the run folder's reader
-(:func:`imagebench.runfolder.read_run`) accepts and runs the rest.
+(:func:`imagebench.runs.folder.read_run`) accepts and runs the rest.
 
-A sealed run (:mod:`imagebench.sealed`) is given a :class:`~imagebench.sealed.Seal`: its seeds are
+A sealed run (:mod:`imagebench.runs.sealed`) is given a :class:`~imagebench.runs.sealed.Seal`: its seeds are
 derived here, before the run folder exists, and handed to the loops; ``run.json`` records the
 seal's commitment, and a resume must be given the same secret.
 """
@@ -34,17 +34,17 @@ from imagebench.executor.serial import run_serial, serial_builds
 from imagebench.executor.sink import Sink
 from imagebench.executor.threads import run_threaded
 from imagebench.executor.workers import run_dask
-from imagebench.runfolder import RunFolderError, RunResult
-from imagebench.sealed import RECORD_KEY as SEALED_KEY
-from imagebench.sealed import SealedError, recorded_commitment
+from imagebench.runs.folder import RunFolderError, RunResult
+from imagebench.runs.sealed import RECORD_KEY as SEALED_KEY
+from imagebench.runs.sealed import SealedError, recorded_commitment
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
-    from imagebench.journal import Journal
+    from imagebench.case.model import Case
     from imagebench.records import RunRecord, SampleSummary
-    from imagebench.runfolder import RunContents
-    from imagebench.runner import Plane
-    from imagebench.sealed import Seal
+    from imagebench.runs.folder import RunContents
+    from imagebench.runs.journal import Journal
+    from imagebench.runs.runner import Plane
+    from imagebench.runs.sealed import Seal
     from imagebench.subjects import Subject
 
 # record.extra keys a run rewrites at its end (a resume drops the stale ones first)
@@ -58,7 +58,7 @@ class ResumeError(ValueError):
 def _write_receipt(run_dir: Path, record: RunRecord, subject: Subject, cases: Sequence[Case]) -> str:
     """Write ``receipt.json``; return why not (empty when written)."""
     try:
-        from imagebench.receipt import build_receipt, write_receipt
+        from imagebench.runs.receipt import build_receipt, write_receipt
 
         seeds = {c.label: getattr(c.fixture, "seed", None) for c in cases}
         receipt = build_receipt(
@@ -86,7 +86,7 @@ def _begin(
 ) -> tuple[RunRecord, RunContents | None, dict[str, Any]]:
     """The journal's first line of a pass; for a resume, what the folder holds and the clearing of
     what it cannot keep."""
-    from imagebench.runfolder import now_iso, read_run, remove_stale_temporaries
+    from imagebench.runs.folder import now_iso, read_run, remove_stale_temporaries
 
     scan: RunContents | None = None
     base_extra = {k: v for k, v in record.extra.items() if k not in _END_KEYS}
@@ -132,12 +132,12 @@ def execute(
     """One pass over the units of ``record`` in ``run_dir``: run those not done, write each case's
     summary, ``run.json`` and (when missing) ``receipt.json``. With ``resume`` the folder is first
     scanned: units with a complete, valid summary are kept, the others' folders are cleared.
-    ``seeds`` is a sealed run's ``{label: [seed of each sample]}`` (:meth:`imagebench.sealed.Seal.seeds`)."""
-    from imagebench.journal import Journal, RunLock
-    from imagebench.progress import Bar
+    ``seeds`` is a sealed run's ``{label: [seed of each sample]}`` (:meth:`imagebench.runs.sealed.Seal.seeds`)."""
     from imagebench.records import write_record
-    from imagebench.runfolder import RECEIPT, RUN_RECORD, closing_record, samples_for
-    from imagebench.runner import presents_tensor
+    from imagebench.runs.folder import RECEIPT, RUN_RECORD, closing_record, samples_for
+    from imagebench.runs.journal import Journal, RunLock
+    from imagebench.runs.progress import Bar
+    from imagebench.runs.runner import presents_tensor
 
     cases = list(cases)
     units = {c.label: samples_for(c, record.samples) for c in cases}
@@ -263,13 +263,13 @@ def run_cases(
     before the run folder is created. ``run.json``'s ``extra`` records ``subject_spec`` whenever
     the subject has one, so that ``--resume`` can rebuild it.
 
-    ``sealed`` seals the run (:mod:`imagebench.sealed`): every sample of a procedural case is built
+    ``sealed`` seals the run (:mod:`imagebench.runs.sealed`): every sample of a procedural case is built
     from its own seed derived from the seal's secret, and ``run.json``'s ``extra["sealed"]``
     records the seal's commitment (never the secret). A case that cannot be sealed raises
-    :class:`~imagebench.sealed.SealedError` before the run folder is created.
+    :class:`~imagebench.runs.sealed.SealedError` before the run folder is created.
     """
     from imagebench.records import RunRecord, write_record
-    from imagebench.runfolder import RUN_RECORD, new_run_dir
+    from imagebench.runs.folder import RUN_RECORD, new_run_dir
     from imagebench.subjects import confinement_of, limits_of
 
     cases = list(cases)
@@ -333,7 +333,7 @@ def subject_record(subject: Subject) -> dict[str, Any]:
     confinement (``subject_options``) with every machine path replaced by its last name, and,
     when anything was replaced, ``subject_sha256``: the digest of the full form, which a resume
     given the same subject again checks."""
-    from imagebench.digest import digest_json, names_for_paths
+    from imagebench.fixtures.digest import digest_json, names_for_paths
 
     full = _full_subject(subject)
     if full is None:
@@ -353,7 +353,7 @@ def subject_record(subject: Subject) -> dict[str, Any]:
 def _check_subject(where: Path, record: RunRecord, subject: Subject) -> None:
     """A subject given to a resume must be the run's own (spec and confinement, by digest when
     ``run.json`` keeps them without paths)."""
-    from imagebench.digest import digest_json
+    from imagebench.fixtures.digest import digest_json
 
     full = _full_subject(subject)
     recorded = record.extra.get(SUBJECT_DIGEST_KEY)
@@ -418,10 +418,10 @@ def resume_run(
     resolved by label (built-in, or the run's bundle) unless given; samples and the time limit
     are the run's. A sealed run must be given the same secret (``sealed``, checked against the
     commitment it recorded), and a run that was not sealed none. Raises :class:`ResumeError` for
-    a folder that cannot be resumed and :class:`imagebench.journal.RunLocked` while another
+    a folder that cannot be resumed and :class:`imagebench.runs.journal.RunLocked` while another
     process writes it.
     """
-    from imagebench.runfolder import read_record_of_run
+    from imagebench.runs.folder import read_record_of_run
     from imagebench.subjects import SubjectError, options_from_record, parse_subject
 
     run_dir = Path(run_dir)

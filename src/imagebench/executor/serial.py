@@ -4,7 +4,7 @@ while the case before it runs.
 
 The pass is a list of *builds* (:func:`serial_builds`): a case's fixture and the samples that
 share it. Without seeds a case is one build for all its samples; in a sealed run
-(:mod:`imagebench.sealed`) each seed of a procedural case is a build of its own.
+(:mod:`imagebench.runs.sealed`) each seed of a procedural case is a build of its own.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 from imagebench.executor.prefetch import ANY_PLANE, PREFETCH_DEPTH
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
+    from imagebench.case.model import Case
     from imagebench.executor.planes import PlaneStarter
     from imagebench.executor.prefetch import Prefetcher
     from imagebench.executor.sink import Sink
-    from imagebench.runner import PreparedFixture
+    from imagebench.runs.runner import PreparedFixture
     from imagebench.subjects import Subject
 
     Build = tuple[Case, int | None, list[int]]  # (case, seed or None, the samples built from it)
@@ -55,7 +55,7 @@ def prepared_for(
     """``case``'s PreparedFixture (from ``seed`` when given): the helper's build when there is one,
     else built here; a tensor case with no plane is skipped with the plane's reason, as a serial
     run does."""
-    from imagebench.runner import (
+    from imagebench.runs.runner import (
         TENSOR_SKIP_REASON,
         PreparedFixture,
         prepare_fixture,
@@ -83,7 +83,7 @@ def run_serial(
 ) -> None:
     import numpy as np
 
-    from imagebench.runner import presents_tensor, run_unit
+    from imagebench.runs.runner import presents_tensor, run_unit
 
     last_tensor = max((i for i, (c, _, _) in enumerate(builds) if presents_tensor(c)), default=-1)
     early: dict[tuple[str, int | None], PreparedFixture | None] = {}  # taken from the helper ahead of their turn

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
-    from imagebench.journal import Journal
-    from imagebench.progress import Bar
+    from imagebench.case.model import Case
     from imagebench.records import CaseSummary, SampleSummary
+    from imagebench.runs.journal import Journal
+    from imagebench.runs.progress import Bar
 
 
 class Sink:
@@ -44,7 +44,7 @@ class Sink:
         self.collected[label][sample] = summary
 
     def add(self, case: Case, sample: int, summary: SampleSummary, data: bytes | None = None) -> None:
-        from imagebench.runfolder import SUMMARY, sample_dir
+        from imagebench.runs.folder import SUMMARY, sample_dir
 
         path = sample_dir(self.run_dir, self.subject_name, case, sample) / SUMMARY
         if data is None:
@@ -65,7 +65,7 @@ class Sink:
         return [got[n] for n in range(self.units[label])]
 
     def maybe_finish(self, case: Case) -> None:
-        from imagebench.runfolder import write_case_summary
+        from imagebench.runs.folder import write_case_summary
 
         if case.label in self.summaries or not self.complete(case.label):
             return

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from imagebench.executor.serial import prepared_for
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
+    from imagebench.case.model import Case
     from imagebench.executor.planes import PlaneStarter
     from imagebench.executor.prefetch import Prefetcher
     from imagebench.executor.serial import Build
@@ -41,7 +41,7 @@ def run_threaded(
     threads: int,
 ) -> None:
     """Run every unit of ``builds`` on ``threads`` threads; the sink takes each as it finishes."""
-    from imagebench.runner import presents_tensor, run_unit
+    from imagebench.runs.runner import presents_tensor, run_unit
 
     sealed = any(seed is not None for _, seed, _ in builds)
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="imagebench-unit")

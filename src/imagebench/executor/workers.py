@@ -1,7 +1,7 @@
 """Units on dask.distributed workers.
 
 Each case's fixture is built once on a worker (a ``prepare`` task; dask moves it to the workers
-that run the case's samples) and each unit runs :func:`imagebench.runner.run_unit` on a worker in
+that run the case's samples) and each unit runs :func:`imagebench.runs.runner.run_unit` on a worker in
 a private temporary folder. The worker sends the unit's files back and the driver writes them
 into the run folder, ``summary.json`` last and atomically, so workers need no shared file system
 and the driver alone writes the run folder. The subject travels as its spec string.
@@ -9,7 +9,7 @@ and the driver alone writes the run folder. The subject travels as its spec stri
 Tensor cases: the driver uploads each tensor fixture once to the run's plane; workers reach it by
 URL. The plane listens on loopback only, so tensor units are pinned to workers on the driver's host.
 
-A sealed run (:mod:`imagebench.sealed`) builds one fixture per seed of a procedural case, each
+A sealed run (:mod:`imagebench.runs.sealed`) builds one fixture per seed of a procedural case, each
 shared by the samples of that seed; only the seeds travel to the workers, never the secret.
 """
 
@@ -38,11 +38,11 @@ from imagebench.executor.cluster import (
 from imagebench.executor.planes import PresentedPlane, present_on_driver
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
+    from imagebench.case.model import Case
     from imagebench.executor.planes import PlaneStarter
     from imagebench.executor.sink import Sink
-    from imagebench.runner import PreparedFixture
-    from imagebench.sandbox import SandboxPolicy
+    from imagebench.runs.runner import PreparedFixture
+    from imagebench.sandbox.policy import SandboxPolicy
     from imagebench.subjects import Subject
 
 
@@ -72,7 +72,7 @@ class UnitReturn:
 
 
 def _prepare_task(case: Case, seed: int | None = None) -> PreparedFixture:
-    from imagebench.runner import prepare_fixture
+    from imagebench.runs.runner import prepare_fixture
 
     with unit_pools():
         return prepare_fixture(case, plane=None, seed=seed)
@@ -90,8 +90,8 @@ def _unit_task(
     """Run one unit on a worker in a private folder and return the files it wrote."""
     import dask
 
-    from imagebench.runfolder import SUMMARY, sample_dir
-    from imagebench.runner import run_unit
+    from imagebench.runs.folder import SUMMARY, sample_dir
+    from imagebench.runs.runner import run_unit
 
     start = time.perf_counter()
     subject = worker_subject(*spec)
@@ -167,8 +167,8 @@ def run_dask(
     from distributed import as_completed
 
     from imagebench.records import SampleSummary
-    from imagebench.runfolder import sample_dir
-    from imagebench.runner import (
+    from imagebench.runs.folder import sample_dir
+    from imagebench.runs.runner import (
         TENSOR_SKIP_REASON,
         PreparedFixture,
         Unit,

@@ -3,7 +3,7 @@
 One model of "an MCP session of one case", shared by every route:
 
 - :mod:`imagebench.mcp.tools`: :class:`AgentSession`, the tool functions over what the subject
-  is shown (a :class:`~imagebench.session.Session` and the public part of its case, never the
+  is shown (a :class:`~imagebench.case.session.Session` and the public part of its case, never the
   fixture or its truth), and the leavings it collects;
 - :mod:`imagebench.mcp.transcript`: the record of every tool call (``transcript.json``);
 - :mod:`imagebench.mcp.server`: the SDK's server over those tools, served on stdio, streamable

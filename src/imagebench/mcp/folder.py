@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from imagebench.confine import SubjectIds
+    from imagebench.sandbox.limits import SubjectIds
 
 #: where the sandbox shows the folder (read-only)
 MCP_SHOWN = "/mcp"

@@ -22,10 +22,10 @@ from imagebench.mcp.tools import AgentSession, CaseView
 from imagebench.mcp.transcript import TRANSCRIPT
 
 if TYPE_CHECKING:
-    from imagebench.confine import SubjectIds
+    from imagebench.case.session import Session
     from imagebench.mcp.folder import McpFolder
-    from imagebench.session import Session
-    from imagebench.workspace import Workspace
+    from imagebench.sandbox.limits import SubjectIds
+    from imagebench.sandbox.workspace import Workspace
 
 
 def transcript_note(agent: AgentSession) -> dict[str, object]:
@@ -64,7 +64,7 @@ def served(
     which the sandbox shows read-only at :data:`~imagebench.mcp.server.MCP_SHOWN` (``sandboxed``)
     and an unsandboxed command reaches at its own path."""
     from imagebench.mcp.server import CONFIG_NAME, MCP_SHOWN, McpFolder, SocketServer, config_text
-    from imagebench.sandbox import WORKSPACE
+    from imagebench.sandbox.policy import WORKSPACE
 
     folder = McpFolder(ids=ids)
     shown = MCP_SHOWN if sandboxed else str(folder.path)

@@ -26,8 +26,8 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError as SdkToolError
 from mcp.server.fastmcp.utilities.types import Image
 
-from imagebench.confine import SubjectIds
 from imagebench.mcp.folder import BRIDGE_NAME, MCP_SHOWN, SOCKET_NAME, McpFolder
+from imagebench.sandbox.limits import SubjectIds
 
 __all__ = ["MCP_SHOWN", "SOCKET_NAME", "McpFolder", "SocketServer", "build_server", "client_config", "config_text"]
 from imagebench.mcp.tools import ToolError

@@ -1,6 +1,6 @@
 """The tools an agent works one case with, over what the subject is shown and nothing else.
 
-:class:`AgentSession` is built from a :class:`~imagebench.session.Session` (the fixture's data,
+:class:`AgentSession` is built from a :class:`~imagebench.case.session.Session` (the fixture's data,
 never its truth) and a :class:`CaseView` (the public part of the case: prompt, persona, layers,
 leavings, the answer's field names; never its fixture spec, verifier or contract's ground truth).
 It holds what the agent leaves: answer layers (``add_layer``/``update_layer``) and structured
@@ -10,7 +10,7 @@ session goes on. :meth:`AgentSession.call` runs a tool and records it in the tra
 
 Paths: the agent names ``.npy`` files relative to its workspace (or under the workspace's path as
 it sees it, ``/workspace`` in the sandbox); they are read beneath the workspace's descriptor
-without following any link (:class:`imagebench.workspace.Workspace`), so a path that leaves the
+without following any link (:class:`imagebench.sandbox.workspace.Workspace`), so a path that leaves the
 workspace, a link or anything but a regular file is refused, and no message names a path of the
 harness, only the one the agent gave. ``read_layer(encoding="npy")`` writes into the harness's
 own folder (:class:`imagebench.mcp.folder.McpFolder`), never into the workspace.
@@ -35,10 +35,10 @@ import numpy as np
 from imagebench.mcp.transcript import ToolCall, Transcript, summarise
 
 if TYPE_CHECKING:
-    from imagebench.case import Case, Collect, Layer
+    from imagebench.case.model import Case, Collect, Layer
+    from imagebench.case.session import Session
     from imagebench.mcp.folder import McpFolder
-    from imagebench.session import Session
-    from imagebench.workspace import Workspace
+    from imagebench.sandbox.workspace import Workspace
 
 #: values one read_layer returns at most as a JSON list, and as base64 or an .npy file
 MAX_LIST_VALUES = 512 * 512
@@ -93,8 +93,8 @@ class CaseView:
 
     @classmethod
     def of(cls, case: Case) -> CaseView:
+        from imagebench.case.session import case_prompt
         from imagebench.scoring.contract import load_contract
-        from imagebench.session import case_prompt
 
         fields: dict[str, str] | None = None
         if case.answer is not None:
@@ -143,7 +143,7 @@ class AgentSession:
     """One agent's session of one case: the tools, the leavings, the transcript.
 
     ``workspace`` is the agent's folder on this machine (for ``.npy`` files it names; a
-    :class:`~imagebench.workspace.Workspace` or the path of a folder the harness made),
+    :class:`~imagebench.sandbox.workspace.Workspace` or the path of a folder the harness made),
     ``workspace_alias`` the path it has inside the sandbox (``/workspace``); ``reads`` the
     harness's folder ``npy`` reads go to, seen by the agent at ``reads_alias``. ``on_layer(layer)`` is
     told of every answer layer added or updated (the panel puts it on the viewer), ``on_call(call)``
@@ -165,7 +165,7 @@ class AgentSession:
     ) -> None:
         self.view = view
         self._client = session.client
-        from imagebench.workspace import Workspace
+        from imagebench.sandbox.workspace import Workspace
 
         if workspace is not None and not isinstance(workspace, Workspace):
             workspace = Workspace(Path(workspace))
@@ -478,7 +478,7 @@ class AgentSession:
                 f"layer {name!r}: give exactly one of data (numbers) or npy (an .npy file in your workspace)"
             )
         if npy is not None:
-            from imagebench.workspace import NPY_HEADER_MAX, Refused
+            from imagebench.sandbox.workspace import NPY_HEADER_MAX, Refused
 
             rel = self._relative(npy)
             assert self.workspace is not None

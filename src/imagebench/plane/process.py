@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
-    from imagebench.fixture import Fixture
+    from imagebench.case.model import Case
+    from imagebench.fixtures.fixture import Fixture
     from imagebench.plane.client import Client
 
 STARTUP_TIMEOUT_S = 60.0
@@ -358,7 +358,7 @@ class RunPlane:
         """A :class:`~imagebench.plane.client.Client` for this plane (what a tensor session gets)."""
         return self.process.client
 
-    # The runner's seam (imagebench.runner.Plane): present before a sample, check after it.
+    # The runner's seam (imagebench.runs.runner.Plane): present before a sample, check after it.
     def present(self, case: Case, fixture: Fixture) -> dict[str, str]:
         return self.upload_fixture(case, fixture)
 

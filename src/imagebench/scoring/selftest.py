@@ -114,7 +114,7 @@ def _comparator_checks(entry: ComparatorEntry) -> list[SelftestCheck]:
 
 
 def _case_checks(case: Any) -> list[SelftestCheck]:
-    from imagebench.fixture import Attempt
+    from imagebench.fixtures.fixture import Attempt
 
     def one(got: str, ok: bool, note: str) -> list[SelftestCheck]:
         return [SelftestCheck("case", case.label, "answer_score 1.0", got, ok, note)]

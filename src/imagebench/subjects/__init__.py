@@ -11,7 +11,7 @@ and its receipt entry (:class:`~imagebench.subjects.base.SubjectKind`; registere
 - ``python:package.module:function`` (:mod:`.python`): ``function(session)`` in this process,
   or (``--isolate``) in a sandboxed child that the harness never imports it in;
 - ``command:<shell command>`` (:mod:`.command`): the command run with bash in a fresh workspace,
-  inside a bubblewrap sandbox unless its :class:`~imagebench.sandbox.SandboxPolicy` says
+  inside a bubblewrap sandbox unless its :class:`~imagebench.sandbox.policy.SandboxPolicy` says
   otherwise; ``--subject-mcp`` serves it the case's tools over MCP.
 
 :mod:`.registry` parses and asks a subject what its kind knows; :mod:`.running` runs one turn
@@ -29,7 +29,7 @@ __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from imagebench.sandbox import unavailable_reason
+    from imagebench.sandbox.policy import unavailable_reason
     from imagebench.subjects.base import (
         Confinement,
         Subject,

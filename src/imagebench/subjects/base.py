@@ -1,7 +1,7 @@
 """What every subject is, and what a subject *kind* owns about its subjects.
 
 A subject is anything with a ``name`` (usable as a folder name) that can be called with a
-:class:`~imagebench.session.Session` and leaves what the case asks for in
+:class:`~imagebench.case.session.Session` and leaves what the case asks for in
 ``session.namespace`` (:class:`Subject`). A subject that needs more than the session (the case,
 the sample folder, the time limit) defines ``bind(case, context) -> callable(session)``.
 
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from imagebench.sandbox import SandboxPolicy
-    from imagebench.session import Session
+    from imagebench.case.session import Session
+    from imagebench.sandbox.policy import SandboxPolicy
 
 Confinement = Literal["bubblewrap", "none", "in-process"]
 
@@ -112,7 +112,7 @@ class SubjectKind:
 
     @property
     def limits(self) -> dict[str, int | None] | None:
-        """What a confined subject may use (imagebench.confine.Limits as JSON); None: not confined."""
+        """What a confined subject may use (imagebench.sandbox.limits.Limits as JSON); None: not confined."""
         return None
 
     @property

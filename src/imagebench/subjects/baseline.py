@@ -10,9 +10,9 @@ from imagebench.subjects.base import SubjectError, SubjectKind, UnitContext
 from imagebench.subjects.registry import subject_kind
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
-    from imagebench.sandbox import SandboxPolicy
-    from imagebench.session import Session
+    from imagebench.case.model import Case
+    from imagebench.case.session import Session
+    from imagebench.sandbox.policy import SandboxPolicy
 
 
 @subject_kind

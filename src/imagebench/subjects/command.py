@@ -1,9 +1,9 @@
 """``command:<shell command>``: an external program or agent, run with bash in a fresh workspace.
 
-The command runs inside a bubblewrap sandbox (:mod:`imagebench.sandbox` says what it can see,
-:mod:`imagebench.command` runs it under its limits, :mod:`imagebench.confine` holds them) unless
+The command runs inside a bubblewrap sandbox (:mod:`imagebench.sandbox.policy` says what it can see,
+:mod:`imagebench.sandbox.process` runs it under its limits, :mod:`imagebench.sandbox.limits` holds them) unless
 its policy says otherwise; ``--subject-mcp`` serves it the case's tools while it works
-(:mod:`imagebench.mcp`). Its workspace is read and written through :mod:`imagebench.workspace`
+(:mod:`imagebench.mcp`). Its workspace is read and written through :mod:`imagebench.sandbox.workspace`
 only: never a path it controls.
 """
 
@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from imagebench import command as _command
-from imagebench import confine
-from imagebench.command import TENSOR_URL_ENV, CommandHarnessError
-from imagebench.confine import SubjectIds
-from imagebench.sandbox import SandboxKind, SandboxPolicy, SandboxUnavailable, check_policy, unavailable_reason
+from imagebench.sandbox import limits as confine
+from imagebench.sandbox import process as _command
+from imagebench.sandbox.limits import SubjectIds
+from imagebench.sandbox.policy import SandboxKind, SandboxPolicy, SandboxUnavailable, check_policy, unavailable_reason
+from imagebench.sandbox.process import TENSOR_URL_ENV, CommandHarnessError
+from imagebench.sandbox.workspace import NotText, Refused, Workspace
 from imagebench.subjects.base import (
     SubjectError,
     SubjectHarnessError,
@@ -36,11 +37,10 @@ from imagebench.subjects.base import (
     UnitContext,
 )
 from imagebench.subjects.registry import subject_kind
-from imagebench.workspace import NotText, Refused, Workspace
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
-    from imagebench.session import Session
+    from imagebench.case.model import Case
+    from imagebench.case.session import Session
 
 WORKSPACE_ENV = "IMAGEBENCH_WORKSPACE"
 # Never inherited by a command subject: where truth lives on disk and where reports go.
@@ -65,7 +65,7 @@ class CommandSubject(SubjectKind):
     everything it started is killed.
 
     ``sandbox`` says what it can see and reach (by default: a bubblewrap sandbox, no network, the
-    harness's Python without imagebench; see :mod:`imagebench.sandbox`); ``sandbox_kind`` is what
+    harness's Python without imagebench; see :mod:`imagebench.sandbox.policy`); ``sandbox_kind`` is what
     a run records. Where bubblewrap cannot start, binding refuses the subject unless the policy
     is ``SandboxPolicy(enabled=False)``.
 
@@ -321,7 +321,7 @@ def final_message(tail: bytes, offset: int) -> tuple[str | None, str | None]:
     """The end of a command's stdout as text: ``(text, None)``, or ``(None, why)`` naming the byte
     that is not UTF-8 (its offset in stdout). Never replaced: a message nobody can read is named so.
 
-    ``tail`` is the last :data:`imagebench.command.FINAL_MESSAGE_BYTES` of stdout, starting at ``offset``; when it was
+    ``tail`` is the last :data:`imagebench.sandbox.process.FINAL_MESSAGE_BYTES` of stdout, starting at ``offset``; when it was
     cut inside a character, those first continuation bytes are skipped.
     """
     skip = 0

@@ -9,8 +9,8 @@ from imagebench.subjects.base import SubjectKind
 from imagebench.subjects.registry import subject_kind
 
 if TYPE_CHECKING:
-    from imagebench.sandbox import SandboxPolicy
-    from imagebench.session import Session
+    from imagebench.case.session import Session
+    from imagebench.sandbox.policy import SandboxPolicy
 
 
 @subject_kind

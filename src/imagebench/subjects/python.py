@@ -1,7 +1,7 @@
 """``python:package.module:function``: a solver function, in this process or isolated.
 
 In process it is trusted code (it shares the harness's memory). With ``--isolate`` the same
-function runs in a sandboxed child Python (:mod:`imagebench.isolate`), and the harness never
+function runs in a sandboxed child Python (:mod:`imagebench.sandbox.isolate`), and the harness never
 imports its module: the spec is read as text and the code located without running any of it.
 """
 
@@ -18,9 +18,9 @@ from imagebench.subjects.base import Confinement, SubjectError, SubjectKind, Uni
 from imagebench.subjects.registry import subject_kind
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
-    from imagebench.sandbox import SandboxPolicy
-    from imagebench.session import Session
+    from imagebench.case.model import Case
+    from imagebench.case.session import Session
+    from imagebench.sandbox.policy import SandboxPolicy
     from imagebench.subjects.command import CommandSubject, _BoundCommand
 
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -35,7 +35,7 @@ class PythonSubject(SubjectKind):
     (truth is read-only and checked after each sample, but nothing stops it reading). With
     ``isolate`` (a :class:`SandboxPolicy`; ``--isolate`` on the command line) the same function
     runs in a sandboxed child Python that gets the session's data as files and returns its
-    bindings through files (:mod:`imagebench.isolate`).
+    bindings through files (:mod:`imagebench.sandbox.isolate`).
     """
 
     prefix = "python:"
@@ -49,7 +49,7 @@ class PythonSubject(SubjectKind):
 
     @classmethod
     def parse(cls, spec: str, *, sandbox: SandboxPolicy | None, isolate: bool, mcp: bool) -> PythonSubject:
-        from imagebench.sandbox import SandboxPolicy
+        from imagebench.sandbox.policy import SandboxPolicy
 
         target = spec[len(cls.prefix) :].strip()
         if not isolate:
@@ -107,7 +107,7 @@ class PythonSubject(SubjectKind):
     def isolated(self) -> tuple[CommandSubject, list[Path]]:
         """The command subject that runs this function in a child process (``isolate`` must be
         set), and the folders the child puts on its ``sys.path``."""
-        from imagebench.isolate import code_paths, isolated_command
+        from imagebench.sandbox.isolate import code_paths, isolated_command
         from imagebench.subjects.command import CommandSubject
 
         assert self.isolate is not None
@@ -122,7 +122,7 @@ class PythonSubject(SubjectKind):
         if self.isolate is None:
             assert self.function is not None
             return self.function
-        from imagebench.isolate import isolated_env
+        from imagebench.sandbox.isolate import isolated_env
         from imagebench.subjects.command import _BoundCommand
 
         subject, path = self.isolated()
@@ -152,7 +152,7 @@ class _IsolatedCall:
         self.bound.cancel()
 
     def __call__(self, session: Session) -> None:
-        from imagebench.isolate import RAISED_EXIT
+        from imagebench.sandbox.isolate import RAISED_EXIT
 
         self.bound(session)
         if session.notes.get("exit_code") == RAISED_EXIT:

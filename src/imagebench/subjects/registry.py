@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from imagebench.subjects.base import Confinement, SubjectError, SubjectKind
 
 if TYPE_CHECKING:
-    from imagebench.sandbox import SandboxPolicy
+    from imagebench.sandbox.policy import SandboxPolicy
     from imagebench.subjects.base import Subject
 
 #: the modules of the built-in kinds, in the order a spec is tried against them
@@ -141,7 +141,7 @@ def options_record(subject: object) -> dict[str, Any]:
 
 def options_from_record(raw: object) -> dict[str, Any]:
     """What :func:`options_record` wrote, as keyword arguments; ValueError naming the bad field."""
-    from imagebench.sandbox import SandboxPolicy
+    from imagebench.sandbox.policy import SandboxPolicy
 
     if raw in (None, {}):
         return {}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from imagebench.command import KILL_GRACE_S
+from imagebench.sandbox.process import KILL_GRACE_S
 from imagebench.subjects.base import (
     Subject,
     SubjectHarnessError,
@@ -20,8 +20,8 @@ from imagebench.subjects.base import (
 )
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
-    from imagebench.session import Session
+    from imagebench.case.model import Case
+    from imagebench.case.session import Session
 
 
 @dataclass

@@ -15,7 +15,7 @@ from imagebench.mcp.tools import AgentSession, CaseView
 from imagebench.subjects.base import Confinement, SubjectKind
 
 if TYPE_CHECKING:
-    from imagebench.session import Session
+    from imagebench.case.session import Session
 
 
 class ServedSubject(SubjectKind):

@@ -9,7 +9,7 @@
 - :mod:`~imagebench.suite.record`: what a suite run records in ``run.json``;
 - :mod:`~imagebench.suite.compare`: conditions C1-C4, McNemar's exact test, paired bootstrap;
 
-Case fingerprints live in :mod:`imagebench.fingerprint`. See ``docs/suites.md``.
+Case fingerprints live in :mod:`imagebench.runs.fingerprint`. See ``docs/suites.md``.
 Names load on first use so that ``imagebench --help`` stays fast.
 """
 

@@ -4,7 +4,7 @@ Two runs are compared only when all four conditions hold:
 
 - **C1 same cohort**: the same suite (id, pinned revision, suite fingerprint) and sampling policy,
   and the same sealing: both runs unsealed, or both sealed with the same secret (the same
-  commitment, :mod:`imagebench.sealed`), so that the two saw the same fixtures;
+  commitment, :mod:`imagebench.runs.sealed`), so that the two saw the same fixtures;
 - **C2 matched assignments**: the same replicate seed and the same tasks, each record first
   verified against the suite file when one pinning the recorded suite is at hand, and each run
   having run exactly its assignment;
@@ -37,10 +37,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from imagebench.fingerprint import scrub
 from imagebench.records import Record
+from imagebench.runs.fingerprint import scrub
+from imagebench.runs.sealed import recorded_commitment
 from imagebench.scoring.aggregates import FAILURE, SUCCESS
-from imagebench.sealed import recorded_commitment
 from imagebench.suite.record import SuiteRunInfo, run_info
 from imagebench.suite.sampling import (
     AssignmentError,
@@ -244,7 +244,7 @@ def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
     run = LoadedRun(name=name, folder=folder, record=record, info=info)
     receipt = folder / "receipt.json"
     if receipt.is_file():
-        # imagebench.receipt writes the running scorer's hashes under "scorer"
+        # imagebench.runs.receipt writes the running scorer's hashes under "scorer"
         try:
             raw = json.loads(receipt.read_text(encoding="utf-8"))
             scorer = raw.get("scorer") if isinstance(raw, Mapping) else None
@@ -261,8 +261,8 @@ def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             run.receipt_problem = f"receipt.json is not readable ({type(exc).__name__})"
     labels = info.assignment.labels if info is not None else list(record.cases)
-    from imagebench.runfolder import RunFolderError
-    from imagebench.runfolder import read_run as read_folder
+    from imagebench.runs.folder import RunFolderError
+    from imagebench.runs.folder import read_run as read_folder
 
     try:  # the run folder's one reader: every summary checked against its journal line
         contents = read_folder(folder, expected={label: record.samples for label in labels})

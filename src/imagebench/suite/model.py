@@ -27,7 +27,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from imagebench.fingerprint import (
+from imagebench.records import FrozenRecord
+from imagebench.runs.fingerprint import (
     RevisionError,
     check_revision,
     digest_json,
@@ -35,7 +36,6 @@ from imagebench.fingerprint import (
     is_digest,
     revision_problem,
 )
-from imagebench.records import FrozenRecord
 
 # 2: the suite fingerprint covers the suite id and revision, members their built fixtures.
 SUITE_SCHEMA_VERSION = 2

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from imagebench.fingerprint import collect_parts, role_of, scrub
+from imagebench.runs.fingerprint import collect_parts, role_of, scrub
 from imagebench.suite.model import SuiteManifest, SuiteRef, structural_problems
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
+    from imagebench.case.model import Case
 
 
 BUILT_CHANGED = (
@@ -108,9 +108,9 @@ def _as_source(cases: CaseSource | Mapping[str, Case] | Sequence[Case]) -> CaseS
 
 def _file_problems(case: Case, on_file: Callable[[str], None] | None) -> list[Problem]:
     """Re-hash every data and truth file of an on-disk member against the manifest's digest."""
-    from imagebench import tree
-    from imagebench.fingerprint import tree_location
-    from imagebench.fixture import FixtureError
+    from imagebench.fixtures import tree
+    from imagebench.fixtures.fixture import FixtureError
+    from imagebench.runs.fingerprint import tree_location
 
     located = tree_location(case)
     if located is None:
@@ -277,7 +277,7 @@ def pin_suite(
     pinned, an input that cannot be digested, a curated file whose bytes already differ from the
     fixture manifest. ``revision`` must already be resolved (see ``model.resolve_revision``).
     """
-    from imagebench.fingerprint import RevisionError, fingerprint_from_parts
+    from imagebench.runs.fingerprint import RevisionError, fingerprint_from_parts
     from imagebench.suite.model import SuiteMember, make_manifest
 
     problems: list[Problem] = []

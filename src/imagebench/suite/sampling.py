@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from imagebench.fingerprint import digest_json
 from imagebench.records import FrozenRecord
+from imagebench.runs.fingerprint import digest_json
 from imagebench.suite.model import SuiteManifest, SuiteRef, structural_problems
 
 ASSIGNMENT_SCHEMA_VERSION = 1

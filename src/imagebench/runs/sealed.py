@@ -7,7 +7,7 @@ its fixture, truth included. A *sealed* run is given a secret (``imagebench run 
     seed = int.from_bytes(HMAC-SHA256(key=secret, msg=fingerprint + b"\\0" + str(sample))[:8], "big") & (2**63 - 1)
 
 ``fingerprint`` is the case's definition fingerprint
-(:func:`imagebench.fingerprint.definition_fingerprint`: every input of the case but its seed and
+(:func:`imagebench.runs.fingerprint.definition_fingerprint`: every input of the case but its seed and
 the fixture built from it, so a derived seed never feeds back into what it is derived from) and
 ``sample`` the sample index. Without the secret the seeds cannot be told; with it the run is
 reproduced exactly. A case judged across its samples (``case.verify.across_samples``, a bundle's
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
+    from imagebench.case.model import Case
 
 #: ``run.json`` ``extra`` key of a sealed run's record (see :meth:`Seal.record`).
 RECORD_KEY = "sealed"
@@ -93,8 +93,8 @@ def derive_seed(secret: str | bytes, fingerprint: str, sample: int) -> int:
 
 
 def sealable(case: Case) -> bool:
-    """Whether ``case``'s fixture is built from a seed (a :class:`~imagebench.specs.Procedural` spec)."""
-    from imagebench.specs import Procedural
+    """Whether ``case``'s fixture is built from a seed (a :class:`~imagebench.fixtures.specs.Procedural` spec)."""
+    from imagebench.fixtures.specs import Procedural
 
     return isinstance(case.fixture, Procedural)
 
@@ -146,12 +146,12 @@ class Seal:
         A case whose definition cannot be fingerprinted raises :class:`SealedError` naming it:
         it cannot be sealed.
         """
-        from imagebench.fingerprint import (
+        from imagebench.runs.fingerprint import (
             FingerprintError,
             RevisionError,
             definition_fingerprint,
         )
-        from imagebench.runfolder import samples_for
+        from imagebench.runs.folder import samples_for
 
         out: dict[str, list[int]] = {}
         for case in cases:

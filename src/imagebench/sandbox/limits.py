@@ -14,7 +14,7 @@ command, an isolated function) gets, on by default:
 - **the workspace**: a tmpfs of that size mounted on the workspace folder where the harness may
   mount (root), otherwise a watcher that ends the subject when the folder outgrows it;
 - what the harness reads back: each leaving and all of a sample's leavings together are capped
-  (:mod:`imagebench.workspace`).
+  (:mod:`imagebench.sandbox.workspace`).
 
 A subject that hits one ends with the status ``resource-limit`` and a reason naming it
 (``resource-limit: memory``): a failure, like a timeout.
@@ -42,7 +42,7 @@ MiB = 1 << 20
 #: the first uid (and gid) a subject runs as when the harness is root; one per running subject
 UID_BASE = 61_000
 UID_COUNT = 1_000
-WORKSPACE_SHOWN = "/workspace"  # imagebench.sandbox.WORKSPACE
+WORKSPACE_SHOWN = "/workspace"  # imagebench.sandbox.policy.WORKSPACE
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(i?[bB])?\s*$")
 _SCALE = {"": 1, "k": 1 << 10, "m": MiB, "g": GiB, "t": 1 << 40}
 

@@ -3,7 +3,7 @@
 In process, a ``python:`` subject is trusted code: it shares the harness's memory, so nothing
 stops it from reading the fixture it is scored against (truth is read-only and its digest is
 checked after each sample, but reading is enough to cheat). Isolated, the same function runs
-in a child Python inside the command sandbox (:mod:`imagebench.sandbox`): the child is given
+in a child Python inside the command sandbox (:mod:`imagebench.sandbox.policy`): the child is given
 the session's data as files in its workspace (``prompt.md``, ``inputs/<layer>.npy``, ``files/``),
 builds a small session of its own, calls the function, and writes each name the function bound
 or rebound to ``outputs/<name>.npy`` (arrays) or ``outputs/<name>.json`` (anything JSON can
@@ -22,7 +22,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from imagebench.sandbox import SandboxPolicy
+from imagebench.sandbox.policy import SandboxPolicy
 
 TARGET_ENV = "IMAGEBENCH_ISOLATE_TARGET"
 #: The child's exit code when the function raised (BOOTSTRAP's ``RAISED``).

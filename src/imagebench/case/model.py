@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from imagebench.fixture import Attempt, Fixture, Outcome
-from imagebench.specs import FixtureSpec, Source, source_of
+from imagebench.fixtures.fixture import Attempt, Fixture, Outcome
+from imagebench.fixtures.specs import FixtureSpec, Source, source_of
 
 LayerKind = Literal["image", "labels", "points", "shapes"]
 Presentation = Literal["array", "tensor"]
@@ -87,7 +87,7 @@ class Collect:
 
 
 Verifier = Callable[[Fixture, Attempt], Outcome]
-# Called with the sample's imagebench.session.Session (not named here: the session module
+# Called with the sample's imagebench.case.session.Session (not named here: the session module
 # builds on this one, and a case never needs more of it than a callable taking one argument).
 Reference = Callable[[Any], None]
 

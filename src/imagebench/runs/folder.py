@@ -1,7 +1,7 @@
 """The run folder: its layout, its names, the verdict of a case, and the one reader of it all.
 
 A run folder is ``run-<UTC timestamp>/`` holding ``run.json`` (:class:`~imagebench.records.RunRecord`),
-``receipt.json``, ``journal.jsonl`` (:mod:`imagebench.journal`), ``report.html`` and, per subject
+``receipt.json``, ``journal.jsonl`` (:mod:`imagebench.runs.journal`), ``report.html`` and, per subject
 and case, ``<subject>/<namespace>/<case_id>/summary.json`` over ``sample-<n>/summary.json`` with the
 sample's artifacts beside it. Everything that writes or reads one goes through here: the runner
 writes samples into :func:`sample_dir`, the executor and the panel close a run with
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from imagebench.journal import JournalEntry
     from imagebench.records import CaseSummary, RunRecord, SampleSummary
+    from imagebench.runs.journal import JournalEntry
 
 RUN_RECORD = "run.json"
 RECEIPT = "receipt.json"
@@ -62,20 +62,20 @@ class _Labelled(Protocol):
 
 def sample_dir(run_dir: str | os.PathLike[str], subject_name: str, case: _Labelled, sample: int) -> Path:
     """``<run>/<subject>/<namespace>/<case_id>/sample-<n>`` (the folder ``write_report`` uses)."""
-    from imagebench.artifacts import report_dir
+    from imagebench.runs.artifacts import report_dir
 
     return report_dir(run_dir, subject_name, case.namespace, case.case_id, sample)
 
 
 def case_dir(run_dir: str | os.PathLike[str], subject_name: str, case: _Labelled) -> Path:
-    from imagebench.artifacts import report_dir
+    from imagebench.runs.artifacts import report_dir
 
     return report_dir(run_dir, subject_name, case.namespace, case.case_id)
 
 
 def label_dir(run_dir: str | os.PathLike[str], subject_name: str, label: str) -> Path:
     """:func:`case_dir` for a case known only by its label ``<namespace>/<case_id>``."""
-    from imagebench.artifacts import report_dir
+    from imagebench.runs.artifacts import report_dir
 
     namespace, _, case_id = label.partition("/")
     return report_dir(run_dir, subject_name, namespace, case_id)
@@ -94,7 +94,7 @@ def now_iso() -> str:
 def new_run_dir(root: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
     """A fresh ``run-<UTC timestamp>`` folder under ``root`` (default ``artifact_root()``) and its start time."""
     if root is None:
-        from imagebench.artifacts import artifact_root
+        from imagebench.runs.artifacts import artifact_root
 
         root = artifact_root()
     root = Path(root)
@@ -400,8 +400,8 @@ def parse_summary(path: Path, data: bytes) -> SampleSummary:
 
 
 def _read_sample(path: Path, label: str, subject: str, n: int, line: JournalEntry | None) -> SampleEntry:
-    from imagebench.journal import digest
     from imagebench.records import RecordError
+    from imagebench.runs.journal import digest
 
     entry = SampleEntry(label=label, sample=n, path=path, journaled=line is not None)
     try:
@@ -448,8 +448,8 @@ def read_run(
     resume passes False, since a kill can fall between a summary and its line.
     Raises RunFolderError only for a missing or unreadable ``run.json`` or journal.
     """
-    from imagebench.journal import JOURNAL_NAME, JournalError, read_journal
     from imagebench.records import CaseSummary, RecordError, read_record
+    from imagebench.runs.journal import JOURNAL_NAME, JournalError, read_journal
 
     run_dir = Path(run_dir)
     record = read_record_of_run(run_dir)
@@ -497,7 +497,7 @@ def read_run(
 def remove_stale_temporaries(run_dir: str | os.PathLike[str]) -> list[Path]:
     """Delete the temporary files an interrupted atomic write leaves (``.<name>.<random>.tmp``,
     ``.<name>.tmp.png``, ``.<name>.tmp.npy``); return what was removed."""
-    from imagebench.journal import LOCK_NAME
+    from imagebench.runs.journal import LOCK_NAME
 
     removed: list[Path] = []
     for path in Path(run_dir).rglob(".*"):

@@ -5,7 +5,7 @@ dependency versions, the source revision, the digest of every fixture manifest t
 (named by its role, never by its path), the scorer's registry and implementation hashes, the
 subject (a ``command:`` subject only by its program name and the sha256 of its command line),
 the sampling configuration, the seeds and the cases with their revisions. A sealed run
-(:mod:`imagebench.sealed`) is marked ``sealed: true`` with the commitment to its secret
+(:mod:`imagebench.runs.sealed`) is marked ``sealed: true`` with the commitment to its secret
 (``sealed_commitment``); its procedural seeds are recorded as ``"sealed"`` (each sample's seed is
 in its summary, written once the sample is scored).
 
@@ -198,10 +198,10 @@ def fixture_manifest_digests(
     ``extra`` adds ``{role: manifest path}`` pairs. A manifest that is absent is recorded as
     ``"absent"``.
     """
-    from imagebench.fixture import FIXTURES_ENV
-    from imagebench.specs import OnDisk
+    from imagebench.fixtures.fixture import FIXTURES_ENV
+    from imagebench.fixtures.specs import OnDisk
 
-    package_dir = Path(__file__).resolve().parent
+    package_dir = Path(__file__).resolve().parent.parent  # imagebench/, holding data/
     roles: dict[str, Path] = {}
     for case in cases:
         spec = getattr(case, "fixture", None)

@@ -2,7 +2,7 @@
 
 Three promises, whatever the command does:
 
-- nothing it started outlives it. In the sandbox (:mod:`imagebench.sandbox`) the command is in
+- nothing it started outlives it. In the sandbox (:mod:`imagebench.sandbox.policy`) the command is in
   its own PID namespace, and when bwrap's init ends the kernel kills every process in it,
   ``setsid`` daemons included; bwrap dies with this process (``--die-with-parent``). Without
   the sandbox, its process group, its descendants and every process carrying its tag in the
@@ -33,9 +33,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from imagebench import sandbox
-from imagebench.confine import Cgroup, Limits, SubjectIds, cgroup_name, wrapper_argv
-from imagebench.sandbox import SandboxPolicy
+from imagebench.sandbox import policy as sandbox
+from imagebench.sandbox.limits import Cgroup, Limits, SubjectIds, cgroup_name, wrapper_argv
+from imagebench.sandbox.policy import SandboxPolicy
 
 STREAM_CAP = 8 * 1024 * 1024
 FINAL_MESSAGE_BYTES = 64 * 1024

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from imagebench.confine import Limits, SubjectIds
+from imagebench.sandbox.limits import Limits, SubjectIds
 
 SandboxKind = Literal["bubblewrap", "none"]
 
@@ -78,7 +78,7 @@ class SandboxPolicy:
     ``network=True`` is ``--subject-network`` (the host's network namespace); ``env_prefix`` is
     ``--subject-env PREFIX`` (that environment instead of the harness's interpreter); ``expose``
     are extra folders bound read-only at their own path (a subject's own code); ``limits`` what
-    it may use (:mod:`imagebench.confine`, the ``--limit-*`` flags); ``env_pass`` the names of host
+    it may use (:mod:`imagebench.sandbox.limits`, the ``--limit-*`` flags); ``env_pass`` the names of host
     variables it is given beyond the minimal environment (``--subject-env-pass``, an agent's API
     key: the records keep the names, never the values).
     """
@@ -255,7 +255,7 @@ def _checkout_of(package_dir: str) -> str | None:
 def harness_paths() -> list[str]:
     """What of the harness a subject must never see: its packages (and their data) and checkout,
     the fixture tree and the outcome folder named in the environment, the fixture cache, and the
-    registry data the curated fixtures were authored from (:mod:`imagebench.registry`)."""
+    registry data the curated fixtures were authored from (:mod:`imagebench.fixtures.registry`)."""
     found: list[str] = []
     for name in _PACKAGES:
         spec = importlib.util.find_spec(name)
@@ -267,12 +267,12 @@ def harness_paths() -> list[str]:
     for var in ("IMAGEBENCH_FIXTURES", "IMAGEBENCH_OUTCOME_DIR"):
         if os.environ.get(var):
             found.append(_real(os.environ[var]))
-    from imagebench.cache import cache_root
+    from imagebench.fixtures.cache import cache_root
 
     cached = cache_root()  # built fixtures, truth included
     if cached is not None:
         found.append(_real(cached))
-    from imagebench.registry import source_paths
+    from imagebench.fixtures.registry import source_paths
 
     found += source_paths()  # the registry data curated fixtures were made from (their truth, their originals)
     return found
@@ -340,7 +340,7 @@ def mount_args(
     they lie inside a bound tree; an ``expose`` path inside one of them is refused. ``/tmp`` is a
     tmpfs of ``limits.tmp`` bytes. With ``ids`` (the harness is root) bwrap keeps only the
     capabilities ``setpriv`` needs to drop to that uid before the command starts
-    (:func:`imagebench.confine.wrapper_argv`). ``binds`` are harness folders bound read-only at
+    (:func:`imagebench.sandbox.limits.wrapper_argv`). ``binds`` are harness folders bound read-only at
     the path given (the MCP folder at ``/mcp``).
     """
     limits = limits or Limits()

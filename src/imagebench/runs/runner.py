@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
-    from imagebench.fixture import Attempt, Fixture, Outcome
+    from imagebench.case.model import Case
+    from imagebench.case.session import Session
+    from imagebench.fixtures.fixture import Attempt, Fixture, Outcome
     from imagebench.records import SampleSummary
-    from imagebench.session import Session
     from imagebench.subjects import Subject, SubjectRun, UnitContext
 
 TENSOR_SKIP_REASON = "this case presents a layer as tensor and no data plane is running"
@@ -97,7 +97,7 @@ def prepare_fixture(
 
     A case that presents a tensor is skipped when ``plane`` is None (pass the run's plane, or any
     non-None object to build it where the plane is checked later). ``seed`` builds a procedural
-    fixture from that seed instead of the case's own (a sealed run's, :mod:`imagebench.sealed`);
+    fixture from that seed instead of the case's own (a sealed run's, :mod:`imagebench.runs.sealed`);
     it is kept in the result's ``seed``. ``definition`` is the case's definition fingerprint when
     the caller has it (a case unpickled in another process may not be able to read its own source):
     the fixture cache's key."""
@@ -121,19 +121,19 @@ def prepare_fixture(
 
 
 def _build(case: Case, seed: int | None, definition: str | None = None) -> Fixture:
-    from imagebench.specs import Procedural
+    from imagebench.fixtures.specs import Procedural
 
     if seed is None:
         spec = case.fixture
         if not isinstance(spec, Procedural):
             return case.build()
         # a built procedural fixture is kept once, under everything it is made from
-        from imagebench import cache
+        from imagebench.fixtures import cache
 
         if cache.cache_root() is None:
             return case.build()
-        from imagebench.digest import FingerprintError
-        from imagebench.fingerprint import definition_fingerprint
+        from imagebench.fixtures.digest import FingerprintError
+        from imagebench.runs.fingerprint import definition_fingerprint
 
         if definition is None:
             try:
@@ -189,7 +189,7 @@ class Unit:
 
     @property
     def sample_dir(self) -> Path:
-        from imagebench.runfolder import sample_dir
+        from imagebench.runs.folder import sample_dir
 
         if self.run_dir is None or self.sample is None:
             raise ValueError(f"unit {self.case.label}: no run folder and sample number yet")
@@ -207,7 +207,7 @@ class Unit:
 def _as_prepared(
     fixture: Fixture | PreparedFixture | None, case: Case, plane: Plane | None, seed: int | None
 ) -> PreparedFixture:
-    from imagebench.fixture import Fixture
+    from imagebench.fixtures.fixture import Fixture
 
     if isinstance(fixture, PreparedFixture):
         if fixture.fixture is not None and fixture.seed != seed:
@@ -246,10 +246,10 @@ def open_unit(
     ``fixture`` is the case's fixture when the caller built it already (a :class:`Fixture`, or the
     :class:`PreparedFixture` of :func:`prepare_fixture`, which also carries a failed build);
     otherwise it is built here. ``timeout`` overrides ``case.timeout_s``. ``seed`` is this
-    sample's seed in a sealed run (:mod:`imagebench.sealed`): the fixture is built from it, and a
+    sample's seed in a sealed run (:mod:`imagebench.runs.sealed`): the fixture is built from it, and a
     :class:`PreparedFixture` handed over must have been built from it. The subject is never told it.
     """
-    from imagebench.session import open_session
+    from imagebench.case.session import open_session
     from imagebench.subjects import SubjectHarnessError, confinement_of, readonly_files
 
     prepared = _as_prepared(fixture, case, plane, seed)
@@ -377,7 +377,7 @@ def finish_unit(
     time since the unit opened). ``flags`` are added to the summary's. Never raises for what the
     fixture or the verifier does: each ends as a status.
     """
-    from imagebench.session import collect_attempt
+    from imagebench.case.session import collect_attempt
     from imagebench.subjects import SubjectRun
 
     unit.release()
@@ -429,13 +429,13 @@ def run_unit(
 def truth_digest(fixture: Fixture) -> str:
     """A digest of the truth a subject could reach in memory (arrays, numbers, nested mappings).
 
-    A handle on a file (an :class:`~imagebench.refs.ArrayRef`) is left out: it holds no bytes a
+    A handle on a file (an :class:`~imagebench.fixtures.refs.ArrayRef`) is left out: it holds no bytes a
     subject can change here, and reading a curated volume after every sample would cost a pass over it.
     """
     import hashlib
 
-    from imagebench.fixture_digest import value_digest
-    from imagebench.refs import ArrayRef
+    from imagebench.fixtures.fixture_digest import value_digest
+    from imagebench.fixtures.refs import ArrayRef
 
     h = hashlib.sha256()
     for key in sorted(fixture.truth):
@@ -477,7 +477,7 @@ def write_ended(
 ) -> SampleSummary:
     """Write the summary of a sample that ended without an Outcome (skipped, harness-error, timeout)."""
     from imagebench.records import SampleSummary, json_safe, write_record
-    from imagebench.runfolder import SUMMARY
+    from imagebench.runs.folder import SUMMARY
 
     case, fx = unit.case, unit.fixture
     unit.times["total_s"] = time.perf_counter() - unit.started
@@ -534,10 +534,10 @@ def _reason(status: str, outcome: Outcome, attempt: Attempt, run: SubjectRun) ->
 def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> SampleSummary:
     """Verify ``attempt`` and write the sample. A harness error or a timeout ends the sample with
     that status unverified; an error the subject raised goes into the notes and the reason."""
-    from imagebench.artifacts import record_artifact_range, write_report
-    from imagebench.fixture import Outcome
+    from imagebench.fixtures.fixture import Outcome
     from imagebench.records import SampleSummary as Summary
     from imagebench.records import json_safe, read_record
+    from imagebench.runs.artifacts import record_artifact_range, write_report
 
     case, fx = unit.case, unit.fixture
     assert fx is not None

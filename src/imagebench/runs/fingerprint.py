@@ -3,16 +3,16 @@
 A case's fingerprint is taken over its label, its pinned revision and a map of *parts*, one
 digest per role: the prompt, the persona, the layers, what it collects, its class and time
 limit, the verifier (qualified name and a digest of its source), the tolerances, the answer
-contract, and the fixture's inputs. For a :class:`~imagebench.fixture.Procedural` fixture those
+contract, and the fixture's inputs. For a :class:`~imagebench.fixtures.fixture.Procedural` fixture those
 are the builder (qualified name and source digest), the seed and the params; for an
-:class:`~imagebench.fixture.OnDisk` fixture they are the digest of the case's ``case.json`` and,
+:class:`~imagebench.fixtures.fixture.OnDisk` fixture they are the digest of the case's ``case.json`` and,
 for every data key and every truth key, the file's sha256 *as the tree manifest records it*
 (the bytes themselves are re-hashed only by ``imagebench suite verify``).
 
 Source digests cannot see what a builder reaches beyond its own source (a helper it calls, a
 library's random numbers, a file it reads), so every fixture that is not read from a fixture tree
 is also *built*, and each of its data and truth values digested as built (parts
-``built:data:<key>`` and ``built:truth:<key>``; see :mod:`imagebench.fixture_digest`). A curated
+``built:data:<key>`` and ``built:truth:<key>``; see :mod:`imagebench.fixtures.fixture_digest`). A curated
 fixture is identified by the manifest digests above instead, which ``suite verify`` re-hashes.
 
 Keeping the parts, not only their digest, lets a suite say *which* role of a case changed
@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from imagebench.digest import (
+from imagebench.fixtures.digest import (
     FingerprintError,
     canonical_json,
     digest_bytes,
@@ -51,7 +51,7 @@ from imagebench.digest import (
 )
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
+    from imagebench.case.model import Case
 
 
 # Names that move: a revision must never be one of these (an alias file may map some to a pin).
@@ -268,10 +268,10 @@ def _text_part(text: Any, what: str, label: str) -> str:
 def tree_location(case: Case) -> tuple[Path | None, str, str] | None:
     """Where a curated case's pixels live: ``(tree root or None, namespace, case id)``.
 
-    An :class:`~imagebench.fixture.OnDisk` case reads its own label from the tree; a bundle's
+    An :class:`~imagebench.fixtures.fixture.OnDisk` case reads its own label from the tree; a bundle's
     ``CuratedRef`` reads another tree case under its own label. None for any other fixture.
     """
-    from imagebench.specs import OnDisk
+    from imagebench.fixtures.specs import OnDisk
 
     spec = case.fixture
     if isinstance(spec, OnDisk):
@@ -289,9 +289,9 @@ def _curated_ref_type() -> type | None:
 
 
 def _on_disk_parts(label: str, root: Path | None, ns: str, case_id: str) -> dict[str, str]:
-    from imagebench import tree
-    from imagebench.fixture import FIXTURES_ENV, FixtureError
-    from imagebench.refs import suffix_of
+    from imagebench.fixtures import tree
+    from imagebench.fixtures.fixture import FIXTURES_ENV, FixtureError
+    from imagebench.fixtures.refs import suffix_of
 
     where = f"{ns}/{case_id}"
     if root is None:
@@ -334,7 +334,7 @@ def _on_disk_parts(label: str, root: Path | None, ns: str, case_id: str) -> dict
 
 
 def _fixture_parts(case: Case) -> dict[str, str]:
-    from imagebench.specs import Procedural
+    from imagebench.fixtures.specs import Procedural
 
     spec = case.fixture
     label = case.label
@@ -373,7 +373,7 @@ def _built_parts(case: Case) -> dict[str, str]:
     """``built:data:<key>`` / ``built:truth:<key>``: the fixture as built now (none for a curated one)."""
     if tree_location(case) is not None:
         return {}  # identified by the tree manifest's digests; verify re-hashes the files
-    from imagebench.fixture_digest import built_parts
+    from imagebench.fixtures.fixture_digest import built_parts
 
     label = case.label
     spec = case.fixture
@@ -549,7 +549,7 @@ def definition_fingerprint(case: Case) -> str:
 
     It identifies what the case *is* (prompt, layers, verifier, tolerances, builder and params,
     ...) but not the seed it is built from, so a seed derived from it (a sealed run's, see
-    :mod:`imagebench.sealed`) does not feed back into it. Nothing is built to compute it.
+    :mod:`imagebench.runs.sealed`) does not feed back into it. Nothing is built to compute it.
     """
     return fingerprint_from_parts(case.label, case.revision, definition_parts(case))
 
@@ -563,7 +563,7 @@ def agent_visible(case: Case) -> dict[str, Any]:
     Never the reference solution, the truth, the verifier or the tolerances; the fixture is not
     built (so no pixels are read either).
     """
-    from imagebench.session import case_prompt
+    from imagebench.case.session import case_prompt
 
     return {
         "label": case.label,

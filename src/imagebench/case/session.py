@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagebench.case import Collect, Layer
-from imagebench.fixture import Attempt, Fixture
+from imagebench.case.model import Collect, Layer
+from imagebench.fixtures.fixture import Attempt, Fixture
 
 if TYPE_CHECKING:
-    from imagebench.case import Case
+    from imagebench.case.model import Case
 
 # Names the harness binds in every namespace; a case may not use them for a layer or a leaving.
 RESERVED_NAMES: frozenset[str] = frozenset({"prompt", "fixture_tensors"})

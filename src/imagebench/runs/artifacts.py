@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from imagebench.fixture import Outcome
+from imagebench.fixtures.fixture import Outcome
 from imagebench.records import (
     STATUSES,
     MetricRecord,

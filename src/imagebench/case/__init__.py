@@ -1,0 +1,29 @@
+"""A case, and the session a subject works it in.
+
+- :mod:`.model`: ``Case``, ``Layer``, ``Collect``, ``Skill`` and choosing cases (``select_cases``);
+- :mod:`.session`: what a subject sees (``Session``, ``open_session``, ``case_prompt``, ``collect_attempt``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from imagebench._lazy import declared_exports, lazy_exports
+
+_EXPORTS = declared_exports(__name__, __file__)  # the TYPE_CHECKING block below: declared once
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from imagebench.case.model import (
+        LAYER_KINDS,
+        PRESENTATIONS,
+        Case,
+        CaseError,
+        Collect,
+        Layer,
+        Skill,
+        presentation_warnings,
+        select_cases,
+    )
+    from imagebench.case.session import Session, SessionLayer, case_prompt, collect_attempt, open_session

@@ -1,0 +1,22 @@
+"""Running units and the run folder they leave.
+
+- :mod:`.runner`: ONE unit in three phases (open, work, finish);
+- :mod:`.folder`: the run folder: its layout, its names, the verdict of a case, the one reader;
+- :mod:`.journal`: the run's journal and lock; :mod:`.artifacts`: what a person looks at (PNGs, summaries);
+- :mod:`.receipt`: what a run ran on; :mod:`.sealed`: seeds derived from a secret;
+- :mod:`.fingerprint`: a case's identity (pinned suites); :mod:`.progress`: the one progress bar.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from imagebench._lazy import declared_exports, lazy_exports
+
+_EXPORTS = declared_exports(__name__, __file__)  # the TYPE_CHECKING block below: declared once
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from imagebench.runs.folder import RunContents, RunFolderError, RunResult, read_run
+    from imagebench.runs.runner import finish_unit, open_unit, run_unit, work_unit

@@ -1,0 +1,32 @@
+"""What confines a subject that runs in a child process (docs/integrity.md).
+
+- :mod:`.policy`: the bubblewrap sandbox (``SandboxPolicy``, what is bound and masked, the plane bridge);
+- :mod:`.limits`: the limits a confined subject runs under and how each is held, the uid it drops to;
+- :mod:`.workspace`: the one place the harness reads or writes what a subject touched;
+- :mod:`.process`: running one command: its workspace, its process tree, its output, its time;
+- :mod:`.isolate`: a ``python:`` function run in a sandboxed child.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from imagebench._lazy import declared_exports, lazy_exports
+
+_EXPORTS = declared_exports(__name__, __file__)  # the TYPE_CHECKING block below: declared once
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from imagebench.sandbox.limits import Limits
+    from imagebench.sandbox.policy import (
+        WORKSPACE,
+        SandboxKind,
+        SandboxPolicy,
+        SandboxUnavailable,
+        check_policy,
+        mount_args,
+        shown_tree,
+        unavailable_reason,
+    )
+    from imagebench.sandbox.workspace import Refused, Workspace
