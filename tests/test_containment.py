@@ -29,7 +29,7 @@ import imagebench
 from imagebench import cases as builtin
 from imagebench.executor import run_cases
 from imagebench.records import RunRecord, read_record
-from imagebench.runs.folder import RunResult
+from imagebench.runs.verdict import RunResult
 from imagebench.sandbox.limits import Limits, MiB
 from imagebench.sandbox.policy import SandboxPolicy, unavailable_reason
 from imagebench.sandbox.workspace import Refused, Workspace

@@ -31,7 +31,7 @@ from imagebench import cases as builtin
 from imagebench.bundle.load import load_bundle
 from imagebench.executor import run_cases
 from imagebench.records import SampleSummary, read_record
-from imagebench.runs.folder import EXIT_FAILED, EXIT_PASSED, RunResult
+from imagebench.runs.verdict import EXIT_FAILED, EXIT_PASSED, RunResult
 from imagebench.sandbox.policy import SandboxPolicy, unavailable_reason
 from imagebench.subjects import CommandSubject
 

@@ -21,8 +21,8 @@ from imagebench.executor import cluster as ex_cluster
 from imagebench.executor import run_cases
 from imagebench.fixtures.fixture import Fixture, Outcome
 from imagebench.records import CaseSummary, RunRecord, SampleSummary, read_record
-from imagebench.runs.folder import RunResult
 from imagebench.runs.runner import presents_tensor
+from imagebench.runs.verdict import RunResult
 from imagebench.subjects import ReferenceSubject
 
 FAST_BUILTIN = ("segment-nuclei/empty-field", "segment-nuclei/count-nuclei")

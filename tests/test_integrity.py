@@ -21,7 +21,7 @@ from helpers import make_toy_case
 
 from imagebench.executor import run_cases
 from imagebench.fixtures.fixture import Fixture
-from imagebench.runs.folder import EXIT_DIED, EXIT_PASSED
+from imagebench.runs.verdict import EXIT_DIED, EXIT_PASSED
 from imagebench.subjects import PythonSubject
 
 
@@ -110,7 +110,7 @@ def test_a_corrupt_curated_fixture_never_leaves_exit_0(tmp_path: Path) -> None:
     from dataclasses import replace
 
     from imagebench import cases as builtin
-    from imagebench.runs.folder import EXIT_INCOMPLETE
+    from imagebench.runs.verdict import EXIT_INCOMPLETE
     from imagebench.subjects import ReferenceSubject
 
     case = builtin.get_case("segment-nuclei/dsb2018")

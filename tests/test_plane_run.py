@@ -23,7 +23,7 @@ from imagebench.fixtures.fixture import Attempt, Fixture  # noqa: E402
 from imagebench.plane import RunPlane  # noqa: E402
 from imagebench.plane import process as plane_process  # noqa: E402
 from imagebench.records import SampleSummary, read_record  # noqa: E402
-from imagebench.runs.folder import sample_dir  # noqa: E402
+from imagebench.runs.layout import sample_dir  # noqa: E402
 from imagebench.subjects import NopSubject, ReferenceSubject, parse_subject  # noqa: E402
 
 TENSOR_LAYER = Layer("image", "image", "image", presentation="tensor", chunks=(8, 8), dim_labels=("y", "x"))

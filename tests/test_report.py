@@ -17,8 +17,8 @@ from helpers import UnavailableSpec, make_toy_case
 from imagebench import cli
 from imagebench.executor import run_cases
 from imagebench.fixtures.fixture import Attempt, Fixture, Outcome
-from imagebench.report import REPORT_NAME, ReportError, read_run, write_html_report
-from imagebench.runs.folder import RunResult
+from imagebench.report import REPORT_NAME, ReportError, read_page, write_html_report
+from imagebench.runs.verdict import RunResult
 from imagebench.subjects import ReferenceSubject
 
 HOSTILE = "<script>alert('x')</script> & \"quoted\""
@@ -164,7 +164,7 @@ def test_receipt_and_an_incomplete_run(mixed_run: RunResult, tmp_path: Path) -> 
     (mixed_run.run_dir / "run.json").write_text(json.dumps(record))
     (mixed_run.run_dir / "reference/toy/passes/summary.json").unlink()
     (mixed_run.run_dir / "reference/toy/passes/sample-1/summary.json").unlink()
-    run = read_run(mixed_run.run_dir)
+    run = read_page(mixed_run.run_dir)
     verdicts = {v.label: v.verdict for v in run.cases}
     assert verdicts["toy/never-reached"] == "missing" and verdicts["toy/passes"] == "incomplete"
     text = write_html_report(mixed_run.run_dir).read_text(encoding="utf-8")

@@ -18,7 +18,6 @@ from imagebench import cli
 from imagebench import executor as ex
 from imagebench.executor import run_cases
 from imagebench.records import CaseSummary, RunRecord, SampleSummary, read_record
-from imagebench.runs.folder import RunResult
 from imagebench.runs.journal import (
     JOURNAL_NAME,
     Journal,
@@ -27,6 +26,7 @@ from imagebench.runs.journal import (
     RunLocked,
     read_journal,
 )
+from imagebench.runs.verdict import RunResult
 from imagebench.subjects import ReferenceSubject, parse_subject
 
 # Fast built-in cases whose verifiers write PNGs: a resumed run must match them byte for byte.

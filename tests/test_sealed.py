@@ -37,7 +37,6 @@ from imagebench.fixtures.fixture_digest import built_fixture_digest
 from imagebench.fixtures.specs import Procedural
 from imagebench.records import RunRecord, SampleSummary, read_record
 from imagebench.runs.fingerprint import case_fingerprint, definition_fingerprint
-from imagebench.runs.folder import RunResult
 from imagebench.runs.receipt import read_receipt
 from imagebench.runs.runner import PreparedFixture, open_unit, prepare_fixture
 from imagebench.runs.sealed import (
@@ -49,6 +48,7 @@ from imagebench.runs.sealed import (
     read_secret_file,
     recorded_commitment,
 )
+from imagebench.runs.verdict import RunResult
 from imagebench.subjects import ReferenceSubject, UnitContext
 from imagebench.suite.compare import compare_runs
 from imagebench.suite.record import RUN_INFO_KEY, SuiteRunInfo, conditions_now

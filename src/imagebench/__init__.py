@@ -71,7 +71,8 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from imagebench.fixtures.refs import ArrayRef, FileRef, NpzRef, ref_missing
     from imagebench.fixtures.specs import FixtureSpec, OnDisk, Procedural
-    from imagebench.runs.artifacts import artifact_root, save_png, shared_range, write_report
+    from imagebench.runs.artifacts import save_png, shared_range, write_report
+    from imagebench.runs.layout import artifact_root
     from imagebench.runs.receipt import build_receipt, write_receipt
     from imagebench.runs.runner import run_unit
     from imagebench.scoring import (

@@ -65,7 +65,7 @@ class CaseView:
 
     @property
     def verdict(self) -> str:
-        from imagebench.runs.folder import checked_verdict
+        from imagebench.runs.verdict import checked_verdict
 
         if not self.samples and self.summary is None:
             return "missing"
@@ -82,10 +82,14 @@ class CaseView:
 
 
 @dataclass
-class RunView:
+class RunPage:
+    """The page's model of one run: the run as its one reader read it (``contents``), with the
+    case sections, figures and warnings the page shows."""
+
     run_dir: Path
     record: RunRecord
     cases: list[CaseView]
+    contents: Any = None  # imagebench.runs.reader.RunContents
     receipt: Any = None
     receipt_problem: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -101,25 +105,30 @@ def _sample_index(path: Path) -> int:
         return 1 << 30
 
 
-def read_run(run_dir: str | Path, *, progress: bool = False) -> RunView:
+def read_page(run_dir: str | Path, *, progress: bool = False) -> RunPage:
     """Everything the page shows, read through the run folder's one reader
-    (:func:`imagebench.runs.folder.read_run`): a sample summary that is unreadable, misplaced, changed
+    (:func:`imagebench.runs.reader.read_run`): a sample summary that is unreadable, misplaced, changed
     after it was journaled or never journaled is left out and named on the page as a problem (only
     a missing or unreadable ``run.json`` or journal is an error)."""
-    from imagebench.runs.folder import RunFolderError, label_dir, samples_for
-    from imagebench.runs.folder import read_run as read_folder
+    from imagebench.runs.layout import RunFolderError, label_dir
     from imagebench.runs.progress import Bar
+    from imagebench.runs.reader import read_run
+    from imagebench.runs.verdict import samples_for
 
     known = _known_cases()
-    try:
-        record = read_folder(run_dir, expected={}).record
-        expected = {
+
+    def expected_of(record: RunRecord) -> dict[str, int]:
+        return {
             label: samples_for(known[label], record.samples) if label in known else record.samples
             for label in record.cases
         }
-        contents = read_folder(run_dir, expected=expected)
+
+    try:
+        contents = read_run(run_dir, expected=expected_of)
     except RunFolderError as exc:
         raise ReportError(str(exc)) from None
+    record = contents.record
+    expected = expected_of(record)
     run_dir = Path(run_dir)
     views: list[CaseView] = []
     with Bar(len(record.cases), description="reading", enabled=progress) as bar:
@@ -134,7 +143,7 @@ def read_run(run_dir: str | Path, *, progress: bool = False) -> RunView:
                     view.problems.append(f"sample {entry.sample}: {entry.problem}")
             views.append(view)
             bar.advance()
-    run = RunView(run_dir=run_dir, record=record, cases=views)
+    run = RunPage(run_dir=run_dir, record=record, cases=views, contents=contents)
     _read_receipt(run)
     _coverage_warnings(run, known)
     _aggregate(run)
@@ -150,19 +159,23 @@ def _known_cases() -> dict[str, Any]:
         return {}
 
 
-def _read_receipt(run: RunView) -> None:
-    path = run.run_dir / "receipt.json"
-    if not path.is_file():
+def _read_receipt(run: RunPage) -> None:
+    """The receipt as the run folder's reader found it, validated as a Receipt."""
+    raw = run.contents.receipt if run.contents is not None else None
+    if raw is None:
+        problem = run.contents.receipt_problem if run.contents is not None else ""
+        if problem and problem != "no receipt.json":
+            run.receipt_problem = f"ReceiptError: {run.run_dir / 'receipt.json'}: {problem}"
         return
     try:
-        from imagebench.runs.receipt import read_receipt
+        from imagebench.runs.receipt import Receipt
 
-        run.receipt = read_receipt(path)
+        run.receipt = Receipt.model_validate(raw)
     except Exception as exc:
         run.receipt_problem = f"{type(exc).__name__}: {exc}"
 
 
-def _coverage_warnings(run: RunView, known: Mapping[str, Any]) -> None:
+def _coverage_warnings(run: RunPage, known: Mapping[str, Any]) -> None:
     resolved = [known[v.label] for v in run.cases if v.label in known]
     if not resolved:
         run.warnings_note = "not computed: none of the run's cases is a built-in case"
@@ -179,7 +192,7 @@ def _coverage_warnings(run: RunView, known: Mapping[str, Any]) -> None:
         run.warnings_note = f"computed over the {len(resolved)} of {len(run.cases)} cases that are built-in cases"
 
 
-def _aggregate(run: RunView) -> None:
+def _aggregate(run: RunPage) -> None:
     samples = [s for v in run.cases for s in v.samples]
     try:
         from imagebench.scoring import aggregate
@@ -339,7 +352,7 @@ def _reasons(view: CaseView) -> list[str]:
     return [*view.problems, *reasons]
 
 
-def _results(run: RunView, ordered: Sequence[CaseView]) -> dict[str, Any]:
+def _results(run: RunPage, ordered: Sequence[CaseView]) -> dict[str, Any]:
     figs = {a.k: {c.label: c for c in a.cases} for a in run.aggregates}  # k -> label -> CaseFigures
     k = run.record.samples
     ks = [1, k] if k > 1 else [1]
@@ -364,7 +377,7 @@ def _results(run: RunView, ordered: Sequence[CaseView]) -> dict[str, Any]:
     return {"head": head, "rows": rows}
 
 
-def _figures(run: RunView) -> dict[str, Any]:
+def _figures(run: RunPage) -> dict[str, Any]:
     rows = []
     for agg in run.aggregates:
         for f in agg.figures.values():
@@ -385,7 +398,7 @@ def _figures(run: RunView) -> dict[str, Any]:
     return {"problem": run.aggregate_problem, "rows": rows, "policy": policy}
 
 
-def _coverage(run: RunView) -> dict[str, Any]:
+def _coverage(run: RunPage) -> dict[str, Any]:
     from imagebench.records import STATUSES
 
     counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
@@ -409,7 +422,7 @@ def _coverage(run: RunView) -> dict[str, Any]:
     }
 
 
-def _artifacts(run: RunView, view: CaseView, sample: SampleSummary, image_prefix: str) -> list[ArtifactView]:
+def _artifacts(run: RunPage, view: CaseView, sample: SampleSummary, image_prefix: str) -> list[ArtifactView]:
     folder = view.folder / f"sample-{sample.sample}" if sample.sample is not None else view.folder
     shown = []
     for name in sample.artifacts:
@@ -434,7 +447,7 @@ def _range(sample: SampleSummary) -> str:
     return "one shared contrast range for these images (its value was not recorded)"
 
 
-def _sample_block(run: RunView, view: CaseView, sample: SampleSummary, image_prefix: str) -> SampleBlock:
+def _sample_block(run: RunPage, view: CaseView, sample: SampleSummary, image_prefix: str) -> SampleBlock:
     metrics = [
         MetricRow(
             name=m.name,
@@ -493,7 +506,7 @@ def _transcript(view: CaseView, sample: SampleSummary) -> TranscriptView | None:
     )
 
 
-def _case_section(run: RunView, view: CaseView, image_prefix: str) -> CaseSection:
+def _case_section(run: RunPage, view: CaseView, image_prefix: str) -> CaseSection:
     info: list[tuple[str, str]] = []
     first = view.samples[0] if view.samples else None
     if first is not None:
@@ -521,7 +534,7 @@ def _case_section(run: RunView, view: CaseView, image_prefix: str) -> CaseSectio
     )
 
 
-def _receipt(run: RunView) -> dict[str, Any]:
+def _receipt(run: RunPage) -> dict[str, Any]:
     if run.receipt_problem or run.receipt is None:
         return {"problem": run.receipt_problem, "rows": None, "full": ""}
     r = run.receipt
@@ -544,7 +557,7 @@ SANDBOX_MEANINGS = {
 }
 
 
-def _head(run: RunView) -> dict[str, Any]:
+def _head(run: RunPage) -> dict[str, Any]:
     rec = run.record
     verdicts = [v.verdict for v in run.cases]
     failed, passed, skipped = verdicts.count("fail"), verdicts.count("pass"), verdicts.count("skipped")
@@ -575,7 +588,7 @@ def _head(run: RunView) -> dict[str, Any]:
     }
 
 
-def page_view(run: RunView, *, image_prefix: str = "") -> dict[str, Any]:
+def page_view(run: RunPage, *, image_prefix: str = "") -> dict[str, Any]:
     """Everything the template prints, as text and numbers (``image_prefix`` goes before each
     image's path relative to the run folder)."""
     ordered = _order(run.cases)
@@ -606,7 +619,7 @@ def _environment() -> Any:
     )
 
 
-def render(run: RunView, *, image_prefix: str = "") -> str:
+def render(run: RunPage, *, image_prefix: str = "") -> str:
     """The page for ``run`` as one HTML string."""
     return _environment().get_template(TEMPLATE_NAME).render(page_view(run, image_prefix=image_prefix))
 
@@ -621,7 +634,7 @@ def write_html_report(run_dir: str | Path, *, out: str | Path | None = None, pro
 
     from imagebench.records import atomic_write_text
 
-    run = read_run(run_dir, progress=progress)
+    run = read_page(run_dir, progress=progress)
     target = Path(out) if out is not None else run.run_dir / REPORT_NAME
     prefix = ""
     if target.parent.resolve() != run.run_dir.resolve():

@@ -43,7 +43,7 @@ def run_pngs(run_dir: str | Path) -> tuple[list[Path], list[str]]:
     """Every usable sample's PNG artifacts in a run folder, in a stable order, and the samples left
     out: the run folder's one reader checks each summary against the run's journal, so a summary
     changed (or written) after its run is named here and its images are not shown."""
-    from imagebench.runs.folder import read_run
+    from imagebench.runs.reader import read_run
 
     contents = read_run(run_dir)  # RunFolderError names a missing or unreadable run.json / journal
     out: list[Path] = []

@@ -224,7 +224,7 @@ class BenchModel:
     def outcome_root(self) -> Path:
         if self._outcome_root is not None:
             return self._outcome_root
-        from imagebench.runs.artifacts import artifact_root
+        from imagebench.runs.layout import artifact_root
 
         return Path(artifact_root())
 

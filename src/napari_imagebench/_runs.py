@@ -1,6 +1,6 @@
 """The panel's results: one run folder per subject, and one row per scored sample.
 
-A panel run folder is a run folder like any other (:mod:`imagebench.runs.folder`): every sample is
+A panel run folder is a run folder like any other (the run folder (:mod:`imagebench.runs.layout`, written by :mod:`imagebench.runs.writer`)): every sample is
 journaled as it is written; the case's summary, ``run.json``, ``receipt.json`` and ``report.html``
 are rewritten after each sample with the functions a headless run closes with, so ``imagebench
 report``, ``compare`` and the napari reader read it as they read ``imagebench run``'s.
@@ -69,55 +69,39 @@ class RunFolder:
     subject: Any = None  # the subject object (or the person's name) the receipt describes
     cases: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # why a receipt or report could not be written
+    writer: Any = None  # the run folder's one writer (imagebench.runs.writer.RunWriter)
 
     @classmethod
     def create(cls, root: Path, subject_name: str, subject: Any = None) -> RunFolder:
-        from imagebench.records import RunRecord, write_record
-        from imagebench.runs.folder import RUN_RECORD, new_run_dir
-        from imagebench.runs.journal import Journal
+        from imagebench.runs.writer import RunWriter
 
-        path, started = new_run_dir(root)
-        record = RunRecord(
-            run_id=path.name,
-            started=started,
-            subject=subject_name,
-            samples=0,
-            selection={"source": PANEL_SOURCE},
-            complete=False,
+        writer, record = RunWriter.create(
+            root, subject_name, samples=0, selection={"source": PANEL_SOURCE}, complete=False
         )
-        write_record(path / RUN_RECORD, record)
-        with Journal.open(path) as journal:
-            journal.append("start", detail={"run_id": record.run_id, "mode": PANEL_SOURCE})
-        return cls(path, record, subject=subject if subject is not None else subject_name)
+        writer.event("start", {"run_id": record.run_id, "mode": PANEL_SOURCE})
+        folder = cls(writer.run_dir, record, subject=subject if subject is not None else subject_name)
+        folder.writer = writer
+        return folder
 
     def next_sample(self, label: str) -> int:
         return len(self.samples.get(label, []))
 
     def add(self, case: Any, summary: SampleSummary) -> list[SampleSummary]:
         """Journal a sample just written, then rewrite its case's summary and ``run.json``, as a run
-        does at its end; returns the case's samples so far."""
-        from imagebench.records import write_record
-        from imagebench.runs.folder import (
-            RUN_RECORD,
-            SUMMARY,
-            closing_record,
-            sample_dir,
-            write_case_summary,
-        )
-        from imagebench.runs.journal import Journal
+        does at its end (through the run folder's one writer); returns the case's samples so far."""
+        from imagebench.runs.writer import RunWriter
 
-        path = sample_dir(self.path, summary.subject, case, summary.sample or 0) / SUMMARY
-        with Journal.open(self.path) as journal:
-            journal.unit(self.path, path, summary, path.read_bytes())
+        writer = self.writer or RunWriter(self.path, self.record.subject)
+        writer.sample(case, summary.sample or 0, summary)
         done = self.samples.setdefault(case.label, [])
         done.append(summary)
         build_s = float(summary.times.get("build_s", 0.0))
-        self.summaries[case.label] = write_case_summary(self.path, case, summary.subject, done, build_s)
+        self.summaries[case.label] = writer.case(case, done, build_s)
         selection = dict(self.record.selection)
         bundle = case.meta.get("bundle")
         if bundle is not None:  # as `run --bundle` records which bundle ran
             selection["bundles"] = sorted({*selection.get("bundles", []), str(bundle)})
-        self.record = closing_record(
+        self.record = writer.close(
             self.record,
             self.samples,
             self.summaries,
@@ -128,8 +112,8 @@ class RunFolder:
                 "samples": max(len(got) for got in self.samples.values()),
                 "cases": list(self.samples),
             },
+            end=False,  # the folder stays open for the person's next sample
         )
-        write_record(self.path / RUN_RECORD, self.record)
         self.cases[case.label] = case
         self._write_receipt_and_report()
         return done

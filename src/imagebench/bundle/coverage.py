@@ -108,12 +108,13 @@ def read_evidence(
 ) -> dict[str, CaseEvidence]:
     """Every sample of ``skill_id``'s cases in ``runs`` (run folders), by case id.
 
-    Run folders are read through their one checked reader (:func:`imagebench.runs.folder.read_run`):
+    Run folders are read through their one checked reader (:func:`imagebench.runs.reader.read_run`):
     a sample whose summary is missing, unreadable, or not the one the run's journal recorded (a
     summary edited after its run) is not counted and is named in ``warnings``; so is a folder
     that is not a run. Never raises for what is on disk. ``subject`` keeps only that subject's runs.
     """
-    from imagebench.runs.folder import RunFolderError, read_run
+    from imagebench.runs.layout import RunFolderError
+    from imagebench.runs.reader import read_run
 
     out: dict[str, CaseEvidence] = {}
     notes = warnings if warnings is not None else []

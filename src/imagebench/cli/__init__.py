@@ -4,7 +4,7 @@ Each feature module registers its own subcommands through ``add_cli(subparsers)`
 module only wires them together and imports just the module of the command being run. Feature modules keep heavy imports (dask, pyarrow,
 tifffile, ...) inside their command functions so that ``imagebench --help`` stays fast.
 Exit codes: 0 success, 1 a failed check or a case that failed, 2 a usage error; ``run`` also uses
-3 (blocked), 4 (incomplete) and 5 (the run died): :data:`imagebench.runs.folder.EXIT_MEANINGS`.
+3 (blocked), 4 (incomplete) and 5 (the run died): :data:`imagebench.runs.verdict.EXIT_MEANINGS`.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def _supervise(argv: list[str]) -> int:
     import subprocess
     import tempfile
 
-    from imagebench.runs.folder import EXIT_DIED, EXIT_PASSED
+    from imagebench.runs.verdict import EXIT_DIED, EXIT_PASSED
 
     fd, marker = tempfile.mkstemp(prefix="imagebench-exit-")
     os.close(fd)
@@ -177,7 +177,9 @@ def _borne_out(run_dir: str) -> str:
     """Why the run folder does not bear out a reported success ('' when it does): it must be
     complete, every summary must match its journal line, and every case must pass when its
     verdict is computed again from the checked samples."""
-    from imagebench.runs.folder import RunFolderError, checked_verdict, read_run
+    from imagebench.runs.layout import RunFolderError
+    from imagebench.runs.reader import read_run
+    from imagebench.runs.verdict import checked_verdict
 
     if not run_dir:
         return "it named no run folder"

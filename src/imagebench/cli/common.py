@@ -12,8 +12,8 @@ if TYPE_CHECKING:
 
     from imagebench.case.model import Case
     from imagebench.executor import Parallel
-    from imagebench.runs.folder import RunResult
     from imagebench.runs.sealed import Seal
+    from imagebench.runs.verdict import RunResult
     from imagebench.sandbox.policy import SandboxPolicy
     from imagebench.subjects import Subject
 

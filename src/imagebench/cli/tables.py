@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from imagebench.runs.folder import RunResult
+    from imagebench.runs.verdict import RunResult
 
 
 def console() -> Any:

@@ -4,7 +4,7 @@
 holds ``<run>/.lock``, writes ``journal.jsonl`` (:mod:`imagebench.runs.journal`) and the receipt
 first, hands the units to the serial loop or the dask workers, and closes ``run.json`` however
 the pass ends. A resume keeps every unit whose summary the run folder's reader
-(:func:`imagebench.runs.folder.read_run`) accepts and runs the rest.
+(:func:`imagebench.runs.reader.read_run`) accepts and runs the rest.
 
 A sealed run (:mod:`imagebench.runs.sealed`) is given a :class:`~imagebench.runs.sealed.Seal`: its seeds are
 derived here, before the run folder exists, and handed to the loops; ``run.json`` records the
@@ -17,6 +17,7 @@ import json
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,17 +35,18 @@ from imagebench.executor.serial import run_serial, serial_builds
 from imagebench.executor.sink import Sink
 from imagebench.executor.threads import run_threaded
 from imagebench.executor.workers import run_dask
-from imagebench.runs.folder import RunFolderError, RunResult
+from imagebench.runs.layout import RunFolderError
 from imagebench.runs.sealed import RECORD_KEY as SEALED_KEY
 from imagebench.runs.sealed import SealedError, recorded_commitment
+from imagebench.runs.verdict import RunResult
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
     from imagebench.records import RunRecord, SampleSummary
-    from imagebench.runs.folder import RunContents
-    from imagebench.runs.journal import Journal
+    from imagebench.runs.reader import RunContents
     from imagebench.runs.runner import Plane
     from imagebench.runs.sealed import Seal
+    from imagebench.runs.writer import RunWriter
     from imagebench.subjects import Subject
 
 # record.extra keys a run rewrites at its end (a resume drops the stale ones first)
@@ -80,13 +82,14 @@ def _begin(
     record: RunRecord,
     cases: Sequence[Case],
     units: Mapping[str, int],
-    journal: Journal,
+    writer: RunWriter,
     parallel: Parallel,
     resume: bool,
 ) -> tuple[RunRecord, RunContents | None, dict[str, Any]]:
     """The journal's first line of a pass; for a resume, what the folder holds and the clearing of
     what it cannot keep."""
-    from imagebench.runs.folder import now_iso, read_run, remove_stale_temporaries
+    from imagebench.runs.layout import now_iso, remove_stale_temporaries
+    from imagebench.runs.reader import read_run
 
     scan: RunContents | None = None
     base_extra = {k: v for k, v in record.extra.items() if k not in _END_KEYS}
@@ -108,10 +111,25 @@ def _begin(
             "mode": parallel.describe(),
         }
         base_extra["resumes"] = [*base_extra.get("resumes", []), note]
-        journal.append("resume", detail={k: v for k, v in note.items() if k != "time"})
+        writer.event("resume", {k: v for k, v in note.items() if k != "time"})
     else:
-        journal.append("start", detail={"run_id": record.run_id, "mode": parallel.describe()})
+        writer.event("start", {"run_id": record.run_id, "mode": parallel.describe()})
     return record.model_copy(update={"extra": base_extra}), scan, base_extra
+
+
+@dataclass(frozen=True)
+class _Label:
+    """A case known by its label alone (a summary found on disk during a resume)."""
+
+    label: str
+
+    @property
+    def namespace(self) -> str:
+        return self.label.partition("/")[0]
+
+    @property
+    def case_id(self) -> str:
+        return self.label.partition("/")[2]
 
 
 def execute(
@@ -133,11 +151,12 @@ def execute(
     summary, ``run.json`` and (when missing) ``receipt.json``. With ``resume`` the folder is first
     scanned: units with a complete, valid summary are kept, the others' folders are cleared.
     ``seeds`` is a sealed run's ``{label: [seed of each sample]}`` (:meth:`imagebench.runs.sealed.Seal.seeds`)."""
-    from imagebench.records import write_record
-    from imagebench.runs.folder import RECEIPT, RUN_RECORD, closing_record, samples_for
     from imagebench.runs.journal import Journal, RunLock
+    from imagebench.runs.layout import RECEIPT
     from imagebench.runs.progress import Bar
     from imagebench.runs.runner import presents_tensor
+    from imagebench.runs.verdict import samples_for
+    from imagebench.runs.writer import RunWriter
 
     cases = list(cases)
     units = {c.label: samples_for(c, record.samples) for c in cases}
@@ -148,8 +167,9 @@ def execute(
     except BaseException:
         lock.release()
         raise
+    writer = RunWriter(run_dir, subject.name, journal)
     try:
-        record, scan, base_extra = _begin(run_dir, record, cases, units, journal, parallel, resume)
+        record, scan, base_extra = _begin(run_dir, record, cases, units, writer, parallel, resume)
     except BaseException:
         journal.close()
         lock.release()
@@ -164,7 +184,7 @@ def execute(
     helper: Prefetcher | None = None
     starter: PlaneStarter | None = None
     bar: Bar | None = None
-    sink = Sink(run_dir, subject.name, cases, units, journal, on_sample)
+    sink = Sink(writer, cases, units, on_sample)
     receipt_problem = ""
     finished = False
     try:
@@ -182,7 +202,7 @@ def execute(
                     continue
                 sink.keep(entry.label, entry.sample, entry.summary)
                 if not entry.journaled:  # a complete summary whose line a kill cut off
-                    journal.unit(run_dir, entry.path, entry.summary, entry.data)
+                    writer.sample(_Label(entry.label), entry.sample, entry.summary, entry.data)
             for case in cases:
                 sink.maybe_finish(case)
         with unit_pools():
@@ -212,9 +232,7 @@ def execute(
                 extra["receipt_error"] = receipt_problem
             if not finished:
                 extra["interrupted"] = True
-            result.record = closing_record(record, result.samples, result.summaries, complete=finished, extra=extra)
-            write_record(run_dir / RUN_RECORD, result.record)
-            journal.append("end", detail={"complete": finished, "counts": result.record.counts})
+            result.record = writer.close(record, result.samples, result.summaries, complete=finished, extra=extra)
             if not finished and progress and sys.exc_info()[0] is not ExecutorError:  # its message says it
                 print(
                     f"the run stopped early; take it up again with: imagebench run --resume {run_dir}", file=sys.stderr
@@ -268,8 +286,7 @@ def run_cases(
     records the seal's commitment (never the secret). A case that cannot be sealed raises
     :class:`~imagebench.runs.sealed.SealedError` before the run folder is created.
     """
-    from imagebench.records import RunRecord, write_record
-    from imagebench.runs.folder import RUN_RECORD, new_run_dir
+    from imagebench.runs.writer import RunWriter
     from imagebench.subjects import confinement_of, limits_of
 
     cases = list(cases)
@@ -279,7 +296,6 @@ def run_cases(
         raise ValueError(f"samples must be at least 1, got {samples}")
     seeds = sealed.seeds(cases, samples) if sealed is not None else None
     with cluster_for(parallel, cases, subject, progress=progress) as cluster:
-        run_dir, started = new_run_dir(out)
         extra = dict(record_extra or {})
         extra.pop(SEALED_KEY, None)  # only a seal given here makes a run sealed
         if sealed is not None:
@@ -287,10 +303,9 @@ def run_cases(
         extra.update(subject_record(subject))
         if parallel.distributed:
             extra["executor"] = parallel.describe_for(subject)
-        record = RunRecord(
-            run_id=run_dir.name,
-            started=started,
-            subject=subject.name,
+        writer, record = RunWriter.create(
+            out,
+            subject.name,
             sandbox=confinement_of(subject),
             limits=limits_of(subject),
             samples=samples,
@@ -299,9 +314,8 @@ def run_cases(
             complete=False,
             extra=extra,
         )
-        write_record(run_dir / RUN_RECORD, record)
         return execute(
-            run_dir,
+            writer.run_dir,
             record,
             cases,
             subject,
@@ -421,7 +435,7 @@ def resume_run(
     a folder that cannot be resumed and :class:`imagebench.runs.journal.RunLocked` while another
     process writes it.
     """
-    from imagebench.runs.folder import read_record_of_run
+    from imagebench.runs.reader import read_record_of_run
     from imagebench.subjects import SubjectError, options_from_record, parse_subject
 
     run_dir = Path(run_dir)

@@ -1,17 +1,16 @@
-"""Where finished units go: the journal, the caller's ``on_sample``, the progress bar, and each
-case's summary as soon as all of its samples are in."""
+"""Where finished units go: the run folder's writer (a journal line after each summary is on disk,
+each case's summary as soon as all of its samples are in), the caller's ``on_sample``, the progress bar."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
     from imagebench.records import CaseSummary, SampleSummary
-    from imagebench.runs.journal import Journal
     from imagebench.runs.progress import Bar
+    from imagebench.runs.writer import RunWriter
 
 
 class Sink:
@@ -20,19 +19,17 @@ class Sink:
 
     def __init__(
         self,
-        run_dir: Path,
-        subject_name: str,
+        writer: RunWriter,
         cases: Sequence[Case],
         units: Mapping[str, int],
-        journal: Journal,
         on_sample: Callable[[SampleSummary], None] | None,
         bar: Bar | None = None,
     ) -> None:
-        self.run_dir = run_dir
-        self.subject_name = subject_name
+        self.writer = writer
+        self.run_dir = writer.run_dir
+        self.subject_name = writer.subject_name
         self.cases = {c.label: c for c in cases}
         self.units = units
-        self.journal = journal
         self.on_sample = on_sample
         self.bar = bar
         self.collected: dict[str, dict[int, SampleSummary]] = {c.label: {} for c in cases}
@@ -44,12 +41,7 @@ class Sink:
         self.collected[label][sample] = summary
 
     def add(self, case: Case, sample: int, summary: SampleSummary, data: bytes | None = None) -> None:
-        from imagebench.runs.folder import SUMMARY, sample_dir
-
-        path = sample_dir(self.run_dir, self.subject_name, case, sample) / SUMMARY
-        if data is None:
-            data = path.read_bytes()
-        self.journal.unit(self.run_dir, path, summary, data)
+        self.writer.sample(case, sample, summary, data)
         self.collected[case.label][sample] = summary
         if self.on_sample is not None:
             self.on_sample(summary)
@@ -65,12 +57,10 @@ class Sink:
         return [got[n] for n in range(self.units[label])]
 
     def maybe_finish(self, case: Case) -> None:
-        from imagebench.runs.folder import write_case_summary
-
         if case.label in self.summaries or not self.complete(case.label):
             return
         samples = self.samples_of(case.label)
         build_s = self.build_s.get(case.label)
         if build_s is None:  # every unit came from an earlier pass: its recorded build time
             build_s = float(samples[0].times.get("build_s", 0.0)) if samples else 0.0
-        self.summaries[case.label] = write_case_summary(self.run_dir, case, self.subject_name, samples, build_s)
+        self.summaries[case.label] = self.writer.case(case, samples, build_s)

@@ -90,7 +90,7 @@ def _unit_task(
     """Run one unit on a worker in a private folder and return the files it wrote."""
     import dask
 
-    from imagebench.runs.folder import SUMMARY, sample_dir
+    from imagebench.runs.layout import SUMMARY, sample_dir
     from imagebench.runs.runner import run_unit
 
     start = time.perf_counter()
@@ -167,7 +167,7 @@ def run_dask(
     from distributed import as_completed
 
     from imagebench.records import SampleSummary
-    from imagebench.runs.folder import sample_dir
+    from imagebench.runs.layout import sample_dir
     from imagebench.runs.runner import (
         TENSOR_SKIP_REASON,
         PreparedFixture,

@@ -18,5 +18,7 @@ __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from imagebench.runs.folder import RunContents, RunFolderError, RunResult, read_run
+    from imagebench.runs.layout import RunFolderError
+    from imagebench.runs.reader import RunContents, read_run
     from imagebench.runs.runner import finish_unit, open_unit, run_unit, work_unit
+    from imagebench.runs.verdict import RunResult

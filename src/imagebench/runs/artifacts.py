@@ -17,7 +17,6 @@ imported only when a PNG is written.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,20 +32,14 @@ from imagebench.records import (
     json_safe,
     write_record,
 )
+from imagebench.runs.layout import report_dir, safe_name
 
 __all__ = [
-    "OUTCOME_ENV",
-    "MARKER",
-    "artifact_root",
-    "safe_name",
-    "report_dir",
     "save_png",
     "shared_range",
     "write_report",
 ]
 
-OUTCOME_ENV = "IMAGEBENCH_OUTCOME_DIR"
-MARKER = "outcomes.marker"
 
 #: Percentiles (of the pooled finite pixel values) that bound a shared range: robust to a few
 #: hot or dead pixels while keeping almost all of the dynamic range.
@@ -72,41 +65,6 @@ _OWNED = {
     "artifacts",
     "detail",
 }
-
-
-def artifact_root() -> Path:
-    """Where outcomes go: ``$IMAGEBENCH_OUTCOME_DIR``; else ``outcomes/`` beside the checkout's
-    ``outcomes.marker`` (found by walking up from this file); else ``./outcomes``."""
-    env = os.environ.get(OUTCOME_ENV)
-    if env:
-        return Path(env)
-    for parent in Path(__file__).resolve().parents:
-        if (parent / MARKER).is_file():
-            return parent / "outcomes"
-    return Path.cwd() / "outcomes"
-
-
-def safe_name(text: str, fallback: str = "unnamed") -> str:
-    """A folder/file name for ``text``: runs of characters outside ``[A-Za-z0-9._-]`` become ``-``.
-
-    ``python:pkg.mod:solve`` -> ``python-pkg.mod-solve``; a name that would be empty, ``.`` or
-    ``..`` becomes ``fallback``.
-    """
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-")
-    if name in ("", ".", "..") or set(name) == {"."}:
-        return fallback
-    return name
-
-
-def report_dir(
-    root: str | os.PathLike[str], subject: str, namespace: str, case_id: str, sample: int | None = None
-) -> Path:
-    """The folder ``write_report`` uses for one case (and sample) of one subject."""
-    folder = Path(root) / safe_name(subject, "subject") / safe_name(namespace) / safe_name(case_id)
-    return folder / f"sample-{int(sample)}" if sample is not None else folder
-
-
-# --------------------------------------------------------------------------- images
 
 
 def _numeric(image: Any) -> np.ndarray | None:

@@ -189,7 +189,7 @@ class Unit:
 
     @property
     def sample_dir(self) -> Path:
-        from imagebench.runs.folder import sample_dir
+        from imagebench.runs.layout import sample_dir
 
         if self.run_dir is None or self.sample is None:
             raise ValueError(f"unit {self.case.label}: no run folder and sample number yet")
@@ -477,7 +477,7 @@ def write_ended(
 ) -> SampleSummary:
     """Write the summary of a sample that ended without an Outcome (skipped, harness-error, timeout)."""
     from imagebench.records import SampleSummary, json_safe, write_record
-    from imagebench.runs.folder import SUMMARY
+    from imagebench.runs.layout import SUMMARY
 
     case, fx = unit.case, unit.fixture
     unit.times["total_s"] = time.perf_counter() - unit.started

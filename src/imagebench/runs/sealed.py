@@ -151,7 +151,7 @@ class Seal:
             RevisionError,
             definition_fingerprint,
         )
-        from imagebench.runs.folder import samples_for
+        from imagebench.runs.verdict import samples_for
 
         out: dict[str, list[int]] = {}
         for case in cases:

@@ -28,7 +28,6 @@ over cases).
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -205,10 +204,14 @@ class Comparison(Record):
 
 @dataclass
 class LoadedRun:
+    """One side of a comparison: the run as its one reader read it (``contents``), with what
+    comparing needs of it (its suite info, its samples by index, its receipt's scorer)."""
+
     name: str  # "A" or "B"
     folder: Path
     record: Any  # RunRecord
     info: SuiteRunInfo | None
+    contents: Any = None  # imagebench.runs.reader.RunContents
     samples: dict[str, dict[int, Any]] = field(default_factory=dict)  # label -> index -> SampleSummary
     missing: dict[str, list[str]] = field(default_factory=dict)  # label -> why samples are missing
     receipt_scorer: dict[str, str] = field(default_factory=dict)  # registry_hash / implementation_hash
@@ -225,50 +228,46 @@ def _run_folder(path: str | Path) -> Path:
 
 
 def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
-    """Read run ``name`` (``"A"``/``"B"``): its record, suite info and every sample summary."""
-    from imagebench.records import RecordError, RunRecord, read_record
+    """Read run ``name`` (``"A"``/``"B"``) through the run folder's one checked reader
+    (:func:`imagebench.runs.reader.read_run`): its record, its suite info, its receipt's scorer and
+    every sample summary, each checked against its journal line."""
+    from imagebench.runs.layout import RunFolderError
+    from imagebench.runs.reader import read_run
 
     folder = _run_folder(path)
     who = f"run {name} ({folder.name})"
     if not folder.is_dir():
         return None, [f"{who}: not a run folder"]
+    infos: list[SuiteRunInfo | None] = []
+
+    def expected(record: Any) -> dict[str, int]:
+        info = run_info(record.extra)  # ValueError: run.json's suite info is not as expected
+        infos.append(info)
+        labels = info.assignment.labels if info is not None else list(record.cases)
+        return {label: record.samples for label in labels}
+
     try:
-        record = read_record(folder / "run.json", RunRecord)
-    except RecordError as exc:
+        contents = read_run(folder, expected=expected)
+    except RunFolderError as exc:
         why = str(exc).split(": ", 1)[-1]
-        return None, [f"{who}: run.json is not readable: {scrub(why)}"]
-    try:
-        info = run_info(record.extra)
+        return None, [f"{who}: run.json is not readable: {scrub(why)}" if "run.json" in str(exc) else f"{who}: {scrub(why)}"]
     except ValueError as exc:
         return None, [f"{who}: run.json {scrub(str(exc))}"]
-    run = LoadedRun(name=name, folder=folder, record=record, info=info)
-    receipt = folder / "receipt.json"
-    if receipt.is_file():
-        # imagebench.runs.receipt writes the running scorer's hashes under "scorer"
-        try:
-            raw = json.loads(receipt.read_text(encoding="utf-8"))
-            scorer = raw.get("scorer") if isinstance(raw, Mapping) else None
-            if not isinstance(scorer, Mapping):
-                run.receipt_problem = "receipt.json records no scorer"
-            else:
-                for key in ("registry_hash", "implementation_hash"):
-                    if isinstance(scorer.get(key), str):
-                        run.receipt_scorer[key] = scorer[key]
-                if not run.receipt_scorer:
-                    run.receipt_problem = (
-                        f"receipt.json does not identify the scorer ({scorer.get('error', 'no hashes')})"
-                    )
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            run.receipt_problem = f"receipt.json is not readable ({type(exc).__name__})"
-    labels = info.assignment.labels if info is not None else list(record.cases)
-    from imagebench.runs.folder import RunFolderError
-    from imagebench.runs.folder import read_run as read_folder
-
-    try:  # the run folder's one reader: every summary checked against its journal line
-        contents = read_folder(folder, expected={label: record.samples for label in labels})
-    except RunFolderError as exc:
-        return None, [f"{who}: {scrub(str(exc).split(': ', 1)[-1])}"]
-    for label in labels:
+    run = LoadedRun(name=name, folder=folder, record=contents.record, info=infos[0], contents=contents)
+    raw = contents.receipt
+    if raw is None:
+        run.receipt_problem = None if contents.receipt_problem == "no receipt.json" else contents.receipt_problem
+    else:  # imagebench.runs.receipt writes the running scorer's hashes under "scorer"
+        scorer = raw.get("scorer")
+        if not isinstance(scorer, Mapping):
+            run.receipt_problem = "receipt.json records no scorer"
+        else:
+            for key in ("registry_hash", "implementation_hash"):
+                if isinstance(scorer.get(key), str):
+                    run.receipt_scorer[key] = scorer[key]
+            if not run.receipt_scorer:
+                run.receipt_problem = f"receipt.json does not identify the scorer ({scorer.get('error', 'no hashes')})"
+    for label in expected_labels(run):
         got: dict[int, Any] = {}
         for entry in contents.entries(label):
             if entry.usable and entry.summary is not None:
@@ -277,6 +276,10 @@ def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
                 run.missing.setdefault(label, []).append(f"sample {entry.sample}: {scrub(entry.problem)}")
         run.samples[label] = got
     return run, []
+
+
+def expected_labels(run: LoadedRun) -> list[str]:
+    return run.info.assignment.labels if run.info is not None else list(run.record.cases)
 
 
 # --------------------------------------------------------------------------- the four conditions

@@ -1,0 +1,138 @@
+"""The run folder's layout: its names, its paths, where runs go, a fresh run folder.
+
+A run folder is ``run-<UTC timestamp>/`` holding ``run.json`` (:class:`~imagebench.records.RunRecord`),
+``receipt.json``, ``journal.jsonl`` (:mod:`imagebench.runs.journal`), ``report.html`` and, per
+subject and case, ``<subject>/<namespace>/<case_id>/summary.json`` over
+``sample-<n>/summary.json`` with the sample's artifacts beside it. Every path into it is built
+here; :mod:`imagebench.runs.writer` is its one writer and :mod:`imagebench.runs.reader` its one
+checked reader.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+RUN_RECORD = "run.json"
+RECEIPT = "receipt.json"
+REPORT = "report.html"
+SUMMARY = "summary.json"
+
+OUTCOME_ENV = "IMAGEBENCH_OUTCOME_DIR"
+MARKER = "outcomes.marker"
+
+
+class RunFolderError(ValueError):
+    """A run folder cannot be read (names the file, the field and what was expected)."""
+
+
+class _Labelled(Protocol):
+    namespace: str
+    case_id: str
+
+
+def artifact_root() -> Path:
+    """Where outcomes go: ``$IMAGEBENCH_OUTCOME_DIR``; else ``outcomes/`` beside the checkout's
+    ``outcomes.marker`` (found by walking up from this file); else ``./outcomes``."""
+    env = os.environ.get(OUTCOME_ENV)
+    if env:
+        return Path(env)
+    for parent in Path(__file__).resolve().parents:
+        if (parent / MARKER).is_file():
+            return parent / "outcomes"
+    return Path.cwd() / "outcomes"
+
+
+def safe_name(text: str, fallback: str = "unnamed") -> str:
+    """A folder/file name for ``text``: runs of characters outside ``[A-Za-z0-9._-]`` become ``-``.
+
+    ``python:pkg.mod:solve`` -> ``python-pkg.mod-solve``; a name that would be empty, ``.`` or
+    ``..`` becomes ``fallback``.
+    """
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-")
+    if name in ("", ".", "..") or set(name) == {"."}:
+        return fallback
+    return name
+
+
+def report_dir(
+    root: str | os.PathLike[str], subject: str, namespace: str, case_id: str, sample: int | None = None
+) -> Path:
+    """The folder ``write_report`` uses for one case (and sample) of one subject."""
+    folder = Path(root) / safe_name(subject, "subject") / safe_name(namespace) / safe_name(case_id)
+    return folder / f"sample-{int(sample)}" if sample is not None else folder
+
+
+# --------------------------------------------------------------------------- images
+
+
+def sample_dir(run_dir: str | os.PathLike[str], subject_name: str, case: _Labelled, sample: int) -> Path:
+    """``<run>/<subject>/<namespace>/<case_id>/sample-<n>`` (the folder ``write_report`` uses)."""
+    return report_dir(run_dir, subject_name, case.namespace, case.case_id, sample)
+
+
+def case_dir(run_dir: str | os.PathLike[str], subject_name: str, case: _Labelled) -> Path:
+    return report_dir(run_dir, subject_name, case.namespace, case.case_id)
+
+
+def label_dir(run_dir: str | os.PathLike[str], subject_name: str, label: str) -> Path:
+    """:func:`case_dir` for a case known only by its label ``<namespace>/<case_id>``."""
+    namespace, _, case_id = label.partition("/")
+    return report_dir(run_dir, subject_name, namespace, case_id)
+
+
+def utc_stamp() -> tuple[str, str]:
+    """``(folder stamp, ISO time)`` of now."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y%m%dT%H%M%SZ"), now.isoformat(timespec="seconds")
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def new_run_dir(root: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
+    """A fresh ``run-<UTC timestamp>`` folder under ``root`` (default ``artifact_root()``) and its start time."""
+    if root is None:
+        root = artifact_root()
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    stamp, started = utc_stamp()
+    for n in range(1000):
+        path = root / (f"run-{stamp}" if n == 0 else f"run-{stamp}-{n}")
+        try:
+            path.mkdir()
+            return path, started
+        except FileExistsError:
+            continue
+    raise RunFolderError(f"{root}: could not create a run folder (1000 run-{stamp}* folders exist)")
+
+
+def _sample_index(path: Path) -> int | None:
+    try:
+        return int(path.name.split("-", 1)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------- verdicts and summaries
+
+
+def remove_stale_temporaries(run_dir: str | os.PathLike[str]) -> list[Path]:
+    """Delete the temporary files an interrupted atomic write leaves (``.<name>.<random>.tmp``,
+    ``.<name>.tmp.png``, ``.<name>.tmp.npy``); return what was removed."""
+    from imagebench.runs.journal import LOCK_NAME
+
+    removed: list[Path] = []
+    for path in Path(run_dir).rglob(".*"):
+        name = path.name
+        if path.is_file() and name.endswith((".tmp", ".tmp.png", ".tmp.npy")) and name != LOCK_NAME:
+            try:
+                path.unlink()
+                removed.append(path)
+            except OSError:
+                pass
+    return removed

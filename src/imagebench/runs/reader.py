@@ -1,0 +1,215 @@
+"""The run folder's one checked reader: :func:`read_run` gives a :class:`RunContents`.
+
+The reader trusts nothing it did not check. A sample summary counts only when it parses as a
+record of its own label, subject and sample and its bytes match the digest the journal took when
+it was written; anything else is named in :attr:`SampleEntry.problem` and left out, so a summary
+edited by hand (a ``nop`` forged to ``ok``) is caught, not believed. The report, ``compare``,
+``--resume``, the napari reader, the panel's run list and the bundle coverage all read runs here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from imagebench.runs.layout import RECEIPT, RUN_RECORD, SUMMARY, RunFolderError, _sample_index, label_dir
+
+if TYPE_CHECKING:
+    from imagebench.records import CaseSummary, RunRecord, SampleSummary
+    from imagebench.runs.journal import JournalEntry
+
+@dataclass
+class SampleEntry:
+    """One sample summary as found on disk; ``problem`` says why it cannot be used ('' when it can)."""
+
+    label: str
+    sample: int
+    path: Path
+    summary: SampleSummary | None = None
+    data: bytes | None = None
+    problem: str = ""
+    journaled: bool = False
+
+    @property
+    def usable(self) -> bool:
+        return self.summary is not None and not self.problem
+
+
+@dataclass
+class RunContents:
+    """Everything a run folder holds, each record checked: see :func:`read_run`."""
+
+    run_dir: Path
+    record: RunRecord
+    journal: list[JournalEntry] = field(default_factory=list)
+    units: dict[tuple[str, int], SampleEntry] = field(default_factory=dict)
+    case_summaries: dict[str, CaseSummary] = field(default_factory=dict)
+    case_problems: dict[str, list[str]] = field(default_factory=dict)
+    receipt: dict[str, Any] | None = None
+    receipt_problem: str = ""
+
+    def entries(self, label: str) -> list[SampleEntry]:
+        return sorted((e for (lab, _), e in self.units.items() if lab == label), key=lambda e: e.sample)
+
+    def samples(self, label: str) -> list[SampleSummary]:
+        """The usable sample summaries of ``label``, in sample order."""
+        return [e.summary for e in self.entries(label) if e.usable and e.summary is not None]
+
+    @property
+    def labels(self) -> list[str]:
+        seen = dict.fromkeys(self.record.cases)
+        seen.update(dict.fromkeys(label for label, _ in self.units))
+        return list(seen)
+
+    @property
+    def problems(self) -> list[str]:
+        """Every sample that was left out and why, one line each (``label#n: why``)."""
+        out = [
+            f"{e.label}#{e.sample}: {e.problem}"
+            for e in sorted(self.units.values(), key=lambda e: (e.label, e.sample))
+            if e.problem
+        ]
+        for label, problems in self.case_problems.items():
+            out.extend(f"{label}: {p}" for p in problems)
+        return out
+
+
+def read_record_of_run(run_dir: str | os.PathLike[str]) -> RunRecord:
+    """``run.json`` of a run folder; RunFolderError naming the file when it is not there or not valid."""
+    from imagebench.records import RecordError, RunRecord, read_record
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunFolderError(f"{run_dir}: not a folder; expected a run folder (run-<UTC timestamp>) holding run.json")
+    try:
+        return read_record(run_dir / RUN_RECORD, RunRecord)
+    except RecordError as exc:
+        raise RunFolderError(str(exc)) from None
+
+
+def parse_summary(path: Path, data: bytes) -> SampleSummary:
+    """A sample summary from its bytes; RecordError naming the file and the field."""
+    from pydantic import ValidationError
+
+    from imagebench.records import READABLE_VERSIONS, RecordError, SampleSummary
+
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RecordError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise RecordError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    version = raw.get("schema_version")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        raise RecordError(f"{path}: field 'schema_version' is {version!r}, expected one of {list(READABLE_VERSIONS)}")
+    try:
+        return SampleSummary.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(root)"
+        raise RecordError(f"{path}: field {where!r}: {first['msg']}") from None
+
+
+def _read_sample(path: Path, label: str, subject: str, n: int, line: JournalEntry | None) -> SampleEntry:
+    from imagebench.records import RecordError
+    from imagebench.runs.journal import digest
+
+    entry = SampleEntry(label=label, sample=n, path=path, journaled=line is not None)
+    try:
+        entry.data = path.read_bytes()
+    except FileNotFoundError:
+        entry.problem = "missing"
+        return entry
+    except OSError as exc:
+        entry.problem = f"summary.json could not be read ({exc})"
+        return entry
+    try:
+        entry.summary = parse_summary(path, entry.data)
+    except RecordError as exc:
+        entry.problem = f"summary.json is not a valid record ({str(exc).split(': ', 1)[-1]})"
+        return entry
+    wrong = [
+        f"{name} is {got!r}, expected {want!r}"
+        for name, got, want in (
+            ("label", entry.summary.label, label),
+            ("subject", entry.summary.subject, subject),
+            ("sample", entry.summary.sample, n),
+        )
+        if got != want
+    ]
+    if wrong:
+        entry.problem = f"summary.json belongs elsewhere: {'; '.join(wrong)}"
+    elif line is not None and line.sha256 != digest(entry.data):
+        entry.problem = "summary.json changed after it was journaled (digest mismatch)"
+    return entry
+
+
+def read_run(
+    run_dir: str | os.PathLike[str],
+    *,
+    expected: Mapping[str, int] | Callable[[RunRecord], Mapping[str, int]] | None = None,
+    require_journal: bool = True,
+) -> RunContents:
+    """Read a run folder, checking every record.
+
+    ``expected`` maps each label to its number of samples (default: ``run.json``'s cases with its
+    ``samples``, plus whatever sample folders are on disk). A sample is usable only when its summary
+    parses, belongs where it lies, and matches its journal line. ``expected`` may be a function
+    of ``run.json``'s record (a report counts each known case's samples, ``compare`` a suite's
+    assignment). With ``require_journal`` (the
+    default) a summary the journal never recorded is left out too (``not in the journal``); a
+    resume passes False, since a kill can fall between a summary and its line.
+    Raises RunFolderError only for a missing or unreadable ``run.json`` or journal.
+    """
+    from imagebench.records import CaseSummary, RecordError, read_record
+    from imagebench.runs.journal import JOURNAL_NAME, JournalError, read_journal
+
+    run_dir = Path(run_dir)
+    record = read_record_of_run(run_dir)
+    try:
+        journal = read_journal(run_dir / JOURNAL_NAME)
+    except JournalError as exc:
+        raise RunFolderError(str(exc)) from None
+    lines: dict[tuple[str, int], JournalEntry] = {}
+    for entry in journal:
+        if entry.event == "unit" and entry.label is not None and entry.sample is not None:
+            lines[(entry.label, entry.sample)] = entry  # the last line for a unit wins
+    contents = RunContents(run_dir=run_dir, record=record, journal=journal)
+    if callable(expected):
+        expected = expected(record)
+    wanted = dict(expected) if expected is not None else {label: record.samples for label in record.cases}
+    for label, count in wanted.items():
+        folder = label_dir(run_dir, record.subject, label)
+        indices = set(range(count))
+        if expected is None and folder.is_dir():
+            indices |= {i for p in folder.glob("sample-*") if (i := _sample_index(p)) is not None}
+        for n in sorted(indices):
+            entry = _read_sample(folder / f"sample-{n}" / SUMMARY, label, record.subject, n, lines.get((label, n)))
+            if require_journal and not entry.problem and not entry.journaled:
+                entry.problem = "summary.json is not in the journal (written outside the run)"
+            contents.units[(label, n)] = entry
+        path = folder / SUMMARY
+        if path.is_file():
+            try:
+                contents.case_summaries[label] = read_record(path, CaseSummary)
+            except RecordError as exc:
+                contents.case_problems.setdefault(label, []).append(str(exc).split(": ", 1)[-1])
+    receipt = run_dir / RECEIPT
+    if receipt.is_file():
+        try:
+            raw = json.loads(receipt.read_text(encoding="utf-8"))
+            if isinstance(raw, dict):
+                contents.receipt = raw
+            else:
+                contents.receipt_problem = f"receipt.json holds a {type(raw).__name__}, expected an object"
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            contents.receipt_problem = f"receipt.json is not readable ({type(exc).__name__})"
+    else:
+        contents.receipt_problem = "no receipt.json"
+    return contents
+
+

@@ -1,0 +1,178 @@
+"""The run folder's one writer: a case's summary, the run's closing record, and :class:`RunWriter`,
+which the executor's sink and the bench panel both write runs through."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from imagebench.runs.layout import SUMMARY, case_dir, now_iso
+from imagebench.runs.verdict import case_verdict, run_passed, status_counts, verdicts_of
+
+if TYPE_CHECKING:
+    from imagebench.records import CaseSummary, RunRecord, SampleSummary
+    from imagebench.runs.journal import Journal
+
+def summarize_case(case: Any, subject_name: str, samples: Sequence[SampleSummary], build_s: float) -> CaseSummary:
+    """The case's ``summary.json``: counts, metric means, the first reasons and its verdict (which a
+    check across samples, as a bundle's rerun class has, may turn to ``fail``)."""
+    from imagebench.records import CaseSummary
+
+    values: dict[str, list[float]] = {}
+    limits: dict[str, float] = {}
+    for s in samples:
+        for m in s.metrics:
+            limits[m.name] = m.limit
+            values.setdefault(m.name, [])
+            if m.value is not None:
+                values[m.name].append(m.value)
+    means = {k: (sum(v) / len(v) if v else None) for k, v in values.items()}
+    reasons: list[str] = []
+    for s in samples:
+        if s.reason and s.reason not in reasons:
+            reasons.append(s.reason)
+    verdict = case_verdict(samples)
+    extra: dict[str, Any] = {}
+    checks = [str(c) for c in (getattr(case, "meta", {}) or {}).get("checks") or []]
+    if checks:  # a bundle case's grading checklist, for a person grading (report, panel)
+        extra["checks"] = checks
+    across = getattr(case.verify, "across_samples", None)
+    if callable(across) and verdict != "skipped":  # a case judged over all its samples (a bundle's rerun class)
+        try:
+            consistency = dict(across(samples))
+        except Exception as exc:
+            consistency = {
+                "consistent": False,
+                "reason": f"the check across samples raised {type(exc).__name__}: {exc}",
+            }
+        extra["consistency"] = consistency
+        if not consistency.get("consistent"):
+            verdict = "fail"
+            reasons.insert(0, f"inconsistent across samples: {consistency.get('reason', '')}")
+    kinds = {s.sandbox for s in samples if s.sandbox is not None}
+    return CaseSummary(
+        label=case.label,
+        subject=subject_name,
+        kind=case.kind,
+        case_class=case.case_class,
+        samples=len(samples),
+        sandbox=kinds.pop() if len(kinds) == 1 else None,
+        counts=status_counts(samples),
+        passed=sum(1 for s in samples if s.status == "ok"),
+        scored=sum(1 for s in samples if s.status in ("ok", "wrong-answer")),
+        metric_means=means,
+        extra={"verdict": verdict, "limits": limits, "reasons": reasons[:5], "build_s": build_s, **extra},
+    )
+
+
+def write_case_summary(
+    run_dir: Path, case: Any, subject_name: str, samples: Sequence[SampleSummary], build_s: float
+) -> CaseSummary:
+    from imagebench.records import write_record
+
+    summary = summarize_case(case, subject_name, samples, build_s)
+    write_record(case_dir(run_dir, subject_name, case) / SUMMARY, summary)
+    return summary
+
+
+def closing_record(
+    record: RunRecord,
+    samples: Mapping[str, Sequence[SampleSummary]],
+    summaries: Mapping[str, CaseSummary],
+    *,
+    complete: bool,
+    extra: Mapping[str, Any] | None = None,
+    update: Mapping[str, Any] | None = None,
+) -> RunRecord:
+    """``record`` as a pass over the run leaves it: finished now, its counts, verdicts and whether it passed."""
+    counts = status_counts(s for got in samples.values() for s in got)
+    verdicts = verdicts_of(samples, summaries)
+    fields: dict[str, Any] = {
+        "finished": now_iso(),
+        "counts": counts,
+        "complete": complete,
+        "extra": {
+            **(extra if extra is not None else record.extra),
+            "verdicts": verdicts,
+            "passed": run_passed(verdicts),
+        },
+        **(update or {}),
+    }
+    return record.model_copy(update=fields)
+
+
+
+
+class RunWriter:
+    """Writes one run folder: its ``run.json``, a journal line for each sample summary on disk, each
+    case's summary and the closing record. The executor (its sink) and the bench panel write runs
+    through it, so a panel run folder is a run folder like any other.
+
+    ``journal`` is an open :class:`~imagebench.runs.journal.Journal` held for the whole run (the
+    executor's, under the run's lock); without one each write opens the journal for its line (the
+    panel, whose run folder stays open between a person's samples)."""
+
+    def __init__(self, run_dir: Path, subject_name: str, journal: Journal | None = None) -> None:
+        self.run_dir, self.subject_name, self.journal = Path(run_dir), subject_name, journal
+
+    @classmethod
+    def create(cls, root: str | Path | None, subject_name: str, **fields: Any) -> tuple[RunWriter, RunRecord]:
+        """A fresh ``run-<UTC timestamp>`` folder under ``root`` and its first ``run.json``
+        (``complete: false``); ``fields`` are the rest of the :class:`~imagebench.records.RunRecord`."""
+        from imagebench.records import RunRecord, write_record
+        from imagebench.runs.layout import RUN_RECORD, new_run_dir
+
+        run_dir, started = new_run_dir(root)
+        record = RunRecord(run_id=run_dir.name, started=started, subject=subject_name, **fields)
+        write_record(run_dir / RUN_RECORD, record)
+        return cls(run_dir, subject_name), record
+
+    def _append(self, write: Any) -> None:
+        from imagebench.runs.journal import Journal
+
+        if self.journal is not None:
+            write(self.journal)
+        else:
+            with Journal.open(self.run_dir) as journal:
+                write(journal)
+
+    def event(self, event: str, detail: Mapping[str, Any]) -> None:
+        """A journal line of the run's own (``start``, ``resume``, ``end``)."""
+        self._append(lambda j: j.append(event, detail=dict(detail)))
+
+    def sample(self, case: Any, sample: int, summary: SampleSummary, data: bytes | None = None) -> Path:
+        """The journal line of a sample whose ``summary.json`` is on disk (``data``: its bytes, when
+        the caller has them); returns its path."""
+        from imagebench.runs.layout import sample_dir
+
+        path = sample_dir(self.run_dir, self.subject_name, case, sample) / SUMMARY
+        body = path.read_bytes() if data is None else data
+        self._append(lambda j: j.unit(self.run_dir, path, summary, body))
+        return path
+
+    def case(self, case: Any, samples: Sequence[SampleSummary], build_s: float) -> CaseSummary:
+        """The case's ``summary.json`` over its samples."""
+        return write_case_summary(self.run_dir, case, self.subject_name, samples, build_s)
+
+    def close(
+        self,
+        record: RunRecord,
+        samples: Mapping[str, Sequence[SampleSummary]],
+        summaries: Mapping[str, CaseSummary],
+        *,
+        complete: bool,
+        extra: Mapping[str, Any],
+        update: Mapping[str, Any] | None = None,
+        end: bool = True,
+    ) -> RunRecord:
+        """``run.json`` with its counts and verdicts (:func:`closing_record`), and (``end``) the
+        journal's ``end`` line; returns the record written."""
+        from imagebench.records import write_record
+        from imagebench.runs.layout import RUN_RECORD
+
+        closed = closing_record(record, samples, summaries, complete=complete, extra=extra, update=update)
+        write_record(self.run_dir / RUN_RECORD, closed)
+        if end:
+            self.event("end", {"complete": complete, "counts": closed.counts})
+        return closed
