@@ -229,16 +229,18 @@ def test_safe_name():
 
 
 def test_artifact_root_env_then_marker_then_cwd(tmp_path, monkeypatch):
-    monkeypatch.setenv(artifacts.OUTCOME_ENV, str(tmp_path / "o"))
+    from imagebench.runs import layout
+
+    monkeypatch.setenv(layout.OUTCOME_ENV, str(tmp_path / "o"))
     assert artifact_root() == tmp_path / "o"
-    monkeypatch.delenv(artifacts.OUTCOME_ENV)
+    monkeypatch.delenv(layout.OUTCOME_ENV)
     checkout = Path(__file__).resolve().parents[1]
-    assert (checkout / artifacts.MARKER).is_file()
+    assert (checkout / layout.MARKER).is_file()
     assert artifact_root() == checkout / "outcomes"
     # installed somewhere with no marker above it: the working directory
-    fake = tmp_path / "site-packages" / "imagebench" / "artifacts.py"
+    fake = tmp_path / "site-packages" / "imagebench" / "runs" / "layout.py"
     fake.parent.mkdir(parents=True)
-    monkeypatch.setattr(artifacts, "__file__", str(fake))
+    monkeypatch.setattr(layout, "__file__", str(fake))
     monkeypatch.chdir(tmp_path)
     assert artifact_root() == tmp_path / "outcomes"
 

@@ -2,7 +2,7 @@
 
 The widget (:mod:`napari_imagebench._widget`) is a thin shell that draws this model and calls
 its methods; tests drive the same methods directly. Nothing here scores: a sample is verified
-and written by :func:`imagebench.runs.runner.score_attempt`, the function the headless runner uses,
+and written by :func:`imagebench.runs.runner.finish_unit`, the phase the headless runner ends a unit with,
 so a panel run and ``imagebench run`` leave identical ``summary.json`` files.
 
 One panel holds at most one loaded case. Loading builds the fixture once (as a run does) and
@@ -10,7 +10,7 @@ opens a session on its data; the fixture stays private to this model and is used
 verify. Each Run of a non-interactive subject works a fresh session, as each sample of a run
 does; the interactive subject (a person at the viewer) works the session opened at Load and
 may score it as often as they like, each score a new sample. Every subject's samples go into
-one run folder per subject under :func:`imagebench.runs.artifacts.artifact_root` (or the outcome
+one run folder per subject under :func:`imagebench.runs.layout.artifact_root` (or the outcome
 root the model is given).
 
 Skill bundles (:mod:`imagebench.bundle`) opened with :meth:`BenchModel.open_bundle` add their
