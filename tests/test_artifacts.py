@@ -13,7 +13,6 @@ import pytest
 from imagebench import records
 from imagebench.fixtures.fixture import Attempt, Fixture, Metric, Outcome
 from imagebench.records import SCHEMA_VERSION, SampleSummary, read_record
-from imagebench.runs import artifacts
 from imagebench.runs.artifacts import save_png, shared_range, write_report
 from imagebench.runs.layout import artifact_root, report_dir, safe_name
 
