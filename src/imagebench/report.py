@@ -1,4 +1,5 @@
 """A run as one static web page: ``<run>/report.html``.
+Long because it is the page's whole model (cases, figures, coverage, receipt); the markup is in templates/.
 
 ``imagebench report RUN_DIR`` (and ``imagebench run`` at its end) reads the run folder and
 writes a single self-contained HTML file: no server, no network, no external script or style.

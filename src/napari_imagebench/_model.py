@@ -1,4 +1,5 @@
 """The bench panel's model: every state and action of the panel, without Qt.
+Long until the panel is split into small widgets and models (issue 26).
 
 The widget (:mod:`napari_imagebench._widget`) is a thin shell that draws this model and calls
 its methods; tests drive the same methods directly. Nothing here scores: a sample is verified

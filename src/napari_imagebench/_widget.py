@@ -1,4 +1,5 @@
 """The bench panel: a thin Qt shell over :class:`napari_imagebench._model.BenchModel`.
+Long until the panel is split into small widgets (issue 26).
 
 From top to bottom: the fixture tree in use (a folder picker changes it) and the skill bundles
 (another picker opens one), the tree of cases by namespace (kind, class, availability, source; an

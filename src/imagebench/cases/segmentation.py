@@ -1,4 +1,5 @@
 """Segmentation cases: nucleus instance segmentation and segmentation quality-control metrics.
+Long because it is a catalogue: the 2D nucleus cases, their QC-metric cases, builders, references and baselines.
 
 Skills and cases
 ----------------

@@ -1,4 +1,5 @@
 """Built-in structured-answer cases: the subject answers with one JSON object, scored field by field.
+Long because it is a catalogue: one contract, builder and reference per structured case.
 
 Each case's ``answer`` is a :class:`imagebench.scoring.TaskContract` whose ground truth refers
 to the fixture's held-out truth (``{"from_truth": key}``), so the case carries no answer; the

@@ -1,4 +1,5 @@
 """The tools an agent works one case with, over what the subject is shown and nothing else.
+Long because each tool's checks and messages sit beside it; the transports are in server.py.
 
 :class:`AgentSession` is built from a :class:`~imagebench.case.session.Session` (the fixture's data,
 never its truth) and a :class:`CaseView` (the public part of the case: prompt, persona, layers,

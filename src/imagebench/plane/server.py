@@ -1,4 +1,5 @@
 """The data-plane server: an Arrow Flight service over a zarr v3 store in its own data directory.
+Long because the Flight protocol's handlers and the zarr store they write must change together.
 
 It listens on loopback only. Every upload is streamed chunk by chunk into a staging folder and
 published under its id (``arrays/<id>/``) by one directory rename once every chunk has arrived

@@ -1,4 +1,5 @@
 """Case fingerprints: one digest over everything that makes a case the case it is.
+Long because every part of a case's identity is pinned here, beside the one canonical JSON they share.
 
 A case's fingerprint is taken over its label, its pinned revision and a map of *parts*, one
 digest per role: the prompt, the persona, the layers, what it collects, its class and time

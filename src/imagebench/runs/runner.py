@@ -1,4 +1,5 @@
 """One unit of work, ``(case, sample)``, in three phases: open, work, finish.
+Long because the three phases share one Unit and their failure paths; splitting them would scatter that state.
 
 - :func:`open_unit`: the fixture (built here, or handed over already built), its presentation
   (the data plane's ids for a tensor layer) and a fresh session on its data;
