@@ -434,13 +434,14 @@ def test_add_layer_npy_loses_no_race_to_a_rename_exchange(tmp_path: Path) -> Non
 
     thread = threading.Thread(target=swap, daemon=True)
     thread.start()
+    agent.add_layer("l", "labels", data=np.ones(shape, np.int32).tolist(), like="nuclei")
     loaded = refused = 0
     try:
-        for i in range(400):
+        for _ in range(400):
             try:
-                agent.add_layer(f"l{i}", "labels", npy="d/x.npy", like="nuclei")
+                agent.update_layer("l", npy="d/x.npy")
                 loaded += 1
-                assert int(agent.layers[f"l{i}"].data.max()) == 1, "the harness read through the swapped link"
+                assert int(agent.layers["l"].data.max()) == 1, "the harness read through the swapped link"
             except ToolError as exc:
                 assert "symbolic link" in str(exc) or "no such file" in str(exc) or "kept changing" in str(exc), exc
                 refused += 1
@@ -564,3 +565,158 @@ def test_where_no_cgroup_can_be_made_the_address_space_is_limited(
     err = (result.run_dir / summary.subject / summary.label / "sample-0" / "stderr.txt").read_text()
     assert err.split()[0] == str(512 * MiB) and "MemoryError" in err, err
     assert summary.status != "ok"
+
+
+# --------------------------------------------------------------------------- found by a red-team run
+
+
+@SANDBOX
+def test_a_lone_surrogate_in_an_answer_is_a_wrong_answer_not_a_harness_error(tmp_path: Path) -> None:
+    """A key ``"\\udfff"`` once made writing the summary fail: the failure became a harness error,
+    which every figure leaves out (pass@1 went from 0.5 to 1.0)."""
+    result = _run(tmp_path, "segment-nuclei/count-nuclei", 'echo "{\\"count\\": 0, \\"\\\\udfff\\": 0}"')
+    summary = _one(result, "segment-nuclei/count-nuclei")
+    assert summary.status == "wrong-answer", summary.reason
+    path = result.run_dir / summary.subject / summary.label / "sample-0" / "summary.json"
+    assert "\\\\udfff" in path.read_text(encoding="utf-8")  # kept as its escape
+
+
+@SANDBOX
+def test_labels_past_int64_are_unusable_not_a_verifier_crash(tmp_path: Path) -> None:
+    code = (
+        "import numpy as np; l = np.zeros(np.load('inputs/nuclei.npy').shape[:2], np.uint64); "
+        "l[0, 0] = 2**64 - 1; np.save('outputs/labels.npy', l)"
+    )
+    result = _run(tmp_path, "segment-nuclei/synthetic-blobs", f"{PY} -c {shlex.quote(code)}")
+    summary = _one(result, "segment-nuclei/synthetic-blobs")
+    assert summary.status == "unscorable-result", summary.reason
+    assert "2**63" in summary.reason
+
+
+def test_a_verifier_broken_by_a_leaving_is_the_subjects_failure(tmp_path: Path) -> None:
+    from helpers import make_toy_case, toy_verify
+
+    def fragile(fixture, attempt):
+        if "area" in attempt.arrays and attempt.arrays["area"] == 13:
+            raise ValueError("thirteen")
+        return toy_verify(fixture, attempt)
+
+    def broken(fixture, attempt):
+        raise RuntimeError("the bench's own bug")
+
+    def solve(session):
+        session.namespace["area"] = 13
+
+    from imagebench.subjects import PythonSubject
+
+    subject = PythonSubject(target="t:solve", function=solve)
+    result = run_cases([make_toy_case(verify=fragile)], subject, out=tmp_path / "a", progress=False)
+    (summary,) = result.samples["toy/rectangle"]
+    assert summary.status == "unscorable-result" and "thirteen" in summary.reason, summary.reason
+    result = run_cases([make_toy_case(verify=broken)], subject, out=tmp_path / "b", progress=False)
+    (summary,) = result.samples["toy/rectangle"]
+    assert summary.status == "harness-error" and "the bench's own bug" in summary.reason
+
+
+def test_an_agent_cannot_make_the_harness_hold_unbounded_layers(tmp_path: Path) -> None:
+    from imagebench.case.session import open_session
+    from imagebench.mcp import tools
+    from imagebench.mcp.tools import AgentSession, CaseView, ToolError
+    from imagebench.runs.runner import prepare_fixture
+
+    case = builtin.get_case("segment-nuclei/synthetic-blobs")
+    session = open_session(case, prepare_fixture(case).fixture)
+    agent = AgentSession(CaseView.of(case), session, workspace=tmp_path)
+    big = np.zeros((4096, 4096), np.float64)  # 128 MiB
+    np.save(tmp_path / "big.npy", big)
+    for i in range(tools.MAX_AGENT_BYTES // big.nbytes):
+        agent.add_layer(f"scratch{i}", "image", npy="big.npy")
+    with pytest.raises(ToolError, match="a session keeps"):
+        agent.add_layer("one-more", "image", npy="big.npy")
+    agent.update_layer("scratch0", data=[[0, 0], [0, 0]])  # room is freed by updating a layer
+    np.save(tmp_path / "half.npy", big[:2048])
+    agent.add_layer("one-more", "image", npy="half.npy")
+    small = [[0]] * 2
+    with pytest.raises(ToolError, match="the most a session keeps"):
+        for i in range(tools.MAX_AGENT_LAYERS + 1):
+            agent.add_layer(f"tiny{i}", "labels", data=small)
+    fresh = AgentSession(CaseView.of(case), session, workspace=tmp_path)
+    with pytest.raises(ToolError, match="not a plain relative path"):
+        fresh.add_layer("nul", "image", npy="big.npy\x00.npy")
+
+
+@SANDBOX
+@ROOT_ONLY
+def test_the_plane_takes_no_more_from_a_subject_than_its_workspace_limit(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow.flight")
+    code = (
+        "import os, json, numpy as np, pyarrow as pa, pyarrow.flight as fl\n"
+        "c = fl.FlightClient(os.environ['IMAGEBENCH_TENSOR_URL'])\n"
+        "schema = pa.schema([('index', pa.list_(pa.int64())), ('data', pa.binary())])\n"
+        "block = np.zeros((1024, 4096), np.float32)\n"
+        "for k in range(8):\n"
+        "    req = {'op': 'upload', 'version': 1, 'name': f'junk-{k}', 'shape': [1024, 4096], 'dtype': 'float32',\n"
+        "           'chunks': [1024, 4096], 'dim_labels': None, 'downsample': 'mean'}\n"
+        "    w, r = c.do_put(fl.FlightDescriptor.for_command(json.dumps(req).encode()), schema)\n"
+        "    w.write_batch(pa.record_batch([pa.array([[0, 0]], pa.list_(pa.int64())), pa.array([block.tobytes()], pa.binary())], schema=schema))\n"
+        "    w.done_writing(); r.read(); w.close()\n"
+        "import time; time.sleep(20)\n"
+    )
+    label = "drift-correction/large-field-tensor"
+    result = _run(tmp_path, label, f"{PY} -c {shlex.quote(code)}", **_small(workspace=40 * MiB))
+    summary = _one(result, label)
+    assert summary.status == "resource-limit" and summary.reason.startswith("resource-limit: plane"), summary.reason
+
+
+@SANDBOX
+def test_no_user_namespace_can_be_made_inside(tmp_path: Path) -> None:
+    code = (
+        "import ctypes, os, subprocess, threading, sys\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('unshare', libc.unshare(0x10000000), ctypes.get_errno(), file=sys.stderr)\n"
+        "print('clone3', libc.syscall(435, 0, 0), ctypes.get_errno(), file=sys.stderr)\n"
+        "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+        "print('child', subprocess.run(['true']).returncode, file=sys.stderr)\n"
+    )
+    result = _run(tmp_path, VOLUMES, f"unshare -U -r true 2>&1 >&2 || echo refused >&2; {PY} -c {shlex.quote(code)}")
+    summary = _one(result, VOLUMES)
+    err = (result.run_dir / summary.subject / summary.label / "sample-0" / "stderr.txt").read_text()
+    assert "refused" in err and "unshare -1 1" in err and "clone3 -1 38" in err and "child 0" in err, err
+
+
+@SANDBOX
+def test_a_kept_workspace_of_many_or_deep_folders_is_copied_as_far_as_it_can_be(tmp_path: Path) -> None:
+    deep = "d/" * 1500
+    cmd = f"mkdir -p {deep}x; for i in $(seq 1 3000); do mkdir -p many/$i; done; echo 1 > outputs/n.txt"
+    subject = CommandSubject(cmd, keep_workspace=True)
+    result = run_cases([builtin.get_case(VOLUMES)], subject, out=tmp_path / "out", progress=False)
+    summary = _one(result, VOLUMES)
+    assert summary.status != "harness-error", summary.reason
+    kept = result.run_dir / summary.subject / summary.label / "sample-0" / "workspace"
+    assert (kept / "outputs" / "n.txt").read_text() == "1\n" and (kept / "many" / "3000").is_dir()
+
+
+def test_mcp_folders_of_killed_harnesses_are_swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from imagebench.mcp.folder import FOLDER_PREFIX, McpFolder
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    stale = tmp_path / f"{FOLDER_PREFIX}999999999-abc"
+    stale.mkdir()
+    (stale / "bridge.py").write_text("x")
+    folder = McpFolder()
+    try:
+        assert not stale.exists() and folder.path.parent == tmp_path
+    finally:
+        folder.remove()
+
+
+@SANDBOX
+def test_an_isolated_module_that_does_not_import_is_a_subject_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = tmp_path / "code" / "unimportable"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("raise ImportError('no such thing here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "code"))
+    subject = parse_subject("python:unimportable.x:solve", isolate=True)
+    result = run_cases([builtin.get_case(VOLUMES)], subject, out=tmp_path / "out", progress=False)
+    summary = _one(result, VOLUMES)
+    assert summary.status == "subject-error", summary.reason

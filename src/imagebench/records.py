@@ -144,17 +144,32 @@ class RecordError(ValueError):
     """A record on disk is missing, malformed or of an unknown version (names the file and the field)."""
 
 
+def record_text(text: str) -> str:
+    """``text`` as a record can hold it: a lone surrogate (``"\\udfff"`` in a subject's JSON parses
+    to one, and no UTF-8 file can hold it) is kept as its escape, ``\\udfff``, so what a subject
+    wrote can never stop its own sample from being written (and so turn a failure into a
+    harness error, which figures leave out)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def json_safe(value: Any) -> Any:
-    """Turn numpy scalars/arrays, paths and non-finite floats into plain JSON (NaN/inf become None)."""
+    """Turn numpy scalars/arrays, paths and non-finite floats into plain JSON (NaN/inf become None);
+    text no UTF-8 file can hold is escaped (:func:`record_text`)."""
     try:
         import numpy as np
     except ImportError:  # pragma: no cover
         np = None  # type: ignore[assignment]
     if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
+        return {record_text(str(k)): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
         return [json_safe(v) for v in value]
-    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+    if isinstance(value, str):
+        return record_text(value)
+    if isinstance(value, bool) or value is None or isinstance(value, int):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
@@ -201,7 +216,13 @@ _UMASK = _read_umask()  # read once at import: os.umask is process-wide, not thr
 
 
 def write_record(path: str | os.PathLike[str], record: BaseModel) -> Path:
-    return atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
+    """``record`` as indented JSON, atomically. A record holding text no UTF-8 file can hold (a
+    subject's lone surrogate that reached a reason or a detail) is written with that text escaped."""
+    try:
+        text = record.model_dump_json(indent=2)
+    except ValueError:  # pydantic_core.PydanticSerializationError: surrogates not allowed
+        text = json.dumps(json_safe(record.model_dump(mode="python")), indent=2, ensure_ascii=False)
+    return atomic_write_text(path, text + "\n")
 
 
 def read_record(path: str | os.PathLike[str], model: type[BaseModel]) -> Any:

@@ -855,12 +855,12 @@ class BenchModel:
         on a Unix socket in a new folder that also holds ``mcp.json`` (how a client reaches it).
         ``on_layer`` hears of each layer the agent adds or updates, ``on_call`` of each tool call
         (both from the server's thread). :meth:`score_agent` scores what it left."""
-        import shutil
         import tempfile
 
         from imagebench.mcp.server import CONFIG_NAME, McpFolder, SocketServer, config_text
         from imagebench.mcp.tools import AgentSession, CaseView
         from imagebench.runs.runner import open_unit
+        from imagebench.sandbox.process import remove_tree
 
         loaded = self._need_loaded()
         if self.agent is not None:
@@ -881,7 +881,7 @@ class BenchModel:
             (folder / CONFIG_NAME).write_text(config_text(str(mcp.path)), encoding="utf-8")
         except Exception as exc:
             unit.release()
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder)
             raise self._fail(f"the MCP server could not start: {type(exc).__name__}: {exc}") from None
         self.agent = AgentServe(unit, agent, server, folder, folder / "mcp.json")
         self.notify("info", f"serving {loaded.case.label} to an agent: point its MCP client at {self.agent.config}")
@@ -889,7 +889,7 @@ class BenchModel:
 
     def stop_agent(self) -> None:
         """Stop serving (nothing is scored); the agent's folder goes."""
-        import shutil
+        from imagebench.sandbox.process import remove_tree
 
         serve, self.agent = self.agent, None
         if serve is None:
@@ -897,15 +897,14 @@ class BenchModel:
         serve.server.close()
         serve.agent.reads.remove()
         serve.unit.release()
-        shutil.rmtree(serve.folder, ignore_errors=True)
+        remove_tree(serve.folder)
 
     def score_agent(self) -> ResultRow:
         """Stop serving and score what the agent left through the tools (:func:`imagebench.runs.runner.finish_unit`),
         recorded as subject ``mcp:<client name>``; its transcript goes into the sample folder."""
-        import shutil
-
         from imagebench.mcp.host import transcript_note, write_transcript
         from imagebench.runs.runner import finish_unit
+        from imagebench.sandbox.process import remove_tree
         from imagebench.subjects import SubjectRun
 
         serve = self.agent
@@ -928,7 +927,7 @@ class BenchModel:
             self.notify("warning", f"the transcript could not be written: {exc}")
         summary = finish_unit(unit, SubjectRun(seconds=time.perf_counter() - unit.started))
         agent.reads.remove()
-        shutil.rmtree(serve.folder, ignore_errors=True)
+        remove_tree(serve.folder)
         folder.add(case, summary)
         for problem in folder.problems:
             self.notify("warning", f"{folder.path.name}: {problem}")

@@ -353,6 +353,8 @@ def _read_labels(attempt: Attempt, shape: tuple[int, ...]) -> tuple[np.ndarray |
         return None, why
     if labels.dtype.kind == "i" and labels.size and int(labels.min()) < 0:
         return None, f"'labels' has negative values (min {int(labels.min())}); 0 is background, objects are > 0"
+    if labels.dtype.kind == "u" and labels.size and int(labels.max()) >= 2**63:
+        return None, f"'labels' has values of 2**63 or more (max {int(labels.max())}); labels are object numbers"
     return labels, None
 
 

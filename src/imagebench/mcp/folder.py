@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 MCP_SHOWN = "/mcp"
 READS = "reads"
 SOCKET_NAME = "server.sock"
+FOLDER_PREFIX = "imagebench-mcp-"
 BRIDGE_NAME = "bridge.py"
 
 #: Runs inside the sandbox with only the standard library: stdin/stdout <-> the server's socket.
@@ -73,7 +74,11 @@ class McpFolder:
     def __init__(self, parent: Path | None = None, *, ids: SubjectIds | None = None) -> None:
         import tempfile
 
-        self.path = Path(tempfile.mkdtemp(prefix="imagebench-mcp-", dir=parent))
+        from imagebench.sandbox.process import sweep_stale
+
+        if parent is None:
+            sweep_stale(FOLDER_PREFIX)  # the folders of harnesses killed before they could clean up
+        self.path = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=parent))
         os.chmod(self.path, 0o755)  # the subject's uid reads it (root's 0700 otherwise)
         self.ids = ids
         self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)

@@ -47,6 +47,10 @@ MAX_READ_VALUES = 4 * 1024 * 1024
 #: values one add_layer/update_layer takes at most from a JSON list (an .npy file may hold more)
 MAX_LIST_INPUT = 1024 * 1024
 MAX_LAYER_VALUES = 64 * 1024 * 1024
+#: what the harness keeps of an agent's layers: bytes of one layer, bytes of all of them, how many
+MAX_LAYER_BYTES = 512 * 1024 * 1024
+MAX_AGENT_BYTES = 1024 * 1024 * 1024
+MAX_AGENT_LAYERS = 64
 SNAPSHOT_MAX_SIDE = 1024
 ANSWER_KINDS = ("labels", "image", "points", "shapes")
 ENCODINGS = ("list", "base64", "npy")
@@ -319,7 +323,10 @@ class AgentSession:
         like = like or (leaving.like if leaving is not None else None)
         if like is not None and (like not in self.layers or self.layers[like].role != "input"):
             raise ToolError(f"like={like!r} names no input layer (inputs: {self._inputs()})")
+        if sum(1 for x in self.layers.values() if x.role == "answer") >= MAX_AGENT_LAYERS:
+            raise ToolError(f"you have {MAX_AGENT_LAYERS} layers, the most a session keeps; update one instead")
         arr = self._checked(name, kind, self._data(name, data, npy), like)
+        self._check_held(name, arr, replacing=None)
         self._check_open()
         added = AgentLayer(name, kind, arr, "answer", like=like, version=1)
         self.layers[name] = added
@@ -331,6 +338,7 @@ class AgentSession:
         if layer.role == "input":
             raise ToolError(f"{name!r} is an input layer of the case; it cannot be changed")
         arr = self._checked(name, layer.kind, self._data(name, data, npy), layer.like)
+        self._check_held(name, arr, replacing=layer)
         self._check_open()
         layer.data, layer.version = arr, layer.version + 1
         self._tell(layer)
@@ -409,6 +417,19 @@ class AgentSession:
 
     # ---------------------------------------------------------------- helpers
 
+    def _check_held(self, name: str, arr: np.ndarray, *, replacing: AgentLayer | None) -> None:
+        """The harness holds an agent's layers in its own memory: one layer and all of them are capped."""
+        if arr.nbytes > MAX_LAYER_BYTES:
+            raise ToolError(f"layer {name!r} is {arr.nbytes} bytes, more than the limit of {MAX_LAYER_BYTES} for one layer")
+        held = sum(
+            np.asarray(x.data).nbytes for x in self.layers.values() if x.role == "answer" and x is not replacing
+        )
+        if held + arr.nbytes > MAX_AGENT_BYTES:
+            raise ToolError(
+                f"layer {name!r} would bring your layers to {held + arr.nbytes} bytes, more than the {MAX_AGENT_BYTES} a "
+                "session keeps; update a layer you no longer need with a small array instead"
+            )
+
     def _check_open(self) -> None:
         if self.submitted.is_set():
             raise ToolError("the turn was submitted; nothing can be changed after submit")
@@ -484,7 +505,7 @@ class AgentSession:
             rel = self._relative(npy)
             assert self.workspace is not None
             try:  # beneath the workspace's descriptor, no link followed, read from the fd it checked
-                arr = self.workspace.read_array(rel, cap=MAX_LAYER_VALUES * 16 + NPY_HEADER_MAX)
+                arr = self.workspace.read_array(rel, cap=MAX_LAYER_BYTES + NPY_HEADER_MAX)
             except FileNotFoundError:
                 raise ToolError(f"npy {npy!r}: no such file in your workspace") from None
             except Refused as exc:

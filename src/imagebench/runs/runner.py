@@ -532,6 +532,19 @@ def _reason(status: str, outcome: Outcome, attempt: Attempt, run: SubjectRun) ->
     return "; ".join(parts)
 
 
+def _verifies_without_leavings(case: Case, fx: Fixture, attempt: Attempt) -> bool:
+    """Whether the verifier scores the same sample with nothing left (it does when the bench is
+    sound: every leaving then reads as absent)."""
+    from dataclasses import replace
+
+    empty = replace(attempt, arrays={}, notes={})
+    try:
+        case.verify(fx, empty)
+    except Exception:
+        return False
+    return True
+
+
 def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> SampleSummary:
     """Verify ``attempt`` and write the sample. A harness error or a timeout ends the sample with
     that status unverified; an error the subject raised goes into the notes and the reason."""
@@ -570,7 +583,13 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
         outcome = case.verify(fx, attempt)
     except Exception as exc:
         unit.times["verify_s"] = time.perf_counter() - vstart
-        return write_ended(unit, "harness-error", f"the verifier raised {type(exc).__name__}: {exc}", flags=flags)
+        raised = f"{type(exc).__name__}: {exc}"
+        if _verifies_without_leavings(case, fx, attempt):
+            # The verifier scores an empty attempt but not this one: what the subject left broke
+            # it. That is the subject's failure, never a harness error (which figures leave out).
+            reason = f"the verifier could not score what the subject left ({raised})"
+            return write_ended(unit, "unscorable-result", reason, flags=flags, detail=notes)
+        return write_ended(unit, "harness-error", f"the verifier raised {raised}", flags=flags)
     unit.times["verify_s"] = time.perf_counter() - vstart
     if not isinstance(outcome, Outcome):
         return write_ended(

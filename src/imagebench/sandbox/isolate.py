@@ -39,9 +39,15 @@ RAISED = 70  # the function raised (the harness scores it as a subject error, as
 ws = Path(os.environ["IMAGEBENCH_WORKSPACE"])
 sys.path[:0] = json.loads(os.environ["IMAGEBENCH_ISOLATE_PATH"])
 module, _, name = os.environ["IMAGEBENCH_ISOLATE_TARGET"].partition(":")
-func = importlib.import_module(module)
-for part in name.split("."):
-    func = getattr(func, part)
+try:  # a module that cannot be imported here is the subject's failure, as a function that raises is
+    func = importlib.import_module(module)
+    for part in name.split("."):
+        func = getattr(func, part)
+except BaseException:
+    import traceback
+
+    traceback.print_exc()
+    sys.exit(RAISED)
 
 
 class Session:

@@ -436,10 +436,17 @@ class PlaneBridge:
     is relayed to the real plane. The subject reaches the plane and nothing else on the host:
     not the dask scheduler, not another run's plane. Entering the namespace needs
     CAP_SYS_ADMIN over it (bwrap run by root; CI is root); elsewhere this raises OSError.
+
+    What the subject sends to the plane (its uploads land on the host's disk) is counted over all
+    its connections; past ``cap`` bytes every connection is cut and :attr:`exceeded` is set (the
+    sample ends ``resource-limit: plane``).
     """
 
-    def __init__(self, sandbox_pid: int, target: tuple[str, int]) -> None:
+    def __init__(self, sandbox_pid: int, target: tuple[str, int], cap: int | None = None) -> None:
         self.target = target
+        self.cap = cap
+        self.sent = 0
+        self.exceeded = False
         self._socks: list[socket.socket] = []
         self._lock = threading.Lock()
         self._listener = self._listen_in(sandbox_pid, target[1])
@@ -498,8 +505,24 @@ class PlaneBridge:
                 continue
             with self._lock:
                 self._socks += [inner, outer]
-            for a, b in ((inner, outer), (outer, inner)):
-                threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+            threading.Thread(target=self._upstream, args=(inner, outer), daemon=True).start()
+            threading.Thread(target=_pump, args=(outer, inner), daemon=True).start()
+
+    def _upstream(self, src: socket.socket, dst: socket.socket) -> None:
+        """The subject's bytes to the plane, counted against the cap."""
+        try:
+            while data := src.recv(65536):
+                with self._lock:
+                    self.sent += len(data)
+                    over = self.cap is not None and self.sent > self.cap
+                if over:
+                    self.exceeded = True
+                    self.close()
+                    return
+                dst.sendall(data)
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
     def close(self) -> None:
         self._listener.close()

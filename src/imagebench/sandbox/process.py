@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from imagebench.sandbox import policy as sandbox
+from imagebench.sandbox import seccomp
 from imagebench.sandbox.limits import Cgroup, Limits, SubjectIds, cgroup_name, wrapper_argv
 from imagebench.sandbox.policy import SandboxPolicy
 
@@ -43,7 +44,6 @@ KILL_GRACE_S = 2.0
 TENSOR_URL_ENV = "IMAGEBENCH_TENSOR_URL"
 _TAG_ENV = "IMAGEBENCH_COMMAND_ID"
 _WS_PREFIX = "imagebench-ws-"
-_WS_NAME = re.compile(re.escape(_WS_PREFIX) + r"(\d+)-")
 
 
 class CommandHarnessError(RuntimeError):
@@ -54,7 +54,7 @@ class CommandHarnessError(RuntimeError):
 class Finished:
     """How a command ended, and the end of its stdout (``final_offset``: where that starts in it).
     ``limit`` names the resource limit it ran into (``memory``, ``processes``, ``workspace``,
-    ``tmp``, ``cpu``, ``file-size``), if any: it was ended for it."""
+    ``tmp``, ``cpu``, ``file-size``, ``plane``), if any: it was ended for it."""
 
     returncode: int
     timed_out: bool
@@ -133,7 +133,10 @@ def remove_tree(path: Path) -> None:
         except OSError:
             pass
 
-    shutil.rmtree(path, onerror=retry)
+    try:
+        shutil.rmtree(path, onerror=retry)
+    except RecursionError:  # a tree deeper than Python's recursion (a subject's): rm walks it without recursing
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False)
 
 
 _MNT_DETACH = 2
@@ -175,14 +178,21 @@ def _owner_gone(pid: int, made: float) -> bool:
 
 def sweep_stale_workspaces(root: Path | None = None) -> list[Path]:
     """Remove the temporary workspaces in ``root`` (the temp folder) whose owning process is gone."""
+    return sweep_stale(_WS_PREFIX, root)
+
+
+def sweep_stale(prefix: str, root: Path | None = None) -> list[Path]:
+    """Remove the folders ``<prefix><pid>-*`` in ``root`` (the temp folder) whose process ``pid``
+    is gone (a harness killed before it could clean up: a workspace, an MCP folder)."""
     root = Path(root or tempfile.gettempdir())
     removed: list[Path] = []
+    named = re.compile(re.escape(prefix) + r"(\d+)-")
     try:
         entries = list(root.iterdir())
     except OSError:
         return removed
     for path in entries:
-        match = _WS_NAME.match(path.name)
+        match = named.match(path.name)
         if match is None or int(match.group(1)) == os.getpid():
             continue
         try:
@@ -375,6 +385,13 @@ def run(
                 fds += [info_w, block_r]
                 bridge_fds = (info_r, block_w)
                 args += ["--info-fd", str(info_w), "--block-fd", str(block_r)]
+            try:
+                filter_fd = seccomp.program_fd()  # no user namespaces inside (imagebench.sandbox.seccomp)
+            except ValueError:
+                filter_fd = None  # a machine the filter does not know: the cgroup still holds memory
+            if filter_fd is not None:
+                fds.append(filter_fd)
+                args += ["--seccomp", str(filter_fd)]
             args_fd = sandbox.args_file(args)
             fds.append(args_fd)
             group = Cgroup.make(cgroup_name(), limits)
@@ -426,8 +443,9 @@ def run(
     timed_out = False
     try:
         if bridge_fds is not None and target is not None:
-            bridge = _open_bridge(*bridge_fds, target, job)
+            bridge = _open_bridge(*bridge_fds, target, job, cap=limits.workspace if limits is not None else None)
         if watch is not None:
+            watch.bridge = bridge
             watch.start()
         try:
             returncode = proc.wait(timeout=timeout_s)
@@ -451,6 +469,8 @@ def run(
     limit = None
     if watch is not None:
         limit = watch.hit or (group.hit() if group is not None else None) or _signal_limit(returncode)
+        if limit is None and bridge is not None and bridge.exceeded:
+            limit = "plane"
         if limit is None and watch.full():
             limit = "workspace"
     if group is not None:
@@ -488,6 +508,7 @@ class _Watcher(threading.Thread):
         super().__init__(name="imagebench-limits", daemon=True)
         self.job, self.group, self.workspace, self.limits, self.sized = job, group, workspace, limits, sized
         self.hit: str | None = None
+        self.bridge: sandbox.PlaneBridge | None = None  # the tensor plane's, when the case has one
         self._halt = threading.Event()
         self._walked = 0.0
 
@@ -526,6 +547,8 @@ class _Watcher(threading.Thread):
 
         while not self._halt.wait(self.PERIOD_S):
             hit = self.group.hit() if self.group is not None else None
+            if hit is None and self.bridge is not None and self.bridge.exceeded:
+                hit = "plane"
             if hit is None and self._tmp_full():
                 hit = "tmp"
             if hit is None and (self.sized or time.monotonic() - self._walked > 1.0):
@@ -553,14 +576,16 @@ def _usage(root: Path, max_entries: int = 200_000) -> int:
     return total
 
 
-def _open_bridge(info_r: int, block_w: int, target: tuple[str, int], job: Running) -> sandbox.PlaneBridge | None:
+def _open_bridge(
+    info_r: int, block_w: int, target: tuple[str, int], job: Running, cap: int | None = None
+) -> sandbox.PlaneBridge | None:
     """Bridge the plane into the sandbox bwrap is setting up, then let the command start."""
     try:
         info = sandbox.read_info(info_r)
         if not info.get("child-pid"):
             return None  # bwrap ended before its sandbox was up; its stderr says why
         try:
-            bridge = sandbox.PlaneBridge(int(info["child-pid"]), target)
+            bridge = sandbox.PlaneBridge(int(info["child-pid"]), target, cap=cap)
         except OSError as exc:
             job.end()  # before its block-fd closes: the command must not start without its plane
             raise CommandHarnessError(

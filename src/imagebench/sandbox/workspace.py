@@ -78,7 +78,7 @@ def have_openat2() -> bool:
 
 def _parts(rel: str) -> list[str]:
     parts = rel.split("/")
-    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    if not rel or "\x00" in rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise Refused(f"{rel!r} is not a plain relative path inside the workspace")
     return parts
 
@@ -163,17 +163,26 @@ class Workspace:
         raise Refused(f"{rel} kept changing while it was opened (something renames its folders)")
 
     def _which_link(self, parts: list[str]) -> str:
-        """Why a path did not resolve beneath the workspace: the first component that is a link."""
-        for i in range(1, len(parts) + 1):
-            sub = "/".join(parts[:i])
-            try:
-                st = os.stat(sub, dir_fd=self.fd, follow_symlinks=False)
-            except OSError:
-                break
-            if stat.S_ISLNK(st.st_mode):
-                return "is a symbolic link" if i == len(parts) else f"lies in {sub}, which is a symbolic link"
-            if i < len(parts) and not stat.S_ISDIR(st.st_mode):
-                return f"lies in {sub}, which is {_kind(st.st_mode)}"
+        """Why a path did not resolve beneath the workspace: the first component that is a link.
+        Found by walking from the workspace's descriptor one component at a time, each opened
+        without following it, so naming the reason reads nothing a link points to."""
+        fd = os.dup(self.fd)
+        try:
+            for i, part in enumerate(parts, start=1):
+                sub = "/".join(parts[:i])
+                try:
+                    nxt = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                except OSError:
+                    break
+                mode = os.fstat(nxt).st_mode
+                os.close(fd)
+                fd = nxt
+                if stat.S_ISLNK(mode):
+                    return "is a symbolic link" if i == len(parts) else f"lies in {sub}, which is a symbolic link"
+                if i < len(parts) and not stat.S_ISDIR(mode):
+                    return f"lies in {sub}, which is {_kind(mode)}"
+        finally:
+            os.close(fd)
         return "has a symbolic link on its path (it was one when it was opened)"
 
     def kind(self, rel: str) -> str | None:
@@ -264,7 +273,8 @@ class Workspace:
                     reader = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
                     shape, fortran, dtype = reader(fh, max_header_size=NPY_HEADER_MAX)
                 except ValueError as exc:
-                    raise Refused(f"{rel} could not be read: its .npy header is not readable ({exc})") from None
+                    why = f"longer than {NPY_HEADER_MAX} bytes" if "max_header_size" in str(exc) else str(exc)
+                    raise Refused(f"{rel} could not be read: its .npy header is not readable ({why})") from None
                 offset = fh.tell()
             if dtype.hasobject:
                 raise Refused(f"{rel} could not be read: it holds Python objects (dtype {dtype}), which need pickle")
@@ -286,39 +296,44 @@ class Workspace:
         self.read_total += size
         return arr.reshape(shape, order="F" if fortran else "C")
 
-    def walk_files(self, *, max_entries: int = 100_000) -> Iterator[tuple[str, str]]:
-        """Every entry beneath the workspace as ``(relative path, kind)``, links not followed."""
+    def walk_files(self, *, max_entries: int = 100_000, max_depth: int = 64) -> Iterator[tuple[str, str]]:
+        """Every entry beneath the workspace as ``(relative path, kind)``, links not followed; at
+        most ``max_entries``, and no deeper than ``max_depth`` folders (a deeper one is reported as
+        ``"folder too deep"``: what is copied out must stay removable by ordinary tools). One folder is open at a time (a folder is opened beneath the
+        workspace's descriptor when its turn comes), so no tree runs the harness out of descriptors;
+        a folder that cannot be opened (a path too long) is reported as ``"unreadable folder"``."""
         seen = 0
-        stack = [("", self.fd)]
-        try:
-            while stack:
-                prefix, fd = stack.pop()
-                try:
-                    names = sorted(os.listdir(fd))
-                finally:
-                    if fd != self.fd:
-                        os.close(fd)
+        pending = [""]
+        while pending:
+            prefix = pending.pop()
+            try:
+                fd = self._open_dir(prefix.rstrip("/")) if prefix else os.dup(self.fd)
+            except (OSError, Refused):
+                yield prefix.rstrip("/"), "unreadable folder"
+                continue
+            try:
+                names = sorted(os.listdir(fd))
+                kinds = []
                 for name in names:
-                    seen += 1
-                    if seen > max_entries:
-                        return
-                    rel = f"{prefix}{name}"
                     try:
-                        st = os.stat(rel, dir_fd=self.fd, follow_symlinks=False)
+                        kinds.append((name, os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode))
                     except OSError:
                         continue
-                    if stat.S_ISDIR(st.st_mode):
-                        yield rel, "folder"
-                        try:
-                            stack.append((rel + "/", self._open_dir(rel)))
-                        except (OSError, Refused):
-                            continue
-                    else:
-                        yield rel, "file" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
-        finally:
-            for _prefix, fd in stack:
-                if fd != self.fd:
-                    os.close(fd)
+            finally:
+                os.close(fd)
+            for name, mode in kinds:
+                seen += 1
+                if seen > max_entries:
+                    return
+                rel = f"{prefix}{name}"
+                if stat.S_ISDIR(mode):
+                    if rel.count("/") >= max_depth - 1:
+                        yield rel, "folder too deep"
+                        continue
+                    yield rel, "folder"
+                    pending.append(rel + "/")
+                else:
+                    yield rel, "file" if stat.S_ISREG(mode) else _kind(mode)
 
     def _open_dir(self, rel: str) -> int:
         flags = os.O_RDONLY | os.O_DIRECTORY
@@ -334,18 +349,17 @@ class Workspace:
         budget, self.budget, self.read_total = (self.budget, self.read_total), None, 0
         try:
             for rel, what in self.walk_files():
-                if what == "folder":
-                    (dest / rel).mkdir(parents=True, exist_ok=True)
-                    continue
-                if what != "file":
-                    left_out.append(f"{rel} ({what})")
-                    continue
                 try:
+                    if what == "folder":
+                        (dest / rel).mkdir(parents=True, exist_ok=True)
+                        continue
+                    if what != "file":
+                        left_out.append(f"{rel} ({what})")
+                        continue
                     data = self.read_bytes(rel, cap - self.read_total)
-                except (Refused, OSError) as exc:
+                    (dest / rel).write_bytes(data)
+                except (Refused, OSError) as exc:  # a path too long, the copy's cap reached, ...
                     left_out.append(f"{rel} ({exc})")
-                    continue
-                (dest / rel).write_bytes(data)
         finally:
             self.budget, self.read_total = budget
         return left_out

@@ -269,6 +269,7 @@ _LIMIT_WORDS: dict[str, Callable[[confine.Limits], str]] = {
     "workspace": lambda lim: f"it filled its workspace of {confine.show_size(lim.workspace)} and was ended",
     "cpu": lambda lim: f"a process ran past {lim.cpu_s} s of CPU time and was killed",
     "file-size": lambda lim: f"it wrote a file past {confine.show_size(lim.workspace)} and was killed",
+    "plane": lambda lim: f"it sent the data plane more than {confine.show_size(lim.workspace)} and was ended",
 }
 
 
