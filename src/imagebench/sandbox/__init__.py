@@ -4,6 +4,7 @@
 - :mod:`.limits`: the limits a confined subject runs under and how each is held, the uid it drops to;
 - :mod:`.workspace`: the one place the harness reads or writes what a subject touched;
 - :mod:`.process`: running one command: its workspace, its process tree, its output, its time;
+- :mod:`.seccomp`: the filter that keeps a subject from making user namespaces;
 - :mod:`.isolate`: a ``python:`` function run in a sandboxed child.
 """
 
