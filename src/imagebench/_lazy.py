@@ -56,3 +56,11 @@ def declared_exports(package: str, source_file: str) -> dict[str, str]:
         raise ImportError(f"{package}: its `if TYPE_CHECKING:` block declares no export ({source_file})")
     return exports
 
+
+def lazy_package(package: str, source_file: str) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """``(__getattr__, __dir__, __all__)`` of a package whose public names are the imports of its
+    ``if TYPE_CHECKING:`` block (:func:`declared_exports`)."""
+    exports = declared_exports(package, source_file)
+    getattr_, dir_ = lazy_exports(package, exports)
+    return getattr_, dir_, sorted(exports)
+

@@ -229,20 +229,26 @@ def read_record(path: str | os.PathLike[str], model: type[BaseModel]) -> Any:
     """Read and validate a record; a bad file raises RecordError naming the file and the field."""
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
     except FileNotFoundError:
         raise RecordError(f"{path}: file is missing") from None
+    return parse_record(path, data, model)
+
+
+def parse_record(path: str | os.PathLike[str], data: bytes, model: type[BaseModel]) -> Any:
+    """A record from the bytes of ``path`` (already read: a reader that checks a digest of those
+    very bytes); RecordError naming the file and the field."""
+    from pydantic import ValidationError
+
+    try:
+        raw = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RecordError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(raw, dict):
         raise RecordError(f"{path}: expected a JSON object, got {type(raw).__name__}")
     version = raw.get("schema_version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        raise RecordError(
-            f"{path}: field 'schema_version' is {version!r}, expected one of {list(READABLE_VERSIONS)}"
-        )
-    from pydantic import ValidationError
-
+        raise RecordError(f"{path}: field 'schema_version' is {version!r}, expected one of {list(READABLE_VERSIONS)}")
     try:
         return model.model_validate(raw)
     except ValidationError as exc:

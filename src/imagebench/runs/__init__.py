@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from imagebench._lazy import declared_exports, lazy_exports
+from imagebench._lazy import lazy_package
 
-_EXPORTS = declared_exports(__name__, __file__)  # the TYPE_CHECKING block below: declared once
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+# The public names are the imports of the TYPE_CHECKING block below: declared once.
+__getattr__, __dir__, __all__ = lazy_package(__name__, __file__)
 
 if TYPE_CHECKING:  # pragma: no cover
     from imagebench.runs.layout import RunFolderError

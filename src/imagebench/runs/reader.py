@@ -93,25 +93,9 @@ def read_record_of_run(run_dir: str | os.PathLike[str]) -> RunRecord:
 
 def parse_summary(path: Path, data: bytes) -> SampleSummary:
     """A sample summary from its bytes; RecordError naming the file and the field."""
-    from pydantic import ValidationError
+    from imagebench.records import SampleSummary, parse_record
 
-    from imagebench.records import READABLE_VERSIONS, RecordError, SampleSummary
-
-    try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RecordError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(raw, dict):
-        raise RecordError(f"{path}: expected a JSON object, got {type(raw).__name__}")
-    version = raw.get("schema_version")
-    if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        raise RecordError(f"{path}: field 'schema_version' is {version!r}, expected one of {list(READABLE_VERSIONS)}")
-    try:
-        return SampleSummary.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(root)"
-        raise RecordError(f"{path}: field {where!r}: {first['msg']}") from None
+    return parse_record(path, data, SampleSummary)
 
 
 def _read_sample(path: Path, label: str, subject: str, n: int, line: JournalEntry | None) -> SampleEntry:
