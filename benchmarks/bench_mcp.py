@@ -41,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     from imagebench.case.session import open_session
     from imagebench.fixtures.fixture import Fixture, Outcome
     from imagebench.fixtures.specs import Procedural
-    from imagebench.mcp.server import MCP_DIR, SOCKET_NAME, SocketServer, write_client_files
-    from imagebench.mcp.tools import AgentSession, CaseView
+    from imagebench.subjects.mcp.server import MCP_DIR, SOCKET_NAME, SocketServer, write_client_files
+    from imagebench.subjects.mcp.tools import AgentSession, CaseView
 
     n = args.size
     image = np.random.default_rng(0).random((n, n), dtype=np.float32)

@@ -383,9 +383,9 @@ def test_a_200mb_mcp_line_ends_its_connection_and_the_session_goes_on(tmp_path: 
 
 def test_too_many_mcp_connections_are_closed_as_they_come(tmp_path: Path) -> None:
     from imagebench.case.session import open_session
-    from imagebench.mcp.server import MAX_CONNECTIONS, McpFolder, SocketServer
-    from imagebench.mcp.tools import AgentSession, CaseView
     from imagebench.runs.runner import prepare_fixture
+    from imagebench.subjects.mcp.server import MAX_CONNECTIONS, McpFolder, SocketServer
+    from imagebench.subjects.mcp.tools import AgentSession, CaseView
 
     case = builtin.get_case(VOLUMES)
     session = open_session(case, prepare_fixture(case).fixture)
@@ -411,8 +411,8 @@ def test_add_layer_npy_loses_no_race_to_a_rename_exchange(tmp_path: Path) -> Non
     """A folder swapped with a link to a host folder (renameat2 RENAME_EXCHANGE) in a loop while
     add_layer(npy=...) is called: every call loads the subject's own array or is refused."""
     from imagebench.case.session import open_session
-    from imagebench.mcp.tools import AgentSession, CaseView, ToolError
     from imagebench.runs.runner import prepare_fixture
+    from imagebench.subjects.mcp.tools import AgentSession, CaseView, ToolError
 
     case = builtin.get_case("segment-nuclei/synthetic-blobs")
     session = open_session(case, prepare_fixture(case).fixture)
@@ -458,12 +458,12 @@ def test_add_layer_npy_loses_no_race_to_a_rename_exchange(tmp_path: Path) -> Non
 # imagebench.sandbox.workspace (or a folder of the harness's own, named here with its reason).
 _WORKSPACE_MODULES = (
     "subjects/command.py", "subjects/python.py", "subjects/running.py", "subjects/files.py", "sandbox/process.py",
-    "sandbox/isolate.py", "mcp/tools.py", "mcp/host.py", "mcp/server.py", "mcp/folder.py",
+    "sandbox/isolate.py", "subjects/mcp/tools.py", "subjects/mcp/host.py", "subjects/mcp/server.py", "subjects/mcp/folder.py",
 )  # fmt: skip
 _ALLOWED = {
     ("sandbox/process.py", "open(path, 'wb')"): "Capture writes stdout.txt/stderr.txt into the sample folder (the harness's)",
     ("subjects/files.py", "shutil.copytree(files, root / 'files'"): "readonly_files: a bundle's files into a temporary folder of the harness's",
-    ("mcp/folder.py", "np.save(buf, arr"): "an npy read serialised in memory, then written beneath the McpFolder's descriptor",
+    ("subjects/mcp/folder.py", "np.save(buf, arr"): "an npy read serialised in memory, then written beneath the McpFolder's descriptor",
 }
 _DIRECT = {"load", "read_bytes", "read_text", "write_text", "write_bytes", "open", "save", "is_file", "copytree"}
 
@@ -501,7 +501,7 @@ def test_no_module_that_handles_a_workspace_reads_it_directly() -> None:
 def test_the_http_route_refuses_a_body_past_the_line_limit_before_parsing() -> None:
     import asyncio
 
-    from imagebench.mcp.server import capped_body
+    from imagebench.subjects.mcp.server import capped_body
 
     parsed: list[bytes] = []
 
@@ -620,9 +620,9 @@ def test_a_verifier_broken_by_a_leaving_is_the_subjects_failure(tmp_path: Path) 
 
 def test_an_agent_cannot_make_the_harness_hold_unbounded_layers(tmp_path: Path) -> None:
     from imagebench.case.session import open_session
-    from imagebench.mcp import tools
-    from imagebench.mcp.tools import AgentSession, CaseView, ToolError
     from imagebench.runs.runner import prepare_fixture
+    from imagebench.subjects.mcp import tools
+    from imagebench.subjects.mcp.tools import AgentSession, CaseView, ToolError
 
     case = builtin.get_case("segment-nuclei/synthetic-blobs")
     session = open_session(case, prepare_fixture(case).fixture)
@@ -697,7 +697,7 @@ def test_a_kept_workspace_of_many_or_deep_folders_is_copied_as_far_as_it_can_be(
 
 
 def test_mcp_folders_of_killed_harnesses_are_swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from imagebench.mcp.folder import FOLDER_PREFIX, McpFolder
+    from imagebench.subjects.mcp.folder import FOLDER_PREFIX, McpFolder
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     stale = tmp_path / f"{FOLDER_PREFIX}999999999-abc"

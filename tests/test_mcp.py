@@ -22,8 +22,6 @@ from imagebench import cases as builtin
 from imagebench.case.model import select_cases
 from imagebench.case.session import open_session
 from imagebench.executor import run_cases
-from imagebench.mcp.tools import MAX_LIST_VALUES, AgentSession, CaseView, ToolError
-from imagebench.mcp.transcript import TRANSCRIPT, Transcript
 from imagebench.records import read_record
 from imagebench.runs.runner import prepare_fixture
 from imagebench.sandbox.policy import SandboxPolicy, unavailable_reason
@@ -33,6 +31,8 @@ from imagebench.subjects import (
     options_record,
     parse_subject,
 )
+from imagebench.subjects.mcp.tools import MAX_LIST_VALUES, AgentSession, CaseView, ToolError
+from imagebench.subjects.mcp.transcript import TRANSCRIPT, Transcript
 
 pytest.importorskip("mcp")
 
@@ -49,7 +49,7 @@ def _case(label: str):
 
 
 def _agent(case, workspace: Path | None = None) -> tuple[AgentSession, Any]:
-    from imagebench.mcp.folder import McpFolder
+    from imagebench.subjects.mcp.folder import McpFolder
 
     fixture = prepare_fixture(case).fixture
     session = open_session(case, fixture)
@@ -62,7 +62,7 @@ def _call(agent: AgentSession, calls: list[tuple[str, dict[str, Any]]]) -> list[
     from mcp.shared.memory import create_connected_server_and_client_session
     from mcp.types import Implementation
 
-    from imagebench.mcp.server import build_server
+    from imagebench.subjects.mcp.server import build_server
 
     async def go() -> list[Any]:
         out = []
@@ -131,7 +131,7 @@ def test_every_tool_answers_and_no_output_holds_truth(tmp_path: Path) -> None:
 async def _list_tools(agent: AgentSession) -> Any:
     from mcp.shared.memory import create_connected_server_and_client_session
 
-    from imagebench.mcp.server import build_server
+    from imagebench.subjects.mcp.server import build_server
 
     async with create_connected_server_and_client_session(build_server(agent)) as client:
         return (await client.list_tools()).tools
@@ -204,7 +204,7 @@ def test_the_transcript_summarises_arguments_and_keeps_timings(tmp_path: Path) -
     labels = np.zeros((256, 256), np.int32)
     labels[10:20, 10:20] = 1
     _call(agent, [("add_layer", {"name": "labels", "kind": "labels", "data": labels.tolist()}), ("submit", {})])
-    from imagebench.mcp.host import write_transcript
+    from imagebench.subjects.mcp.host import write_transcript
 
     path = write_transcript(agent, tmp_path)
     record = read_record(path, Transcript)
@@ -273,7 +273,7 @@ def test_the_agent_reaches_the_server_and_nothing_else(tmp_path: Path) -> None:
 def test_a_trigger_case_is_graded_from_the_transcript_not_from_a_file(tmp_path: Path) -> None:
     from imagebench.bundle.grading import SKILL_EVENT, TRACE_NAME
     from imagebench.bundle.load import load_bundle
-    from imagebench.mcp import tools
+    from imagebench.subjects.mcp import tools
 
     assert (tools.TRACE_NAME, tools.SKILL_EVENT) == (TRACE_NAME, SKILL_EVENT)
     (case,) = [c for c in load_bundle(BUNDLE).cases if c.case_class == "trigger"]

@@ -474,8 +474,8 @@ def _sample_block(run: RunPage, view: CaseView, sample: SampleSummary, image_pre
 
 def _transcript(view: CaseView, sample: SampleSummary) -> TranscriptView | None:
     """The sample's transcript of tool calls, when its subject worked through MCP."""
-    from imagebench.mcp.transcript import TRANSCRIPT, Transcript
     from imagebench.records import RecordError, read_record
+    from imagebench.subjects.mcp.transcript import TRANSCRIPT, Transcript
 
     folder = view.folder / f"sample-{sample.sample}" if sample.sample is not None else view.folder
     path = folder / TRANSCRIPT

@@ -137,8 +137,8 @@ class AgentServe:
     fixture), the tools' session, the server on a Unix socket in ``folder``, and ``folder/mcp.json``."""
 
     unit: Unit
-    agent: Any  # imagebench.mcp.tools.AgentSession
-    server: Any  # imagebench.mcp.server.SocketServer
+    agent: Any  # imagebench.subjects.mcp.tools.AgentSession
+    server: Any  # imagebench.subjects.mcp.server.SocketServer
     folder: Path
     config: Path
 
@@ -851,16 +851,16 @@ class BenchModel:
         self, *, on_layer: Callable[[Any], None] | None = None, on_call: Callable[[Any], None] | None = None
     ) -> AgentServe:
         """Serve the loaded case to an agent: the same tools as ``imagebench mcp serve`` and
-        ``run --subject-mcp`` (:mod:`imagebench.mcp`), on a fresh session of the loaded fixture,
+        ``run --subject-mcp`` (:mod:`imagebench.subjects.mcp`), on a fresh session of the loaded fixture,
         on a Unix socket in a new folder that also holds ``mcp.json`` (how a client reaches it).
         ``on_layer`` hears of each layer the agent adds or updates, ``on_call`` of each tool call
         (both from the server's thread). :meth:`score_agent` scores what it left."""
         import tempfile
 
-        from imagebench.mcp.server import CONFIG_NAME, McpFolder, SocketServer, config_text
-        from imagebench.mcp.tools import AgentSession, CaseView
         from imagebench.runs.runner import open_unit
         from imagebench.sandbox.process import remove_tree
+        from imagebench.subjects.mcp.server import CONFIG_NAME, McpFolder, SocketServer, config_text
+        from imagebench.subjects.mcp.tools import AgentSession, CaseView
 
         loaded = self._need_loaded()
         if self.agent is not None:
@@ -902,10 +902,10 @@ class BenchModel:
     def score_agent(self) -> ResultRow:
         """Stop serving and score what the agent left through the tools (:func:`imagebench.runs.runner.finish_unit`),
         recorded as subject ``mcp:<client name>``; its transcript goes into the sample folder."""
-        from imagebench.mcp.host import transcript_note, write_transcript
         from imagebench.runs.runner import finish_unit
         from imagebench.sandbox.process import remove_tree
         from imagebench.subjects import SubjectRun
+        from imagebench.subjects.mcp.host import transcript_note, write_transcript
 
         serve = self.agent
         if serve is None:

@@ -37,13 +37,13 @@ def napari_get_reader(path: Any) -> ReaderFunction | None:
     if folder is None:
         return None
     if (folder / "run.json").is_file():
-        return read_run_folder
+        return run_folder_layers
     if (folder / "case.json").is_file():
         return read_case_folder
     return None
 
 
-def read_run_folder(path: Any) -> list[LayerData]:
+def run_folder_layers(path: Any) -> list[LayerData]:
     """The artifacts of every sample whose summary its run's journal vouches for; each sample left
     out (a summary changed or added after the run) is named in a warning."""
     from napari_imagebench._artifacts import artifact_layer_data, run_pngs

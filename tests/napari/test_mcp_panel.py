@@ -22,8 +22,8 @@ from qtpy.QtCore import Qt  # noqa: E402
 from qtpy.QtWidgets import QPlainTextEdit, QPushButton  # noqa: E402
 
 import imagebench  # noqa: E402
-from imagebench.mcp.transcript import TRANSCRIPT, Transcript  # noqa: E402
 from imagebench.records import read_record  # noqa: E402
+from imagebench.subjects.mcp.transcript import TRANSCRIPT, Transcript  # noqa: E402
 from napari_imagebench._model import BenchModel  # noqa: E402
 from napari_imagebench._widget import BenchPanel  # noqa: E402
 

@@ -24,7 +24,7 @@ FORMATS: dict[str, str] = {
     "suite-run": "imagebench.suite.record:SuiteRunInfo",
     "comparison": "imagebench.suite.compare:Comparison",
     "cache-entry": "imagebench.fixtures.cache:CacheEntry",
-    "transcript": "imagebench.mcp.transcript:Transcript",
+    "transcript": "imagebench.subjects.mcp.transcript:Transcript",
 }
 
 

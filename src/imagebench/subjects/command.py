@@ -3,7 +3,7 @@
 The command runs inside a bubblewrap sandbox (:mod:`imagebench.sandbox.policy` says what it can see,
 :mod:`imagebench.sandbox.process` runs it under its limits, :mod:`imagebench.sandbox.limits` holds them) unless
 its policy says otherwise; ``--subject-mcp`` serves it the case's tools while it works
-(:mod:`imagebench.mcp`). Its workspace is read and written through :mod:`imagebench.sandbox.workspace`
+(:mod:`imagebench.subjects.mcp`). Its workspace is read and written through :mod:`imagebench.sandbox.workspace`
 only: never a path it controls.
 """
 
@@ -81,7 +81,7 @@ class CommandSubject(SubjectKind):
     keep_workspace: bool = False
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     # ``--subject-mcp``: the harness serves the session's tools over MCP while the command works
-    # (``mcp.json`` in its workspace; imagebench.mcp), and scores what it left through them.
+    # (``mcp.json`` in its workspace; imagebench.subjects.mcp), and scores what it left through them.
     mcp: bool = False
 
     @classmethod
@@ -157,7 +157,7 @@ class CommandSubject(SubjectKind):
     def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
         self.check_sandbox()
         if self.mcp:
-            from imagebench.mcp.tools import CaseView
+            from imagebench.subjects.mcp.tools import CaseView
 
             return _BoundCommand(self, context, view=CaseView.of(case))
         return _BoundCommand(self, context)
@@ -174,7 +174,7 @@ class _BoundCommand:
     subject: CommandSubject
     context: UnitContext
     enforces_timeout: bool = True
-    view: Any = None  # an imagebench.mcp.tools.CaseView when the command gets the MCP server
+    view: Any = None  # an imagebench.subjects.mcp.tools.CaseView when the command gets the MCP server
     _running: list[_command.Running] = field(default_factory=list, repr=False)
 
     def cancel(self) -> None:
@@ -217,8 +217,8 @@ class _BoundCommand:
         if self.view is None:
             self._run(session, ws, tw, ids)
             return
-        from imagebench.mcp.folder import MCP_SHOWN
-        from imagebench.mcp.host import served
+        from imagebench.subjects.mcp.folder import MCP_SHOWN
+        from imagebench.subjects.mcp.host import served
 
         sandboxed = self.subject.sandbox.enabled
         with served(self.view, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids) as folder:

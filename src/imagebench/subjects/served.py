@@ -1,6 +1,6 @@
 """The served MCP subject (``imagebench mcp serve``): whatever client connects is the agent.
 
-The session is served on this process's stdio or on loopback HTTP (:mod:`imagebench.mcp.server`);
+The session is served on this process's stdio or on loopback HTTP (:mod:`imagebench.subjects.mcp.server`);
 what the agent leaves through the tools is scored. Unconfined (the client is not ours to start),
 so a run records it as ``sandbox: none``; with no spec string it never travels to a worker.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from imagebench.mcp.host import transcript_note, write_transcript
-from imagebench.mcp.tools import AgentSession, CaseView
 from imagebench.subjects.base import Confinement, SubjectKind
+from imagebench.subjects.mcp.host import transcript_note, write_transcript
+from imagebench.subjects.mcp.tools import AgentSession, CaseView
 
 if TYPE_CHECKING:
     from imagebench.case.session import Session
@@ -45,7 +45,7 @@ class ServedSubject(SubjectKind):
         sample_dir = Path(context.sample_dir)  # type: ignore[attr-defined]
 
         def work(session: Session) -> None:
-            from imagebench.mcp.folder import McpFolder
+            from imagebench.subjects.mcp.folder import McpFolder
 
             reads = McpFolder()  # npy reads go here, never into the workspace
             agent = AgentSession(view, session, workspace=self.workspace, reads=reads, route=self.route)
@@ -53,7 +53,7 @@ class ServedSubject(SubjectKind):
                 if self.route == "stdio":
                     _serve_stdio_on(agent, self.stdout)
                 else:
-                    from imagebench.mcp.server import serve_http
+                    from imagebench.subjects.mcp.server import serve_http
 
                     serve_http(agent, port=self.port, until_submitted=True)
             finally:
@@ -73,7 +73,7 @@ class ServedSubject(SubjectKind):
 def _serve_stdio_on(agent: AgentSession, stdout: object) -> None:
     import anyio
 
-    from imagebench.mcp.server import build_server
+    from imagebench.subjects.mcp.server import build_server
 
     async def main() -> None:
         from mcp.server.stdio import stdio_server

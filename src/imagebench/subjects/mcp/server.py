@@ -1,11 +1,11 @@
-"""The MCP server over an :class:`~imagebench.mcp.tools.AgentSession`, and how it is reached.
+"""The MCP server over an :class:`~imagebench.subjects.mcp.tools.AgentSession`, and how it is reached.
 
 - :func:`build_server`: the SDK's ``FastMCP`` server whose tools call the session (each call is
   recorded in the transcript; a refused call is a tool error, ``isError``, and the session goes on);
 - :func:`serve_stdio`, :func:`serve_http`: the usual transports (``imagebench mcp serve``);
 - :class:`SocketServer`: the server on a Unix socket, each accepted connection one MCP session
   speaking newline-delimited JSON-RPC (the stdio framing). A sandboxed command reaches it through
-  a file socket in the harness's :class:`~imagebench.mcp.folder.McpFolder`, shown read-only at
+  a file socket in the harness's :class:`~imagebench.subjects.mcp.folder.McpFolder`, shown read-only at
   ``/mcp`` (the network namespace plays no part), with ``mcp.json`` in its workspace naming a
   stdlib-only bridge there that its own ``python3`` runs (:func:`config_text`).
 
@@ -26,14 +26,14 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError as SdkToolError
 from mcp.server.fastmcp.utilities.types import Image
 
-from imagebench.mcp.folder import BRIDGE_NAME, MCP_SHOWN, SOCKET_NAME, McpFolder
 from imagebench.sandbox.limits import SubjectIds
+from imagebench.subjects.mcp.folder import BRIDGE_NAME, MCP_SHOWN, SOCKET_NAME, McpFolder
 
 __all__ = ["MCP_SHOWN", "SOCKET_NAME", "McpFolder", "SocketServer", "build_server", "client_config", "config_text"]
-from imagebench.mcp.tools import ToolError
+from imagebench.subjects.mcp.tools import ToolError
 
 if TYPE_CHECKING:
-    from imagebench.mcp.tools import AgentSession
+    from imagebench.subjects.mcp.tools import AgentSession
 
 SERVER_NAME = "imagebench"
 CONFIG_NAME = "mcp.json"

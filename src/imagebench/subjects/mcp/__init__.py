@@ -2,15 +2,15 @@
 
 One model of "an MCP session of one case", shared by every route:
 
-- :mod:`imagebench.mcp.tools`: :class:`AgentSession`, the tool functions over what the subject
+- :mod:`imagebench.subjects.mcp.tools`: :class:`AgentSession`, the tool functions over what the subject
   is shown (a :class:`~imagebench.case.session.Session` and the public part of its case, never the
   fixture or its truth), and the leavings it collects;
-- :mod:`imagebench.mcp.transcript`: the record of every tool call (``transcript.json``);
-- :mod:`imagebench.mcp.server`: the SDK's server over those tools, served on stdio, streamable
+- :mod:`imagebench.subjects.mcp.transcript`: the record of every tool call (``transcript.json``);
+- :mod:`imagebench.subjects.mcp.server`: the SDK's server over those tools, served on stdio, streamable
   HTTP on loopback, or a Unix socket bridged into a sandbox (:class:`SocketServer`).
 
 ``imagebench mcp serve CASE`` (:mod:`imagebench.cli.mcp`), ``run --subject-mcp`` (a ``command:``
 subject gets the server for its session) and the bench panel's "Serve to an agent" all use them.
-The ``mcp`` SDK is imported only by :mod:`imagebench.mcp.server`, so ``import imagebench`` stays
+The ``mcp`` SDK is imported only by :mod:`imagebench.subjects.mcp.server`, so ``import imagebench`` stays
 light. See docs/agents.md.
 """

@@ -14,7 +14,7 @@ it sees it, ``/workspace`` in the sandbox); they are read beneath the workspace'
 without following any link (:class:`imagebench.sandbox.workspace.Workspace`), so a path that leaves the
 workspace, a link or anything but a regular file is refused, and no message names a path of the
 harness, only the one the agent gave. ``read_layer(encoding="npy")`` writes into the harness's
-own folder (:class:`imagebench.mcp.folder.McpFolder`), never into the workspace.
+own folder (:class:`imagebench.subjects.mcp.folder.McpFolder`), never into the workspace.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagebench.mcp.transcript import ToolCall, Transcript, summarise
+from imagebench.subjects.mcp.transcript import ToolCall, Transcript, summarise
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case, Collect, Layer
     from imagebench.case.session import Session
-    from imagebench.mcp.folder import McpFolder
     from imagebench.sandbox.workspace import Workspace
+    from imagebench.subjects.mcp.folder import McpFolder
 
 #: values one read_layer returns at most as a JSON list, and as base64 or an .npy file
 MAX_LIST_VALUES = 512 * 512

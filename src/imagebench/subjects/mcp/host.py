@@ -1,7 +1,7 @@
 """The harness's side of ``run --subject-mcp``: the session served to a command while it works.
 
-:func:`served` opens an :class:`~imagebench.mcp.tools.AgentSession` on the command's session,
-serves it on a Unix socket in a folder of the harness's (:class:`~imagebench.mcp.folder.McpFolder`:
+:func:`served` opens an :class:`~imagebench.subjects.mcp.tools.AgentSession` on the command's session,
+serves it on a Unix socket in a folder of the harness's (:class:`~imagebench.subjects.mcp.folder.McpFolder`:
 ``server.sock``, the stdlib bridge ``bridge.py`` and ``reads/``), writes ``mcp.json`` into the
 workspace, and when the command has ended closes the server, writes the transcript to the sample
 folder and binds what the agent left through the tools in the session (over anything it wrote to
@@ -18,14 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from imagebench.mcp.tools import AgentSession, CaseView
-from imagebench.mcp.transcript import TRANSCRIPT
+from imagebench.subjects.mcp.tools import AgentSession, CaseView
+from imagebench.subjects.mcp.transcript import TRANSCRIPT
 
 if TYPE_CHECKING:
     from imagebench.case.session import Session
-    from imagebench.mcp.folder import McpFolder
     from imagebench.sandbox.limits import SubjectIds
     from imagebench.sandbox.workspace import Workspace
+    from imagebench.subjects.mcp.folder import McpFolder
 
 
 def transcript_note(agent: AgentSession) -> dict[str, object]:
@@ -61,10 +61,10 @@ def served(
     ids: SubjectIds | None = None,
 ) -> Iterator[McpFolder]:
     """Serve ``session`` to the command working in ``workspace``; yields the harness's MCP folder,
-    which the sandbox shows read-only at :data:`~imagebench.mcp.server.MCP_SHOWN` (``sandboxed``)
+    which the sandbox shows read-only at :data:`~imagebench.subjects.mcp.server.MCP_SHOWN` (``sandboxed``)
     and an unsandboxed command reaches at its own path."""
-    from imagebench.mcp.server import CONFIG_NAME, MCP_SHOWN, McpFolder, SocketServer, config_text
     from imagebench.sandbox.policy import WORKSPACE
+    from imagebench.subjects.mcp.server import CONFIG_NAME, MCP_SHOWN, McpFolder, SocketServer, config_text
 
     folder = McpFolder(ids=ids)
     shown = MCP_SHOWN if sandboxed else str(folder.path)
