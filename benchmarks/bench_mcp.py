@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     from imagebench.case.session import open_session
     from imagebench.fixtures.fixture import Fixture, Outcome
     from imagebench.fixtures.specs import Procedural
-    from imagebench.subjects.mcp.server import MCP_DIR, SOCKET_NAME, SocketServer, write_client_files
+    from imagebench.subjects.mcp.folder import McpFolder
+    from imagebench.subjects.mcp.server import SocketServer, client_config
     from imagebench.subjects.mcp.tools import AgentSession, CaseView
 
     n = args.size
@@ -66,14 +67,18 @@ def main(argv: list[str] | None = None) -> int:
         (ws / "inputs").mkdir()
         np.save(ws / "inputs" / "image.npy", image)
         session = open_session(case, fixture)
-        agent = AgentSession(CaseView.of(case), session, workspace=ws, workspace_alias=str(ws), route="socket")
-        server = SocketServer(agent, ws / MCP_DIR / SOCKET_NAME)
-        config = write_client_files(ws, shown_as=str(ws), python=sys.executable)
+        folder = McpFolder(ws)  # the harness's: the socket, the bridge, the npy reads
+        agent = AgentSession(
+            CaseView.of(case), session, workspace=ws, workspace_alias=str(ws), reads=folder, route="socket"
+        )
+        server = SocketServer(agent, folder.socket_path)
+        config = client_config(str(folder.path), python=sys.executable)
         try:
             anchor = _anchor(ws / "inputs" / "image.npy", args.repeats)
             calls = asyncio.run(_calls(config, image, args.repeats))
         finally:
             server.close()
+            folder.remove()
 
     print(f"read_layer of a {n} x {n} float32 layer ({image.nbytes / 1e6:.2f} MB), median of {args.repeats}")
     print(f"  anchor: np.load(inputs/image.npy)            {anchor * 1e3:8.3f} ms")
