@@ -720,3 +720,20 @@ def test_an_isolated_module_that_does_not_import_is_a_subject_error(tmp_path: Pa
     result = run_cases([builtin.get_case(VOLUMES)], subject, out=tmp_path / "out", progress=False)
     summary = _one(result, VOLUMES)
     assert summary.status == "subject-error", summary.reason
+
+
+@pytest.mark.parametrize("value", [2**63 - 1, -(2**63), 1e308])
+def test_huge_shifts_cannot_swamp_the_truth(value: float) -> None:
+    """A constant shift of 2**63 made ``shifts - truth`` lose the truth in float64 rounding, so
+    every error was 0 and the sample scored ok (a red-team fuzz on stack-alignment/mri-anatomical)."""
+    from helpers import solve_case
+
+    case = builtin.get_case("stack-alignment/mri-anatomical")
+    fixture = case.build()
+    shape = np.asarray(fixture.truth["offsets"]).shape
+
+    def cheat(session):
+        session.namespace["shifts"] = np.full(shape, value)
+
+    outcome = solve_case(case, fixture, cheat)
+    assert outcome.status == "unscorable-result" and not outcome.passed, outcome.metrics

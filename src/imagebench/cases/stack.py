@@ -37,6 +37,7 @@ from imagebench.fixtures.fixture import (
     FixtureError,
     Metric,
     Outcome,
+    WhyNot,
     read_array,
 )
 from imagebench.fixtures.specs import OnDisk, Procedural
@@ -176,6 +177,13 @@ def verify_stack(fixture: Fixture, attempt: Attempt) -> Outcome:
         metrics = [Metric.missing(n, tol[n], why or "unreadable", "px") for n in names]
         return Outcome(fixture=fixture, attempt=attempt, metrics=metrics, detail=detail, artifacts=artifacts)
     shifts = shifts.astype(np.float64)
+    extent = float(max(volume.shape[:2]))
+    if not np.all(np.isfinite(shifts)) or float(np.abs(shifts).max(initial=0.0)) > extent:
+        # A shift past the slice's own extent measures nothing, and a huge one would swamp the
+        # truth in ``shifts - truth`` (1e18 - 3 == 1e18 in float64): refused, never scored.
+        why = f"'shifts' must be finite and within the slice's extent (|d| <= {extent:g} px)"
+        metrics = [Metric.missing(n, tol[n], WhyNot(why, "unusable"), "px") for n in names]
+        return Outcome(fixture=fixture, attempt=attempt, metrics=metrics, detail=detail, artifacts=artifacts)
     err, common = slice_errors(shifts, truth)
     detail["removed_offset_px"] = [round(float(v), 4) for v in common[0]]
     detail["removed_drift_px_per_slice"] = [round(float(v), 4) for v in common[1]]
