@@ -737,3 +737,57 @@ def test_huge_shifts_cannot_swamp_the_truth(value: float) -> None:
 
     outcome = solve_case(case, fixture, cheat)
     assert outcome.status == "unscorable-result" and not outcome.passed, outcome.metrics
+
+
+@SANDBOX
+@ROOT_ONLY
+def test_a_subject_cannot_run_the_harness_out_of_descriptors_through_the_plane(tmp_path: Path) -> None:
+    """Each bridged connection costs the harness two descriptors and two threads: at most 32 are held."""
+    pytest.importorskip("pyarrow.flight")
+    from imagebench.sandbox.policy import MAX_BRIDGE_CONNECTIONS
+
+    code = (
+        "import os, socket, sys, time\n"
+        "port = int(os.environ['IMAGEBENCH_TENSOR_URL'].rsplit(':', 1)[1])\n"
+        "held = []\n"
+        "for _ in range(300):\n"
+        "    s = socket.create_connection(('127.0.0.1', port)); held.append(s)\n"
+        "time.sleep(1.0)\n"
+        "alive = 0\n"
+        "for s in held:\n"
+        "    s.setblocking(False)\n"
+        "    try:\n"
+        "        alive += s.recv(1) != b''\n"
+        "    except BlockingIOError:\n"
+        "        alive += 1\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('alive', alive, file=sys.stderr)\n"
+    )
+    label = "drift-correction/large-field-tensor"
+    result = _run(tmp_path, label, f"{PY} -c {shlex.quote(code)}")
+    summary = _one(result, label)
+    assert summary.status != "harness-error", summary.reason
+    err = (result.run_dir / summary.subject / summary.label / "sample-0" / "stderr.txt").read_text()
+    alive = int(err.split("alive")[1].split()[0])
+    assert alive <= MAX_BRIDGE_CONNECTIONS, err
+
+
+def test_a_snapshot_costs_its_picture_not_its_layer_and_names_are_short(tmp_path: Path) -> None:
+    import resource
+
+    from imagebench.case.session import open_session
+    from imagebench.runs.runner import prepare_fixture
+    from imagebench.subjects.mcp.tools import MAX_NAME_CHARS, AgentSession, CaseView, ToolError
+
+    case = builtin.get_case("segment-nuclei/synthetic-blobs")
+    session = open_session(case, prepare_fixture(case).fixture)
+    agent = AgentSession(CaseView.of(case), session, workspace=tmp_path)
+    np.save(tmp_path / "big.npy", np.ones((8192, 8192), np.uint8))
+    agent.add_layer("scratch", "labels", npy="big.npy")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    png = agent.snapshot(layer="scratch")
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert png.startswith(b"\x89PNG") and grown_mib < 256, grown_mib
+    with pytest.raises(ToolError, match=f"1 to {MAX_NAME_CHARS} characters"):
+        agent.add_layer("x" * (MAX_NAME_CHARS + 1), "labels", data=[[0]])

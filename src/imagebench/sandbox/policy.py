@@ -20,6 +20,7 @@ sandbox says ``bwrap --args N`` and names no host path. See ``docs/integrity.md`
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import importlib.util
@@ -32,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -428,6 +429,10 @@ def plane_address(url: str) -> tuple[str, int]:
     return parts.hostname, parts.port
 
 
+#: connections a sandbox may hold open to the plane at once (one more is closed as it is accepted)
+MAX_BRIDGE_CONNECTIONS = 32
+
+
 class PlaneBridge:
     """The data plane's port inside a sandbox whose network is unshared.
 
@@ -447,6 +452,7 @@ class PlaneBridge:
         self.cap = cap
         self.sent = 0
         self.exceeded = False
+        self._open = 0  # connections relayed now
         self._socks: list[socket.socket] = []
         self._lock = threading.Lock()
         self._listener = self._listen_in(sandbox_pid, target[1])
@@ -497,18 +503,44 @@ class PlaneBridge:
         while True:
             try:
                 inner, _ = self._listener.accept()
-                outer = socket.create_connection(self.target, timeout=10)
-                outer.settimeout(None)
             except OSError:
                 if self._listener.fileno() == -1:
                     return
                 continue
             with self._lock:
+                full = self._open >= MAX_BRIDGE_CONNECTIONS
+            if full:  # each connection costs this process two descriptors and two threads
+                inner.close()
+                continue
+            try:
+                outer = socket.create_connection(self.target, timeout=10)
+                outer.settimeout(None)
+            except OSError:
+                inner.close()
+                continue
+            with self._lock:
                 self._socks += [inner, outer]
-            threading.Thread(target=self._upstream, args=(inner, outer), daemon=True).start()
-            threading.Thread(target=_pump, args=(outer, inner), daemon=True).start()
+                self._open += 1
+            ended = [0]
 
-    def _upstream(self, src: socket.socket, dst: socket.socket) -> None:
+            def finished(inner: socket.socket = inner, outer: socket.socket = outer, ended: list[int] = ended) -> None:
+                """One direction is done; when both are, the connection's descriptors go."""
+                with self._lock:
+                    ended[0] += 1
+                    if ended[0] < 2:
+                        return
+                    self._open -= 1
+                    for sock in (inner, outer):
+                        if sock in self._socks:
+                            self._socks.remove(sock)
+                for sock in (inner, outer):
+                    with contextlib.suppress(OSError):
+                        sock.close()
+
+            threading.Thread(target=self._upstream, args=(inner, outer, finished), daemon=True).start()
+            threading.Thread(target=_pump, args=(outer, inner, finished), daemon=True).start()
+
+    def _upstream(self, src: socket.socket, dst: socket.socket, finished: Callable[[], None]) -> None:
         """The subject's bytes to the plane, counted against the cap."""
         try:
             while data := src.recv(65536):
@@ -523,6 +555,8 @@ class PlaneBridge:
             dst.shutdown(socket.SHUT_WR)
         except OSError:
             pass
+        finally:
+            finished()
 
     def close(self) -> None:
         self._listener.close()
@@ -531,13 +565,16 @@ class PlaneBridge:
                 s.close()
 
 
-def _pump(src: socket.socket, dst: socket.socket) -> None:
+def _pump(src: socket.socket, dst: socket.socket, finished: Callable[[], None] | None = None) -> None:
     try:
         while data := src.recv(65536):
             dst.sendall(data)
         dst.shutdown(socket.SHUT_WR)
     except OSError:
         pass
+    finally:
+        if finished is not None:
+            finished()
 
 
 def read_info(fd: int) -> dict[str, int]:

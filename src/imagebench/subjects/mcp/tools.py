@@ -51,6 +51,7 @@ MAX_LAYER_VALUES = 64 * 1024 * 1024
 MAX_LAYER_BYTES = 512 * 1024 * 1024
 MAX_AGENT_BYTES = 1024 * 1024 * 1024
 MAX_AGENT_LAYERS = 64
+MAX_NAME_CHARS = 128
 SNAPSHOT_MAX_SIDE = 1024
 ANSWER_KINDS = ("labels", "image", "points", "shapes")
 ENCODINGS = ("list", "base64", "npy")
@@ -309,6 +310,8 @@ class AgentSession:
     def add_layer(
         self, name: str, kind: str, data: Any = None, npy: str | None = None, like: str | None = None
     ) -> dict[str, Any]:
+        if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
+            raise ToolError(f"a layer's name must be text of 1 to {MAX_NAME_CHARS} characters, got {_short(name)}")
         if name in self.layers and self.layers[name].role == "input":
             raise ToolError(f"{name!r} is an input layer of the case; leave your answer under another name")
         if name in self.layers:
@@ -685,23 +688,31 @@ def _grey(arr: np.ndarray) -> np.ndarray:
 
 
 def _render(layers: list[AgentLayer], arrays: Mapping[str, np.ndarray]) -> np.ndarray:
-    base: np.ndarray | None = None
-    for layer in layers:
-        if layer.kind == "image":
-            base = _grey(_plane(arrays[layer.name]))
-            break
+    # Every plane is first taken every ``step`` pixels, so a large layer costs what its picture
+    # does (SNAPSHOT_MAX_SIDE per side), never its full size in float64.
     shape2 = None
     for layer in layers:
         if layer.kind in ("image", "labels"):
             shape2 = _plane(arrays[layer.name]).shape[:2]
             break
+    step = max(1, math.ceil(max(shape2) / SNAPSHOT_MAX_SIDE)) if shape2 else 1
+
+    def plane(a: np.ndarray) -> np.ndarray:
+        return _plane(a)[::step, ::step]
+
+    base: np.ndarray | None = None
+    for layer in layers:
+        if layer.kind == "image":
+            base = _grey(plane(arrays[layer.name]))
+            break
     if base is None:
-        base = np.zeros((*(shape2 or (256, 256)), 3), np.uint8)
+        small = tuple(-(-n // step) for n in shape2) if shape2 else (256, 256)
+        base = np.zeros((*small, 3), np.uint8)
     out = base.astype(np.float64)
     for layer in layers:
         a = arrays[layer.name]
         if layer.kind == "labels":
-            lab = _plane(a).astype(np.int64)
+            lab = plane(a).astype(np.int64)
             if lab.shape != out.shape[:2]:
                 continue
             hue = (lab * 2654435761) % 2**32
@@ -710,12 +721,10 @@ def _render(layers: list[AgentLayer], arrays: Mapping[str, np.ndarray]) -> np.nd
             m = lab > 0
             out[m] = 0.5 * out[m] + 0.5 * colour[m]
         elif layer.kind in ("points", "shapes") and np.asarray(a).ndim == 2 and np.asarray(a).shape[1] >= 2:
-            for p in np.asarray(a, dtype=np.float64):
-                y, x = int(round(p[-2])), int(round(p[-1]))
+            for p in np.asarray(a, dtype=np.float64)[: 1 << 16]:
+                y, x = int(round(p[-2] / step)), int(round(p[-1] / step))
                 out[max(0, y - 1) : y + 2, max(0, x - 1) : x + 2] = (255, 0, 255)
-    img = out.clip(0, 255).astype(np.uint8)
-    step = max(1, math.ceil(max(img.shape[:2]) / SNAPSHOT_MAX_SIDE))
-    return img[::step, ::step]
+    return out.clip(0, 255).astype(np.uint8)
 
 
 def _png(rgb: np.ndarray) -> bytes:
