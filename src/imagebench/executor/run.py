@@ -17,7 +17,6 @@ import json
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,21 +116,6 @@ def _begin(
     return record.model_copy(update={"extra": base_extra}), scan, base_extra
 
 
-@dataclass(frozen=True)
-class _Label:
-    """A case known by its label alone (a summary found on disk during a resume)."""
-
-    label: str
-
-    @property
-    def namespace(self) -> str:
-        return self.label.partition("/")[0]
-
-    @property
-    def case_id(self) -> str:
-        return self.label.partition("/")[2]
-
-
 def execute(
     run_dir: Path,
     record: RunRecord,
@@ -202,7 +186,7 @@ def execute(
                     continue
                 sink.keep(entry.label, entry.sample, entry.summary)
                 if not entry.journaled:  # a complete summary whose line a kill cut off
-                    writer.sample(_Label(entry.label), entry.sample, entry.summary, entry.data)
+                    writer.journal_line(entry.path, entry.summary, entry.data)
             for case in cases:
                 sink.maybe_finish(case)
         with unit_pools():

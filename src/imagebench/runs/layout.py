@@ -111,7 +111,7 @@ def new_run_dir(root: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
     raise RunFolderError(f"{root}: could not create a run folder (1000 run-{stamp}* folders exist)")
 
 
-def _sample_index(path: Path) -> int | None:
+def sample_index(path: Path) -> int | None:
     try:
         return int(path.name.split("-", 1)[1])
     except (IndexError, ValueError):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from imagebench.runs.layout import RECEIPT, RUN_RECORD, SUMMARY, RunFolderError, _sample_index, label_dir
+from imagebench.runs.layout import RECEIPT, RUN_RECORD, SUMMARY, RunFolderError, label_dir, sample_index
 
 if TYPE_CHECKING:
     from imagebench.records import CaseSummary, RunRecord, SampleSummary
@@ -170,7 +170,7 @@ def read_run(
         folder = label_dir(run_dir, record.subject, label)
         indices = set(range(count))
         if expected is None and folder.is_dir():
-            indices |= {i for p in folder.glob("sample-*") if (i := _sample_index(p)) is not None}
+            indices |= {i for p in folder.glob("sample-*") if (i := sample_index(p)) is not None}
         for n in sorted(indices):
             entry = _read_sample(folder / f"sample-{n}" / SUMMARY, label, record.subject, n, lines.get((label, n)))
             if require_journal and not entry.problem and not entry.journaled:

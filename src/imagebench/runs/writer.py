@@ -147,9 +147,13 @@ class RunWriter:
         from imagebench.runs.layout import sample_dir
 
         path = sample_dir(self.run_dir, self.subject_name, case, sample) / SUMMARY
+        self.journal_line(path, summary, data)
+        return path
+
+    def journal_line(self, path: Path, summary: SampleSummary, data: bytes | None = None) -> None:
+        """The journal line of the summary at ``path`` (a resume's, whose line a kill cut off)."""
         body = path.read_bytes() if data is None else data
         self._append(lambda j: j.unit(self.run_dir, path, summary, body))
-        return path
 
     def case(self, case: Any, samples: Sequence[SampleSummary], build_s: float) -> CaseSummary:
         """The case's ``summary.json`` over its samples."""

@@ -88,8 +88,9 @@ class SubjectKind:
 
     @classmethod
     def parse(cls, spec: str, *, sandbox: SandboxPolicy | None, isolate: bool, mcp: bool) -> SubjectKind:
-        """The subject ``spec`` (which :meth:`matches`) names; SubjectError saying what is wrong."""
-        raise NotImplementedError
+        """The subject ``spec`` (which :meth:`matches`) names; SubjectError saying what is wrong.
+        A kind that is never written as a spec (the served MCP subject) keeps this refusal."""
+        raise SubjectError(f"subject {spec!r}: {cls.__name__} is not made from a spec string")
 
     def spec(self) -> str:
         """The spec string that :func:`~imagebench.subjects.parse_subject` turns back into this
