@@ -7,6 +7,11 @@ import os
 # Each test builds its own fixtures: the fixture cache (imagebench.fixtures.cache) is off unless a test
 # turns it on (tests/test_cache.py), and so it is in every process a test starts.
 os.environ["IMAGEBENCH_CACHE"] = "off"
+# The user's state folder (the journal key, sealed runs' secrets): one per test session, never the user's.
+if "IMAGEBENCH_STATE" not in os.environ:
+    import tempfile
+
+    os.environ["IMAGEBENCH_STATE"] = tempfile.mkdtemp(prefix="imagebench-state-")
 
 from collections.abc import Callable  # noqa: E402
 

@@ -256,7 +256,8 @@ def _checkout_of(package_dir: str) -> str | None:
 def harness_paths() -> list[str]:
     """What of the harness a subject must never see: its packages (and their data) and checkout,
     the fixture tree and the outcome folder named in the environment, the fixture cache, and the
-    registry data the curated fixtures were authored from (:mod:`imagebench.fixtures.registry`)."""
+    registry data the curated fixtures were authored from (:mod:`imagebench.fixtures.registry`), and the
+    user's state folder (:mod:`imagebench.state`: the journal key, the secrets of sealed runs)."""
     found: list[str] = []
     for name in _PACKAGES:
         spec = importlib.util.find_spec(name)
@@ -269,6 +270,9 @@ def harness_paths() -> list[str]:
         if os.environ.get(var):
             found.append(_real(os.environ[var]))
     from imagebench.fixtures.cache import cache_root
+    from imagebench.state import state_root
+
+    found.append(_real(state_root()))  # the journal key and the secrets of runs sealed by default
 
     cached = cache_root()  # built fixtures, truth included
     if cached is not None:
