@@ -65,10 +65,15 @@ def suite_run(
 ) -> Path:
     """What ``imagebench run --suite`` does, through the API (any subject object can be used)."""
     assignment = assign(manifest, policy, seed)
-    info = SuiteRunInfo(requested=manifest.suite_id, assignment=assignment, conditions=conditions_now(samples=samples, timeout=timeout))
     by_label = {c.label: c for c in cases}
+    chosen = [by_label[label] for label in assignment.labels]
+    info = SuiteRunInfo(
+        requested=manifest.suite_id,
+        assignment=assignment,
+        conditions=conditions_now(samples=samples, timeout=timeout, cases=chosen),
+    )
     result = run_cases(
-        [by_label[label] for label in assignment.labels],
+        chosen,
         subject,
         samples=samples,
         out=out,
@@ -249,24 +254,25 @@ def test_comparable_runs_give_paired_outcomes_and_statistics(world: dict[str, An
     assert any("verified against the suite file" in n for n in conditions(result)["C2"].notes)
     assert [c.label for c in result.cases] == ["toy/alpha", "toy/beta", "toy/gamma"] and result.unmatched == []
     for case in result.cases:
-        assert (case.pairs, case.passed_a, case.passed_b, case.only_a, case.only_b) == (2, 2, 1, 1, 0)
+        # both samples of a case saw its one fixture: two pairs, one replicate
+        assert (case.pairs, case.fixtures, case.passed_a, case.passed_b, case.only_a, case.only_b) == (2, 1, 2, 1, 1, 0)
         assert case.rate_diff == pytest.approx(-0.5)
         area = {m.metric: m for m in case.metrics}["area_error"]
         assert area.mean_a == pytest.approx(0.0) and area.mean_b == pytest.approx(0.05) and area.diff == pytest.approx(0.05)
-        assert area.ci is not None and area.ci[0] <= area.diff <= area.ci[1]
+        assert area.pairs == 1 and area.ci is None  # no interval over one replicate
         mask = {m.metric: m for m in case.metrics}["mask_error"]
         assert mask.diff == pytest.approx(0.0)
     o = result.overall
     assert o is not None
-    assert (o.cases, o.pairs, o.passed_a, o.passed_b, o.only_a, o.only_b) == (3, 6, 6, 3, 3, 0)
-    assert o.mcnemar_p == pytest.approx(0.25)
+    assert (o.cases, o.pairs, o.fixtures, o.passed_a, o.passed_b, o.only_a, o.only_b) == (3, 6, 3, 6, 3, 3, 0)
+    assert o.mcnemar_p == pytest.approx(0.25)  # over 3 fixtures, not 6 pseudo-pairs
     area = {m.metric: m for m in o.metrics}["area_error"]
     assert area.pairs == 3 and area.diff == pytest.approx(0.05) and area.ci == pytest.approx((0.05, 0.05))
 
     # the command: a table, or JSON; the same bootstrap seed gives the same numbers
     assert cli.main(["compare", str(a), str(b), "--suite", str(world["suite_file"])]) == 0
     text = capsys.readouterr().out
-    assert "McNemar exact p = 0.25" in text and "toy/alpha" in text and "2/2" in text and "1/2" in text
+    assert "McNemar exact p = 0.25 over 3 distinct fixtures" in text and "toy/alpha" in text and "2/2" in text and "1/2" in text
     assert cli.main(["compare", str(a), str(b / "run.json"), "--json", "--suite", str(world["suite_file"])]) == 0
     first = capsys.readouterr().out
     assert cli.main(["compare", str(a), str(b), "--json", "--suite", str(world["suite_file"])]) == 0
@@ -482,7 +488,7 @@ def test_a_failure_of_the_subject_s_doing_is_a_failed_pair_never_left_out(status
 
     a = LoadedRun("A", tmp_path, None, None, samples={"s/c": {0: sample("ok")}})
     b = LoadedRun("B", tmp_path, None, None, samples={"s/c": {0: sample(status)}})
-    _, _, pairs, _ = _pair_case("s/c", a, b, 1, 0, 10)
-    assert pairs == [(True, False)]
+    _, _, reps = _pair_case("s/c", a, b, 1, 0, 10)
+    assert [r.passes for r in reps] == [[(True, False)]]
     skipped = LoadedRun("B", tmp_path, None, None, samples={"s/c": {0: sample("harness-error")}})
     assert _pair_case("s/c", a, skipped, 1, 0, 10)[2] == []  # the bench's own failure is left out

@@ -108,7 +108,7 @@ def test_fingerprint_is_a_stable_digest_over_label_revision_and_parts() -> None:
     assert DIGEST.match(fp)
     assert case_fingerprint(make_toy_case()) == fp  # a fresh but identical case
     parts = case_parts(case)
-    assert set(parts) == {"prompt", "persona", "layers", "collect", "class", "timeout", "verifier", "tolerance", "fixture", "builder", "seed", "params", *BUILT}
+    assert set(parts) == {"prompt", "persona", "layers", "collect", "class", "timeout", "verifier", "scoring", "tolerance", "fixture", "builder", "seed", "params", *BUILT}
     assert all(DIGEST.match(v) for v in parts.values())
     assert fingerprint_from_parts(case.label, case.revision, parts) == fp
     # the digest of the parts is canonical JSON: key order does not matter
@@ -126,12 +126,12 @@ CHANGES: list[tuple[str, dict[str, Any], set[str]]] = [
     ("collect", {"collect": (Collect("mask", "array", "the rectangle"),)}, {"collect"}),
     ("class", {"case_class": "hard-case"}, {"class"}),
     ("timeout", {"timeout_s": 31.0}, {"timeout"}),
-    ("verifier", {"verify": other_verify}, {"verifier"}),
-    ("answer", {"answer": {"task_id": "x", "fields": ["a"]}}, {"answer"}),
+    ("verifier", {"verify": other_verify}, {"verifier", "scoring"}),
+    ("answer", {"answer": {"task_id": "x", "fields": ["a"]}}, {"answer", "scoring"}),
     ("seed", {"fixture": Procedural(toy_fixture, seed=1, tolerance=dict(TOY_TOLERANCE))}, {"seed", *BUILT}),
     ("params", {"fixture": Procedural(toy_fixture, seed=0, params={"size": 20}, tolerance=dict(TOY_TOLERANCE))}, {"params", *BUILT}),
     ("builder", {"fixture": Procedural(other_toy_fixture, seed=0, tolerance=dict(TOY_TOLERANCE))}, {"builder"}),
-    ("tolerance", {"fixture": Procedural(toy_fixture, seed=0, tolerance={"mask_error": 0.1, "area_error": 0.05})}, {"tolerance"}),
+    ("tolerance", {"fixture": Procedural(toy_fixture, seed=0, tolerance={"mask_error": 0.1, "area_error": 0.05})}, {"tolerance", "scoring"}),
 ]
 
 

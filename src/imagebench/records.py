@@ -17,11 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 #: The version every record is written with. 2 added ``MetricRecord.unavailable_because``; 3
 #: added ``sandbox`` (how the subject was confined); 4 added the ``resource-limit`` status and
-#: ``limits`` (what a confined subject could use: imagebench.sandbox.limits.Limits). An older record is
-#: a newer one without those fields (read as None), so every version is read.
-SCHEMA_VERSION = 4
-READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
-Version = Literal[1, 2, 3, 4]
+#: ``limits`` (what a confined subject could use: imagebench.sandbox.limits.Limits); 5 added a
+#: sample's ``fixture_digest`` (which fixture it saw) and a case's ``scoring`` (its scoring
+#: closure) and ``fixtures`` (how many distinct fixtures its samples saw). An older record is a
+#: newer one without those fields (read as None), so every version is read.
+SCHEMA_VERSION = 5
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
+Version = Literal[1, 2, 3, 4, 5]
 
 #: How a subject was confined: ``bubblewrap`` (a command, or an isolated python function, in its
 #: own namespaces), ``none`` (a command run with --no-sandbox: it could see this machine) or
@@ -92,6 +94,9 @@ class SampleSummary(Record):
     provenance: str = ""
     citation: str | None = None
     seed: int | None = None
+    # Which fixture the sample saw (imagebench.runs.runner.fixture_identity): samples that share it
+    # are one replicate of that fixture, not independent evidence. None: not known (no fixture).
+    fixture_digest: str | None = None
     sandbox: Sandbox | None = None
     # What a confined subject could use (imagebench.sandbox.limits.Limits as JSON); None: not confined.
     limits: dict[str, int | None] | None = None
@@ -112,6 +117,10 @@ class CaseSummary(Record):
     passed: int
     scored: int
     metric_means: dict[str, float | None] = Field(default_factory=dict)
+    # The case's scoring closure (imagebench.runs.closure.scoring_digest), None when not taken.
+    scoring: str | None = None
+    # How many distinct fixtures its samples saw (None: some sample's fixture is not known).
+    fixtures: int | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

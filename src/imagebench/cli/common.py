@@ -198,6 +198,15 @@ def run_from_args(
     from imagebench.runs.sealed import SealedError
 
     parallel = parallel_from_args(args)
+    if getattr(args, "unsealed", False):
+        from imagebench.subjects import is_trusted
+
+        if not is_trusted(subject):
+            print(
+                f"imagebench run: warning: {subject.name} is not trusted code and runs --unsealed: its procedural "
+                "fixtures use the public seeds, so a subject holding the public source can rebuild their truth",
+                file=sys.stderr,
+            )
     try:
         result = run_cases(
             cases,
@@ -210,6 +219,7 @@ def run_from_args(
             record_extra=record_extra,
             parallel=parallel,
             sealed=sealed,
+            unsealed=bool(getattr(args, "unsealed", False)),
         )
         RUN_DIRS.append(result.run_dir)
         return result
@@ -247,6 +257,12 @@ def add_sealed_args(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="seal the run with the secret held in PATH (its contents, surrounding whitespace stripped)",
     )
+    p.add_argument(
+        "--unsealed",
+        action="store_true",
+        help="run an untrusted subject (a command, an MCP agent, --isolate) on the public seeds instead of "
+        "sealing it by default with a fresh secret; recorded in run.json, and compare names it",
+    )
 
 
 def seal_from_args(args: argparse.Namespace) -> Seal | None:
@@ -260,6 +276,8 @@ def seal_from_args(args: argparse.Namespace) -> Seal | None:
     path = getattr(args, "sealed_file", None)
     if text is not None and path is not None:
         raise UsageError("give either --sealed or --sealed-file, not both")
+    if getattr(args, "unsealed", False) and (text is not None or path is not None):
+        raise UsageError("--unsealed cannot be combined with --sealed or --sealed-file")
     try:
         if path is not None:
             _check_secret_hidden(args, path)

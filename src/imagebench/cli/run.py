@@ -285,6 +285,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             ("--timeout", getattr(args, "timeout", None), None),
             ("--out", getattr(args, "out", None), None),
             ("--suite", getattr(args, "suite", None), None),
+            ("--unsealed", getattr(args, "unsealed", False), False),
         )
         if value not in (default, [], ())
     ]

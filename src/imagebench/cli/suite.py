@@ -54,6 +54,14 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="compare even when a sample summary is missing or was changed after its run journaled it (those pairs are left out and named)",
     )
+    cmp_.add_argument(
+        "--allow-conditions",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="let the execution condition NAME differ between the runs (sandbox, network, limits, env_pass, "
+        "isolate, mcp, sealing, harness; repeat for several): the difference is noted, not refused",
+    )
     cmp_.set_defaults(func=_cmd_compare)
 
 
@@ -283,10 +291,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                     suite = load_suite(path)
                 except SuiteError:
                     suite = None
-    result = compare_runs(
-        args.run_a, args.run_b, suite=suite, suite_explicit=explicit, seed=args.bootstrap_seed, resamples=args.resamples,
-        allow_missing=args.allow_missing,
-    )
+    try:
+        result = compare_runs(
+            args.run_a, args.run_b, suite=suite, suite_explicit=explicit, seed=args.bootstrap_seed,
+            resamples=args.resamples, allow_missing=args.allow_missing, allow_conditions=args.allow_conditions,
+        )
+    except ValueError as exc:
+        raise _usage(str(exc)) from None
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
@@ -338,7 +349,7 @@ def run_suite(args: argparse.Namespace) -> int:
         requested=args.suite,
         alias=alias,
         assignment=assignment,
-        conditions=conditions_now(samples=args.samples, timeout=args.timeout, fixtures="all"),
+        conditions=conditions_now(samples=args.samples, timeout=args.timeout, fixtures="all", cases=cases),
     )
     selection: dict[str, Any] = {
         "suite": args.suite,
@@ -369,6 +380,14 @@ def run_suite(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- compare, printed
 
 
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} {v}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return str(value)
+
+
 def _f(value: float | None, digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{digits}g}"
 
@@ -390,6 +409,10 @@ def render(result: Comparison, console: Any) -> None:
     console.print(
         f"A: {result.a.run_id} ({result.a.subject})    B: {result.b.run_id} ({result.b.subject})", markup=False
     )
+    for side, name in ((result.a, "A"), (result.b, "B")):
+        if side.execution:
+            shown = ", ".join(f"{k} {_shown(v)}" for k, v in side.execution.items() if k != "limits")
+            console.print(f"  {name} ran under: {shown}", markup=False)
     table = Table(title="comparability")
     for col in ("", "condition", "holds", "why / notes"):
         table.add_column(col)
@@ -404,13 +427,14 @@ def render(result: Comparison, console: Any) -> None:
         return
     cases = Table(title=f"paired outcomes by case ({result.direction})")
     cases.add_column("case", overflow="fold")
-    for col in ("pairs", "pass A", "pass B", "diff", esc("metric: mean A / mean B, diff [95% CI]")):
+    for col in ("pairs", "fixtures", "pass A", "pass B", "diff", esc("metric: mean A / mean B, diff [95% CI]")):
         cases.add_column(col)
     for c in result.cases:
         mlines = [f"{m.metric}: {_f(m.mean_a)} / {_f(m.mean_b)}, {_f(m.diff)} {_ci(m.ci)}" for m in c.metrics]
         cases.add_row(
             esc(c.label),
             str(c.pairs),
+            str(c.fixtures),
             f"{c.passed_a}/{c.pairs}",
             f"{c.passed_b}/{c.pairs}",
             f"{c.rate_diff:+.3g}",
@@ -423,10 +447,15 @@ def render(result: Comparison, console: Any) -> None:
     if o is None:
         console.print("no case has a scored pair of samples: nothing to compare")
         return
+    test = (
+        f"McNemar exact p = {o.mcnemar_p:.4g} over {o.fixtures} distinct fixtures"
+        if o.mcnemar_p is not None
+        else f"no test: {o.fixtures} distinct fixture(s) (samples of one fixture are one replicate)"
+    )
     console.print(
-        f"overall: {o.cases} case(s), {o.pairs} pair(s); pass rate A {o.rate_a:.3g}, B {o.rate_b:.3g}, "
-        f"diff {o.rate_diff:+.3g}; discordant pairs: {o.only_a} pass only in A, {o.only_b} only in B; "
-        f"McNemar exact p = {o.mcnemar_p:.4g}",
+        f"overall: {o.cases} case(s), {o.fixtures} distinct fixture(s), {o.pairs} sample pair(s); pass rate A "
+        f"{o.rate_a:.3g}, B {o.rate_b:.3g}, diff {o.rate_diff:+.3g}; discordant fixtures: {o.only_a} better in A, "
+        f"{o.only_b} better in B; {test}",
         markup=False,
     )
     for m in o.metrics:

@@ -249,6 +249,7 @@ def run_cases(
     scheduler: str | None = None,
     parallel: Parallel | None = None,
     sealed: Seal | None = None,
+    unsealed: bool = False,
 ) -> RunResult:
     """Run every ``(case, sample)`` unit in a new run folder and return what it left.
 
@@ -268,23 +269,38 @@ def run_cases(
     ``sealed`` seals the run (:mod:`imagebench.runs.sealed`): every sample of a procedural case is built
     from its own seed derived from the seal's secret, and ``run.json``'s ``extra["sealed"]``
     records the seal's commitment (never the secret). A case that cannot be sealed raises
-    :class:`~imagebench.runs.sealed.SealedError` before the run folder is created.
+    :class:`~imagebench.runs.sealed.SealedError` before the run folder is created. An untrusted
+    subject (:func:`imagebench.subjects.is_trusted`) given no seal is sealed by default with a
+    fresh secret kept in the state folder (:func:`imagebench.runs.sealed.default_seal`), unless
+    ``unsealed``: then its public seeds are used and ``run.json`` says so (``extra["unsealed"]``).
+
+    ``run.json``'s ``extra["execution"]`` records the conditions the subject ran under
+    (:func:`execution_record`), which ``compare`` checks.
     """
+    from imagebench.runs.sealed import UNSEALED_KEY, default_seal
     from imagebench.runs.writer import RunWriter
-    from imagebench.subjects import confinement_of, limits_of
+    from imagebench.subjects import confinement_of, is_trusted, limits_of
 
     cases = list(cases)
     if parallel is None:
         parallel = Parallel(workers=workers, scheduler=scheduler)
     if samples < 1:
         raise ValueError(f"samples must be at least 1, got {samples}")
+    if sealed is not None and unsealed:
+        raise SealedError("a run cannot be both sealed and unsealed")
+    if sealed is None and not unsealed and not is_trusted(subject):
+        sealed = default_seal()
     seeds = sealed.seeds(cases, samples) if sealed is not None else None
     with cluster_for(parallel, cases, subject, progress=progress) as cluster:
         extra = dict(record_extra or {})
         extra.pop(SEALED_KEY, None)  # only a seal given here makes a run sealed
+        extra.pop(UNSEALED_KEY, None)
         if sealed is not None:
             extra[SEALED_KEY] = sealed.record()
+        elif unsealed and not is_trusted(subject):
+            extra[UNSEALED_KEY] = True
         extra.update(subject_record(subject))
+        extra[EXECUTION_KEY] = execution_record(subject, extra)
         if parallel.distributed:
             extra["executor"] = parallel.describe_for(subject)
         writer, record = RunWriter.create(
@@ -314,6 +330,20 @@ def run_cases(
 
 
 SUBJECT_DIGEST_KEY = "subject_sha256"
+#: ``run.json`` ``extra`` key of the conditions the subject ran under (:func:`execution_record`).
+EXECUTION_KEY = "execution"
+
+
+def execution_record(subject: Subject, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The conditions a run's subject ran under, each a name ``compare --allow-conditions`` takes:
+    ``sandbox``, ``network``, ``limits``, ``env_pass``, ``isolate``, ``mcp``
+    (:func:`imagebench.subjects.execution_of`), ``sealing`` (:func:`imagebench.runs.sealed.sealing_of`)
+    and ``harness`` (the imagebench version that ran it)."""
+    from imagebench import __version__
+    from imagebench.runs.sealed import sealing_of
+    from imagebench.subjects import execution_of
+
+    return {**execution_of(subject), "sealing": sealing_of(extra), "harness": str(__version__)}
 
 
 def _full_subject(subject: Subject) -> dict[str, Any] | None:
@@ -428,7 +458,7 @@ def resume_run(
     except RunFolderError as exc:
         raise ResumeError(str(exc)) from None
     where = run_dir / "run.json"
-    _check_seal(where, record, sealed)
+    sealed = _check_seal(where, record, sealed)
     if subject is not None:
         _check_subject(where, record, subject)
     elif record.extra.get(SUBJECT_DIGEST_KEY) is not None:
@@ -486,13 +516,27 @@ def resume_run(
         )
 
 
-def _check_seal(where: Path, record: RunRecord, sealed: Seal | None) -> None:
-    """A resume needs exactly the secret the run was sealed with, and none for a run that was not."""
+def _check_seal(where: Path, record: RunRecord, sealed: Seal | None) -> Seal | None:
+    """A resume needs exactly the secret the run was sealed with, and none for a run that was not;
+    a run sealed by default finds its secret in the state folder. Returns the seal to resume with."""
+    from imagebench.runs.sealed import stored_seal
+
     recorded = recorded_commitment(record.extra)
     if SEALED_KEY in record.extra and recorded is None:
         raise ResumeError(f"{where}: field 'extra.sealed' records no commitment; the run cannot be resumed sealed")
     if recorded is None and sealed is not None:
         raise ResumeError(f"{where}: the run was not sealed; resume it without --sealed/--sealed-file")
+    entry = record.extra.get(SEALED_KEY)
+    if recorded is not None and sealed is None and isinstance(entry, Mapping) and entry.get("origin") == "default":
+        try:
+            sealed = stored_seal(recorded)
+        except SealedError as exc:
+            raise ResumeError(f"{where}: {exc}") from None
+        if sealed is None:
+            raise ResumeError(
+                f"{where}: the run was sealed by default (commitment {recorded[:19]}...) and its secret is not in "
+                "this state folder ($IMAGEBENCH_STATE or ~/.local/state/imagebench): resume it where it ran"
+            )
     if recorded is not None and sealed is None:
         raise ResumeError(
             f"{where}: the run was sealed (commitment {recorded[:19]}...); resume it with the same secret "
@@ -503,3 +547,4 @@ def _check_seal(where: Path, record: RunRecord, sealed: Seal | None) -> None:
             f"{where}: the secret given is not the one the run was sealed with (commitment {sealed.commitment[:19]}..., "
             f"the run recorded {recorded[:19]}...)"
         )
+    return sealed

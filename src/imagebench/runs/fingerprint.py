@@ -3,8 +3,9 @@ Long because every part of a case's identity is pinned here, beside the one cano
 
 A case's fingerprint is taken over its label, its pinned revision and a map of *parts*, one
 digest per role: the prompt, the persona, the layers, what it collects, its class and time
-limit, the verifier (qualified name and a digest of its source), the tolerances, the answer
-contract, and the fixture's inputs. For a :class:`~imagebench.fixtures.fixture.Procedural` fixture those
+limit, the verifier (qualified name and a digest of its source), the scoring closure (the
+verifier with every function of the project it calls, its limits and the scorer's hashes:
+:mod:`imagebench.runs.closure`), the tolerances, the answer contract, and the fixture's inputs. For a :class:`~imagebench.fixtures.fixture.Procedural` fixture those
 are the builder (qualified name and source digest), the seed and the params; for an
 :class:`~imagebench.fixtures.fixture.OnDisk` fixture they are the digest of the case's ``case.json`` and,
 for every data key and every truth key, the file's sha256 *as the tree manifest records it*
@@ -50,6 +51,7 @@ from imagebench.fixtures.digest import (
     is_digest,
     scrub,
 )
+from imagebench.runs.closure import scoring_digest
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
@@ -230,6 +232,7 @@ PART_ROLES: dict[str, str] = {
     "class": "case class",
     "timeout": "time limit",
     "verifier": "verifier",
+    "scoring": "scoring closure (the verifier, the project code it calls, its limits, the scorer)",
     "tolerance": "tolerances",
     "answer": "answer contract",
     "fixture": "fixture kind",
@@ -332,6 +335,17 @@ def _on_disk_parts(label: str, root: Path | None, ns: str, case_id: str) -> dict
                 }
             )
     return parts
+
+
+def curated_parts(case: Case) -> dict[str, str] | None:
+    """The parts naming a curated case's pixels (its ``case.json`` and each data and truth file as
+    the tree manifest records it), None for a case whose fixture is not read from a tree.
+    Raises FingerprintError when the tree cannot be read."""
+    located = tree_location(case)
+    if located is None:
+        return None
+    root, ns, case_id = located
+    return _on_disk_parts(case.label, root, ns, case_id)
 
 
 def _fixture_parts(case: Case) -> dict[str, str]:
@@ -481,6 +495,7 @@ def collect_parts(case: Case, *, built: bool = True) -> tuple[dict[str, str], li
         ("class", lambda: {"class": digest_json(case.case_class)}),
         ("timeout", lambda: {"timeout": digest_json(plain(float(case.timeout_s), f"time limit of {label}"))}),
         ("verifier", lambda: {"verifier": digest_json(source_digest(case.verify, f"verifier of {label}"))}),
+        ("scoring", lambda: {"scoring": scoring_digest(case)}),
         ("tolerance", lambda: {"tolerance": digest_json(plain(dict(case.tolerances), f"tolerances of {label}"))}),
         ("fixture", lambda: {"fixture": digest_json(case.fixture.kind)}),
         (
@@ -596,6 +611,7 @@ __all__ = [
     "case_fingerprint",
     "case_parts",
     "collect_parts",
+    "curated_parts",
     "check_revision",
     "definition_fingerprint",
     "definition_parts",

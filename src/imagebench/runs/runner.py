@@ -81,6 +81,8 @@ class PreparedFixture:
     truth_digest: str = ""
     # the seed it was built from when that is not the case's own (a sealed run's); None otherwise
     seed: int | None = None
+    # what the fixture is (see :func:`fixture_identity`), taken once for all the samples that share it
+    identity: str | None = None
 
     def __post_init__(self) -> None:
         if self.fixture is not None and not self.truth_digest:
@@ -460,6 +462,37 @@ def subject_notes(session: Session) -> dict[str, Any]:
     return notes
 
 
+def fixture_identity(case: Case, fixture: Fixture) -> str:
+    """``"sha256:<hex>"`` naming the fixture a sample saw: two samples with the same identity saw the
+    same pixels and were scored against the same truth, so they are one replicate, not two.
+
+    A curated fixture is named by its tree manifest's digest of each data and truth file (no
+    pixel is read again); any other by the digest of its data and truth as built
+    (:func:`imagebench.fixtures.fixture_digest.built_fixture_digest`)."""
+    from imagebench.fixtures.digest import digest_json
+    from imagebench.runs.fingerprint import curated_parts
+
+    parts = curated_parts(case)
+    if parts is not None:
+        return digest_json({"curated": parts})
+    from imagebench.fixtures.fixture_digest import built_fixture_digest
+
+    return built_fixture_digest(fixture)
+
+
+def _fixture_digest(unit: Unit) -> str | None:
+    """The identity of the unit's fixture (None when there is none, or it cannot be taken)."""
+    prepared = unit.prepared
+    if prepared.fixture is None:
+        return None
+    if prepared.identity is None:
+        try:
+            prepared.identity = fixture_identity(unit.case, prepared.fixture)
+        except Exception:  # recorded as unknown: such a sample is never pooled with another
+            return None
+    return prepared.identity
+
+
 def _seed(unit: Unit) -> int | None:
     """The seed the summary records: the unit's (a sealed run's), else the case's own."""
     if unit.seed is not None:
@@ -493,6 +526,7 @@ def write_ended(
         provenance=fx.provenance if fx is not None else "",
         citation=fx.citation if fx is not None else None,
         seed=_seed(unit),
+        fixture_digest=_fixture_digest(unit),
         sandbox=unit.confinement,  # type: ignore[arg-type]
         limits=unit.limits,
         status=status,  # type: ignore[arg-type]
@@ -614,6 +648,7 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
         "flags": flags,
         "sandbox": unit.confinement,
         "limits": unit.limits,
+        "fixture_digest": _fixture_digest(unit),
     }
     if _seed(unit) is not None:
         extra["seed"] = _seed(unit)  # written with the summary, after the sample is scored

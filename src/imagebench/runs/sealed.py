@@ -20,6 +20,15 @@ run is sealed and a *commitment* to the secret, ``sha256(b"imagebench-sealed\\0"
 (:func:`commitment`), under ``run.json`` ``extra["sealed"]``: two runs with the same commitment
 used the same secret. Each sample's seed is written into its ``summary.json`` once it is scored.
 A short or guessable secret can be found again from its commitment: use a random one (32 bytes).
+
+**Sealed by default.** An untrusted subject (a command, an MCP agent, an isolated function:
+:func:`imagebench.subjects.is_trusted`) run without a secret is sealed anyway, with a fresh random
+secret of 32 bytes (:func:`default_seal`). That secret is kept in the user's state folder
+(:mod:`imagebench.state`, ``seals/<commitment hex>``), outside every run folder and hidden from
+subjects, so the run can be resumed (:func:`stored_seal` finds it by the commitment ``run.json``
+records) and reproduced by whoever holds the state folder. ``run.json`` records such a seal with
+``"origin": "default"``. Opting out (``--unsealed``) is recorded as ``extra["unsealed"]`` and named
+by ``compare``'s conditions. Trusted subjects keep the public seeds.
 """
 
 from __future__ import annotations
@@ -37,6 +46,10 @@ if TYPE_CHECKING:
 
 #: ``run.json`` ``extra`` key of a sealed run's record (see :meth:`Seal.record`).
 RECORD_KEY = "sealed"
+#: ``run.json`` ``extra`` key set when an untrusted subject was run unsealed on purpose (``--unsealed``).
+UNSEALED_KEY = "unsealed"
+#: The state folder's folder of default seals' secrets (one file per commitment).
+SEALS_DIR = "seals"
 #: What the commitment hashes before the secret (a sealed commitment is never another sha256 of it).
 COMMITMENT_TAG = b"imagebench-sealed\0"
 SEED_MASK = (1 << 63) - 1
@@ -117,6 +130,8 @@ class Seal:
     """A sealed run's secret, held by the process that drives the run (it cannot be pickled)."""
 
     secret: bytes = field(repr=False)
+    # "given" (--sealed/--sealed-file, the Python API) or "default" (made for an untrusted subject)
+    origin: str = "given"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "secret", secret_bytes(self.secret))
@@ -134,7 +149,10 @@ class Seal:
 
     def record(self) -> dict[str, Any]:
         """What ``run.json`` keeps under ``extra["sealed"]``: the commitment and the scheme, never the secret."""
-        return {"commitment": self.commitment, "scheme": SCHEME}
+        out = {"commitment": self.commitment, "scheme": SCHEME}
+        if self.origin != "given":
+            out["origin"] = self.origin
+        return out
 
     def seed(self, fingerprint: str, sample: int) -> int:
         return derive_seed(self.secret, fingerprint, sample)
@@ -169,8 +187,66 @@ class Seal:
         return out
 
 
+def _seal_path(commitment_text: str) -> Path:
+    from imagebench.state import state_dir
+
+    hexpart = commitment_text.removeprefix("sha256:")
+    if len(hexpart) != 64 or any(c not in "0123456789abcdef" for c in hexpart):
+        raise SealedError(f"{commitment_text!r} is not a seal's commitment (sha256:<64 hex>)")
+    return state_dir(SEALS_DIR) / hexpart
+
+
+def default_seal() -> Seal:
+    """A fresh seal for a run of an untrusted subject: 32 random bytes, kept in the state folder
+    under its commitment (so :func:`stored_seal` finds it for a resume). SealedError when the state
+    folder cannot hold it."""
+    from imagebench.state import StateError, write_secret
+
+    seal = Seal(os.urandom(32), origin="default")
+    try:
+        write_secret(_seal_path(seal.commitment), seal.secret.hex().encode("ascii") + b"\n")
+    except StateError as exc:
+        raise SealedError(f"the run's default seal cannot be kept: {exc}") from None
+    return seal
+
+
+def stored_seal(commitment_text: str) -> Seal | None:
+    """The default seal whose commitment is ``commitment_text``, from the state folder; None when
+    this state folder does not hold it."""
+    from imagebench.state import StateError, read_secret
+
+    try:
+        data = read_secret(_seal_path(commitment_text))
+    except StateError as exc:
+        raise SealedError(f"the run's default seal cannot be read: {exc}") from None
+    if data is None:
+        return None
+    try:
+        seal = Seal(bytes.fromhex(data.decode("ascii").strip()), origin="default")
+    except (ValueError, UnicodeDecodeError):
+        raise SealedError(f"the state folder's seal {commitment_text[:19]}... is not hex text") from None
+    if seal.commitment != commitment_text:
+        raise SealedError(f"the state folder's seal {commitment_text[:19]}... does not match its commitment")
+    return seal
+
+
+def sealing_of(extra: Mapping[str, Any]) -> str:
+    """How a run's procedural fixtures were seeded, in words ``compare`` checks: ``sealed`` (a secret
+    given), ``sealed by default`` (a fresh secret, for an untrusted subject), ``unsealed`` (an
+    untrusted subject opted out) or ``public seeds``."""
+    entry = extra.get(RECORD_KEY)
+    if isinstance(entry, Mapping):
+        return "sealed by default" if entry.get("origin") == "default" else "sealed"
+    return "unsealed" if extra.get(UNSEALED_KEY) else "public seeds"
+
+
 __all__ = [
     "RECORD_KEY",
+    "SEALS_DIR",
+    "UNSEALED_KEY",
+    "default_seal",
+    "sealing_of",
+    "stored_seal",
     "SCHEME",
     "Seal",
     "SealedError",

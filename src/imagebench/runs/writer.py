@@ -52,6 +52,8 @@ def summarize_case(case: Any, subject_name: str, samples: Sequence[SampleSummary
             reasons.insert(0, f"inconsistent across samples: {consistency.get('reason', '')}")
     kinds = {s.sandbox for s in samples if s.sandbox is not None}
     return CaseSummary(
+        scoring=_scoring_of(case),
+        fixtures=distinct_fixtures(samples),
         label=case.label,
         subject=subject_name,
         kind=case.kind,
@@ -64,6 +66,23 @@ def summarize_case(case: Any, subject_name: str, samples: Sequence[SampleSummary
         metric_means=means,
         extra={"verdict": verdict, "limits": limits, "reasons": reasons[:5], "build_s": build_s, **extra},
     )
+
+
+def _scoring_of(case: Any) -> str | None:
+    from imagebench.runs.closure import scoring_digest
+
+    try:
+        return scoring_digest(case)
+    except Exception:  # a case whose closure cannot be taken records none (C3 then fails closed)
+        return None
+
+
+def distinct_fixtures(samples: Sequence[SampleSummary]) -> int | None:
+    """How many distinct fixtures ``samples`` saw (None when one of them does not say which)."""
+    seen = [s.fixture_digest for s in samples if s.status != "skipped"]
+    if any(d is None for d in seen):
+        return None
+    return len(set(seen))
 
 
 def write_case_summary(

@@ -55,6 +55,8 @@ if TYPE_CHECKING:  # pragma: no cover
         confinement_of,
         describe,
         env_pass_of,
+        execution_of,
+        is_trusted,
         kind_module,
         kinds,
         limits_of,

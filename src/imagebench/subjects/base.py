@@ -126,6 +126,13 @@ class SubjectKind:
         """The names of host variables it is given (never their values)."""
         return ()
 
+    @property
+    def trusted(self) -> bool:
+        """Whether it is code the bench trusts (it runs in the harness's process: the reference, a
+        baseline, a ``python:`` solver). An untrusted subject (a command, an agent, an isolated
+        function) is sealed by default: its procedural fixtures are built from a fresh secret."""
+        return self.sandbox_kind == "in-process"
+
     @classmethod
     def describe_spec(cls, spec: str) -> dict[str, Any]:
         """The receipt entry of the subject ``spec`` names: never a command's arguments,

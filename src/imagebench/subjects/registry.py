@@ -128,6 +128,30 @@ def env_pass_of(subject: object) -> tuple[str, ...]:
     return subject.env_pass if isinstance(subject, SubjectKind) else ()
 
 
+def is_trusted(subject: object) -> bool:
+    """Whether ``subject`` is trusted code (:attr:`SubjectKind.trusted`). Any other object is
+    trusted when it runs in the harness's own process (a seal could not keep a secret from it)."""
+    if isinstance(subject, SubjectKind):
+        return bool(subject.trusted)
+    return confinement_of(subject) == "in-process"
+
+
+def execution_of(subject: object) -> dict[str, Any]:
+    """The conditions ``subject`` ran under, as a run records them and ``compare`` checks them:
+    how it was confined (``sandbox``), whether it had the network, its limits, the names of the host
+    variables passed to it, whether it was an isolated function or reached through MCP."""
+    options = subject_options(subject)
+    policy = options.get("sandbox")
+    return {
+        "sandbox": confinement_of(subject),
+        "network": bool(policy.network) if policy is not None else None,
+        "limits": limits_of(subject),
+        "env_pass": sorted(env_pass_of(subject)),
+        "isolate": bool(options.get("isolate")),
+        "mcp": bool(options.get("mcp")) or getattr(subject, "prefix", "") == "mcp",
+    }
+
+
 def options_record(subject: object) -> dict[str, Any]:
     """:func:`subject_options` as JSON, for ``run.json``."""
     options = subject_options(subject)

@@ -9,10 +9,15 @@ Two runs are compared only when all four conditions hold:
   verified against the suite file when one pinning the recorded suite is at hand, and each run
   having run exactly its assignment;
 - **C3 same scoring**: the same comparator registry hash and scorer implementation hash (as
-  recorded at run time, and in ``receipt.json`` when both runs have one), and the same unit for
-  every metric the two runs report for a case;
-- **C4 compatible declared conditions**: both runs complete, with the same samples per case, the
-  same time-limit override, the same fixture selection and the same platform class.
+  recorded at run time, and in ``receipt.json`` when both runs have one), the same scoring
+  closure for every case (:mod:`imagebench.runs.closure`: its verifier, the project code it calls,
+  its limits), and the same unit for every metric the two runs report for a case;
+- **C4 the same execution conditions**: both runs complete, with the same samples per case, the
+  same time-limit override, the same fixture selection and the same platform class, and the
+  subject run under the same conditions (``run.json`` ``extra["execution"]``: ``sandbox``,
+  ``network``, ``limits``, ``env_pass``, ``isolate``, ``mcp``, ``sealing``, ``harness``). Each
+  execution condition that differs is named; ``allow`` (``--allow-conditions NAME``) turns the
+  named ones into notes.
 
 When one fails nothing is compared. When all hold, samples are paired by ``(case, sample index)``.
 A pair counts when both samples were measured, with the denominators of
@@ -20,16 +25,26 @@ A pair counts when both samples were measured, with the denominators of
 ``unscorable-result``, ``timeout``, ``subject-error``, ``truth-tampered`` and
 ``fixture-overwritten`` fail (a timeout left out would favour the run that gave up on the hard
 cases); a pair with a ``skipped``, ``blocked`` or ``harness-error`` sample is left out and counted. A case with no pair is
-listed as unmatched, never pooled. Differences are B minus A. The pass/fail pairs are tested with
-McNemar's exact test (``scipy.stats.binomtest``); metric mean differences get a seeded paired
-percentile bootstrap interval (``scipy.stats.bootstrap``; per case over its sample pairs, overall
-over cases).
+listed as unmatched, never pooled. Differences are B minus A.
+
+**Replicates, not samples.** A sample's summary names the fixture it saw (``fixture_digest``).
+Samples of a case that saw the same fixture are one *replicate* of that fixture: a deterministic
+solver run three times on one curated image is one piece of evidence, not three. A pair whose two
+samples saw different fixtures is left out (named). Every test counts replicates: a replicate's
+pass rate and metric means are over its samples; it is *discordant* when its two pass rates differ,
+in favour of the run with the higher one. The discordant replicates are tested with McNemar's
+exact test (``scipy.stats.binomtest``; with one sample per fixture this is McNemar's test on the
+sample pairs), and only when at least two distinct fixtures stand behind the figure; metric mean
+differences get a seeded paired percentile bootstrap interval (``scipy.stats.bootstrap``; per case
+over its replicates, overall over cases), also only with two or more. A sample that does not say
+which fixture it saw (a run written before they did) is pooled with every other such sample of its
+case into one replicate: never more evidence than it could be.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -47,14 +62,20 @@ from imagebench.suite.sampling import (
     verify_assignment,
 )
 
-COMPARISON_SCHEMA_VERSION = 1
+COMPARISON_SCHEMA_VERSION = 2  # 2: replicates (fixtures), per-case scoring closures, execution conditions
+#: run.json ``extra`` key of the conditions a run's subject ran under (imagebench.executor.run.execution_record)
+EXECUTION_KEY = "execution"
+#: The execution conditions C4 checks, each a name ``--allow-conditions`` takes.
+EXECUTION_CONDITIONS: tuple[str, ...] = (
+    "sandbox", "network", "limits", "env_pass", "isolate", "mcp", "sealing", "harness",
+)  # fmt: skip
 PASS = SUCCESS
 FAIL = FAILURE  # the same denominators as every aggregate
 CONDITION_NAMES = {
     "C1": "same cohort (suite and sampling policy)",
     "C2": "matched assignments (seed and tasks)",
     "C3": "same scoring rules and units",
-    "C4": "compatible declared conditions",
+    "C4": "the same execution conditions",
 }
 
 
@@ -139,7 +160,7 @@ class Condition(Record):
 class MetricDiff(Record):
     metric: str
     unit: str = ""
-    pairs: int
+    pairs: int  # replicates (per case) or cases (overall) the means are over
     mean_a: float
     mean_b: float
     diff: float
@@ -148,13 +169,14 @@ class MetricDiff(Record):
 
 class CaseComparison(Record):
     label: str
-    pairs: int
+    pairs: int  # sample pairs
+    fixtures: int = 0  # distinct fixtures behind them: the replicates every test counts
     passed_a: int
     passed_b: int
     rate_a: float
     rate_b: float
     rate_diff: float
-    only_a: int  # pairs that pass in A and fail in B
+    only_a: int  # replicates whose pass rate is higher in A than in B
     only_b: int
     metrics: list[MetricDiff] = Field(default_factory=list)
     excluded: list[str] = Field(default_factory=list)
@@ -167,15 +189,17 @@ class Unmatched(Record):
 
 class Overall(Record):
     cases: int
-    pairs: int
+    pairs: int  # sample pairs
+    fixtures: int = 0  # distinct fixtures (replicates) behind them
     passed_a: int
     passed_b: int
     rate_a: float
     rate_b: float
     rate_diff: float
-    only_a: int
+    only_a: int  # discordant replicates favouring A
     only_b: int
-    mcnemar_p: float
+    # McNemar's exact test over the discordant replicates; None with fewer than 2 distinct fixtures
+    mcnemar_p: float | None
     metrics: list[MetricDiff] = Field(default_factory=list)
 
 
@@ -183,10 +207,11 @@ class RunSide(Record):
     run_id: str
     subject: str
     samples: int | None = None
+    execution: dict[str, Any] | None = None  # the conditions its subject ran under (run.json extra.execution)
 
 
 class Comparison(Record):
-    schema_version: Literal[1] = COMPARISON_SCHEMA_VERSION
+    schema_version: Literal[2] = COMPARISON_SCHEMA_VERSION
     a: RunSide | None = None
     b: RunSide | None = None
     problems: list[str] = Field(default_factory=list)  # a run that could not be read at all
@@ -219,7 +244,13 @@ class LoadedRun:
 
     @property
     def side(self) -> RunSide:
-        return RunSide(run_id=self.record.run_id, subject=self.record.subject, samples=self.record.samples)
+        execution = self.record.extra.get(EXECUTION_KEY)
+        return RunSide(
+            run_id=self.record.run_id,
+            subject=self.record.subject,
+            samples=self.record.samples,
+            execution=dict(execution) if isinstance(execution, Mapping) else None,
+        )
 
 
 def _run_folder(path: str | Path) -> Path:
@@ -293,8 +324,16 @@ def _units(run: LoadedRun, label: str) -> dict[str, set[str]]:
     return units
 
 
-def check_conditions(a: LoadedRun, b: LoadedRun, *, suite: Any = None, suite_explicit: bool = False) -> list[Condition]:
-    """C1..C4 for two loaded runs. ``suite`` is a SuiteManifest to verify each assignment against."""
+def check_conditions(
+    a: LoadedRun,
+    b: LoadedRun,
+    *,
+    suite: Any = None,
+    suite_explicit: bool = False,
+    allow: frozenset[str] | set[str] = frozenset(),
+) -> list[Condition]:
+    """C1..C4 for two loaded runs. ``suite`` is a SuiteManifest to verify each assignment against;
+    ``allow`` names execution conditions that may differ (each difference is then a note)."""
     conds = {cid: Condition(id=cid, name=CONDITION_NAMES[cid], holds=True) for cid in CONDITION_NAMES}
 
     def fail(cid: str, why: str) -> None:
@@ -396,6 +435,21 @@ def check_conditions(a: LoadedRun, b: LoadedRun, *, suite: Any = None, suite_exp
     for label in ia.assignment.labels:
         if label not in ib.assignment.labels:
             continue
+        closures: list[str | None] = []
+        if not a.samples.get(label) or not b.samples.get(label):
+            continue  # nothing of it is compared (it is listed as unmatched)
+        for run, s in ((a, sa), (b, sb)):
+            digest = s.cases.get(label)
+            if digest is None:
+                why = s.case_problems.get(label, "the run records none")
+                fail("C3", f"{label}: run {run.name} does not record its scoring closure ({scrub(why)})")
+            closures.append(digest)
+        if None not in closures and closures[0] != closures[1]:
+            fail(
+                "C3",
+                f"{label}: the scoring closure differs (A {closures[0][7:23]}..., B {closures[1][7:23]}...): "
+                "its verifier, a function it calls, or its limits changed",
+            )
         ua, ub = _units(a, label), _units(b, label)
         for metric in sorted(set(ua) & set(ub)):
             for run, units in ((a, ua[metric]), (b, ub[metric])):
@@ -423,7 +477,32 @@ def check_conditions(a: LoadedRun, b: LoadedRun, *, suite: Any = None, suite_exp
         va, vb = getattr(da, field_name), getattr(db, field_name)
         if va != vb:
             fail("C4", f"{what}: A {va}, B {vb}")
+    executions = []
+    for run in (a, b):
+        execution = run.record.extra.get(EXECUTION_KEY)
+        if not isinstance(execution, Mapping):
+            fail("C4", f"run {run.name} does not record the conditions its subject ran under (extra.execution)")
+        executions.append(execution if isinstance(execution, Mapping) else None)
+    ea, eb = executions
+    if ea is not None and eb is not None:
+        for name in EXECUTION_CONDITIONS:
+            va, vb = ea.get(name), eb.get(name)
+            if va == vb:
+                continue
+            text = f"{name}: A {_shown(va)}, B {_shown(vb)}"
+            if name in allow:
+                conds["C4"].notes.append(f"{text} (allowed by --allow-conditions {name})")
+            else:
+                fail("C4", f"{text} (compare anyway with --allow-conditions {name})")
     return list(conds.values())
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} {v}" for k, v in value.items()) or "{}"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    return str(value)
 
 
 # --------------------------------------------------------------------------- pairing
@@ -448,13 +527,36 @@ def _metric_diff(
     )
 
 
+@dataclass
+class _Replicate:
+    """The sample pairs of one case that saw one fixture: one piece of evidence."""
+
+    passes: list[tuple[bool, bool]] = field(default_factory=list)
+    values: dict[str, tuple[str, list[float], list[float]]] = field(default_factory=dict)
+
+    @property
+    def rates(self) -> tuple[float, float]:
+        n = len(self.passes)
+        return sum(x for x, _ in self.passes) / n, sum(y for _, y in self.passes) / n
+
+
+def _replicate_key(x: Any, y: Any, n: int) -> tuple[str | None, str]:
+    """``(key, why it is no pair)``: the fixture both samples saw; '' when neither says (one key for
+    every such sample of the case: pooled, never counted as more evidence than one)."""
+    fa, fb = x.fixture_digest, y.fixture_digest
+    if fa is None or fb is None:
+        return "", ""
+    if fa != fb:
+        return None, f"sample {n}: A and B saw different fixtures ({fa[7:19]}..., {fb[7:19]}...)"
+    return fa, ""
+
+
 def _pair_case(
     label: str, a: LoadedRun, b: LoadedRun, samples: int, seed: int, resamples: int
-) -> tuple[CaseComparison | None, str, list[tuple[bool, bool]], dict[str, tuple[str, list[float], list[float]]]]:
+) -> tuple[CaseComparison | None, str, list[_Replicate]]:
     sa, sb = a.samples.get(label, {}), b.samples.get(label, {})
-    pairs: list[tuple[bool, bool]] = []
+    replicates: dict[str, _Replicate] = {}
     excluded: list[str] = []
-    values: dict[str, tuple[str, list[float], list[float]]] = {}
     for n in range(samples):
         x, y = sa.get(n), sb.get(n)
         if x is None or y is None:
@@ -464,40 +566,57 @@ def _pair_case(
         if x.status not in PASS | FAIL or y.status not in PASS | FAIL:
             excluded.append(f"sample {n}: A {x.status}, B {y.status}")
             continue
-        pairs.append((x.status in PASS, y.status in PASS))
+        key, why = _replicate_key(x, y, n)
+        if key is None:
+            excluded.append(why)
+            continue
+        rep = replicates.setdefault(key, _Replicate())
+        rep.passes.append((x.status in PASS, y.status in PASS))
         ma = {m.name: m for m in x.metrics}
         mb = {m.name: m for m in y.metrics}
         for name in sorted(set(ma) & set(mb)):
             va, vb = ma[name].value, mb[name].value
             if va is None or vb is None:
                 continue
-            unit, xs, ys = values.setdefault(name, (ma[name].unit, [], []))
+            unit, xs, ys = rep.values.setdefault(name, (ma[name].unit, [], []))
             xs.append(va)
             ys.append(vb)
     for run in (a, b):
         for why in run.missing.get(label, []):
             excluded.append(f"run {run.name} {why}")
-    if not pairs:
+    if not replicates:
         reason = "; ".join(dict.fromkeys(excluded)) or "no sample pairs"
-        return None, reason, [], {}
+        return None, reason, []
+    reps = list(replicates.values())
+    pairs = [p for r in reps for p in r.passes]
     n = len(pairs)
     pa = sum(1 for x, _ in pairs if x)
     pb = sum(1 for _, y in pairs if y)
-    metrics = [_metric_diff(name, unit, xs, ys, seed, resamples) for name, (unit, xs, ys) in sorted(values.items())]
+    # a metric's mean per replicate, then over replicates (a metric only some replicates report is
+    # over those that do)
+    per_metric: dict[str, tuple[str, list[float], list[float]]] = {}
+    for r in reps:
+        for name, (unit, xs, ys) in r.values.items():
+            _, mx, my = per_metric.setdefault(name, (unit, [], []))
+            mx.append(_mean(xs))
+            my.append(_mean(ys))
+    metrics = [_metric_diff(name, unit, xs, ys, seed, resamples) for name, (unit, xs, ys) in sorted(per_metric.items())]
+    rates = [r.rates for r in reps]
     case = CaseComparison(
         label=label,
         pairs=n,
+        fixtures=len(reps),
         passed_a=pa,
         passed_b=pb,
         rate_a=pa / n,
         rate_b=pb / n,
         rate_diff=(pb - pa) / n,
-        only_a=sum(1 for x, y in pairs if x and not y),
-        only_b=sum(1 for x, y in pairs if y and not x),
+        only_a=sum(1 for ra, rb in rates if ra > rb),
+        only_b=sum(1 for ra, rb in rates if rb > ra),
         metrics=metrics,
         excluded=excluded,
     )
-    return case, "", pairs, values
+    return case, "", reps
 
 
 def compare_loaded(
@@ -512,30 +631,33 @@ def compare_loaded(
         return result
     samples = a.info.conditions.samples
     all_pairs: list[tuple[bool, bool]] = []
+    fixtures = only_a = only_b = 0
     per_metric: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
     for label in a.info.assignment.labels:
-        case, reason, pairs, values = _pair_case(label, a, b, samples, seed, resamples)
+        case, reason, reps = _pair_case(label, a, b, samples, seed, resamples)
         if case is None:
             result.unmatched.append(Unmatched(label=label, reason=reason))
             continue
         result.cases.append(case)
-        all_pairs.extend(pairs)
-        for name, (unit, xs, ys) in values.items():
-            ca, cb = per_metric.setdefault((name, unit), ([], []))
-            ca.append(_mean(xs))
-            cb.append(_mean(ys))
+        all_pairs.extend(p for r in reps for p in r.passes)
+        fixtures += case.fixtures
+        only_a += case.only_a
+        only_b += case.only_b
+        for m in case.metrics:
+            ca, cb = per_metric.setdefault((m.metric, m.unit), ([], []))
+            ca.append(m.mean_a)
+            cb.append(m.mean_b)
     if result.cases:
         n = len(all_pairs)
         pa = sum(1 for x, _ in all_pairs if x)
         pb = sum(1 for _, y in all_pairs if y)
-        only_a = sum(1 for x, y in all_pairs if x and not y)
-        only_b = sum(1 for x, y in all_pairs if y and not x)
         metrics = [
             _metric_diff(name, unit, xs, ys, seed, resamples) for (name, unit), (xs, ys) in sorted(per_metric.items())
         ]
         result.overall = Overall(
             cases=len(result.cases),
             pairs=n,
+            fixtures=fixtures,
             passed_a=pa,
             passed_b=pb,
             rate_a=pa / n,
@@ -543,7 +665,7 @@ def compare_loaded(
             rate_diff=(pb - pa) / n,
             only_a=only_a,
             only_b=only_b,
-            mcnemar_p=mcnemar_exact(only_a, only_b),
+            mcnemar_p=mcnemar_exact(only_a, only_b) if fixtures >= 2 else None,
             metrics=metrics,
         )
     return result
@@ -558,6 +680,7 @@ def compare_runs(
     seed: int = 0,
     resamples: int = 2000,
     allow_missing: bool = False,
+    allow_conditions: Iterable[str] = (),
 ) -> Comparison:
     """Load two run folders, check C1..C4 and, only when all hold, compare them.
 
@@ -581,7 +704,14 @@ def compare_runs(
                     "compare them anyway with --allow-missing",
                 ],
             )
-    conditions = check_conditions(a, b, suite=suite, suite_explicit=suite_explicit)
+    allow = set(allow_conditions)
+    unknown = sorted(allow - set(EXECUTION_CONDITIONS))
+    if unknown:
+        raise ValueError(
+            f"--allow-conditions: {', '.join(unknown)} is not an execution condition "
+            f"(expected one of {', '.join(EXECUTION_CONDITIONS)})"
+        )
+    conditions = check_conditions(a, b, suite=suite, suite_explicit=suite_explicit, allow=allow)
     return compare_loaded(a, b, conditions, seed=seed, resamples=resamples)
 
 

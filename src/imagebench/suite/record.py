@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
@@ -21,11 +21,15 @@ RUN_INFO_KEY = "suite"  # run.json: extra["suite"]
 
 
 class Scoring(FrozenRecord):
-    """The scoring code that produced the metrics: hashes of the running comparators and scorer."""
+    """The scoring code that produced the metrics: hashes of the running comparators and scorer, and
+    each case's scoring closure (:func:`imagebench.runs.closure.scoring_digest`: its verifier, the
+    project code it calls, its limits)."""
 
     registry_hash: str | None = None
     implementation_hash: str | None = None
     unavailable: str | None = None
+    cases: dict[str, str] = Field(default_factory=dict)
+    case_problems: dict[str, str] = Field(default_factory=dict)
 
 
 class Conditions(FrozenRecord):
@@ -57,18 +61,25 @@ def platform_class() -> str:
     return f"{sys.platform.lower()}-{machine or 'unknown'}"
 
 
-def scoring_now() -> Scoring:
-    """The hashes of the scoring code running in this process."""
+def scoring_now(cases: Iterable[Any] = ()) -> Scoring:
+    """The hashes of the scoring code running in this process, and the scoring closure of each case."""
+    from imagebench.runs.closure import scoring_digests
+
+    found, problems = scoring_digests(cases)
     try:
         from imagebench.scoring.manifest import implementation_hash, registry_hashes
 
         _, registry = registry_hashes()
-        return Scoring(registry_hash=registry, implementation_hash=implementation_hash())
+        return Scoring(
+            registry_hash=registry, implementation_hash=implementation_hash(), cases=found, case_problems=problems
+        )
     except Exception as exc:  # recorded as unknown; a comparison then fails closed on C3
-        return Scoring(unavailable=f"{type(exc).__name__}: {exc}")
+        return Scoring(unavailable=f"{type(exc).__name__}: {exc}", cases=found, case_problems=problems)
 
 
-def conditions_now(*, samples: int, timeout: float | None, fixtures: str = "all") -> Conditions:
+def conditions_now(
+    *, samples: int, timeout: float | None, fixtures: str = "all", cases: Iterable[Any] = ()
+) -> Conditions:
     from imagebench import __version__
 
     return Conditions(
@@ -76,7 +87,7 @@ def conditions_now(*, samples: int, timeout: float | None, fixtures: str = "all"
         timeout=timeout,
         fixtures=fixtures,
         platform=platform_class(),
-        scoring=scoring_now(),
+        scoring=scoring_now(cases),
         imagebench=str(__version__),
         python=platform.python_version(),
     )

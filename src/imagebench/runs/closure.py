@@ -1,0 +1,304 @@
+"""The scoring closure: a digest of everything of the project's code that decides a case's score.
+
+A verifier's own source says little: ``verify_drift`` calls ``trajectory_metrics``, which a patch
+can change while ``verify_drift`` stays byte for byte the same. :func:`code_closure` follows the
+calls. From each root (the verifier; a callable object's class and its fields) it reads the
+bytecode of every function it reaches and resolves the names it loads (globals, attributes of
+modules it loads, names it imports) in that function's own module. Every function and class of
+the *project* reached that way is recorded by its qualified name and the sha256 of its source,
+every plain module-level constant (a number, text, a tuple of them, an array) by the digest of its
+value, and the walk goes on into them. The project is the ``imagebench`` package and the top-level
+package of each root (a bundle's own verifier module). Code of other libraries is not followed:
+their versions are in the run's receipt.
+
+The walk over-approximates (an attribute name is looked up in every project module the function
+loads, whether or not that is the attribute's object): a closure may hold a function that never
+runs, never miss one that does, short of a call made through ``getattr`` with a computed name
+or through data (a registry looked up by string). The structured answers' comparators are such a
+registry, so a case with an answer contract also records the scorer's registry and implementation
+hashes (:mod:`imagebench.scoring.manifest`).
+
+:func:`scoring_parts` is the closure of one case with its limits; :func:`scoring_digest` the one
+digest the fingerprint's ``scoring`` part, each case's summary, the receipt and a suite run's
+conditions carry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import dis
+import functools
+import importlib
+import importlib.util
+import inspect
+import sys
+import types
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from imagebench.fixtures.digest import FingerprintError, digest_json, digest_text
+
+if TYPE_CHECKING:
+    from imagebench.case.model import Case
+
+PROJECT = "imagebench"
+_IMPORTS = ("IMPORT_NAME",)
+_ATTRS = ("LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR", "IMPORT_FROM")
+_GLOBALS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF")
+
+
+def _top(name: str | None) -> str:
+    return (name or "").partition(".")[0]
+
+
+class _Walk:
+    def __init__(self, projects: set[str], what: str) -> None:
+        self.projects, self.what = projects, what
+        self.code: dict[str, str] = {}
+        self.constants: dict[str, str] = {}
+        self._seen: set[int] = set()
+        self._stack: list[Any] = []
+
+    # ------------------------------------------------------------------ what counts
+    def mine(self, obj: Any) -> bool:
+        if isinstance(obj, types.ModuleType):
+            return _top(obj.__name__) in self.projects
+        module = getattr(obj, "__module__", None)
+        return isinstance(module, str) and _top(module) in self.projects
+
+    def push(self, obj: Any) -> None:
+        if id(obj) not in self._seen:
+            self._stack.append(obj)
+
+    def run(self, roots: Iterable[Any]) -> None:
+        for root in roots:
+            self.push(root)
+        while self._stack:
+            obj = self._stack.pop()
+            if id(obj) in self._seen:
+                continue
+            self._seen.add(id(obj))
+            self._visit(obj)
+
+    # ------------------------------------------------------------------ one object
+    def _visit(self, obj: Any) -> None:
+        if isinstance(obj, functools.partial):
+            for value in (obj.func, *obj.args, *obj.keywords.values()):
+                self.push(value)
+        elif isinstance(obj, (staticmethod, classmethod)):
+            self.push(obj.__func__)
+        elif isinstance(obj, property):
+            for f in (obj.fget, obj.fset, obj.fdel):
+                if f is not None:
+                    self.push(f)
+        elif inspect.ismethod(obj):
+            self.push(obj.__func__)
+            self.push(obj.__self__)
+        elif inspect.isfunction(obj):
+            self._function(obj)
+        elif inspect.isclass(obj):
+            self._class(obj)
+        elif isinstance(obj, types.ModuleType):
+            pass  # a module is reached through the names loaded from it, never as a whole
+        elif callable(obj) or dataclasses.is_dataclass(obj):
+            if self.mine(type(obj)):
+                self.push(type(obj))
+            if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+                for f in dataclasses.fields(obj):
+                    self.push(getattr(obj, f.name, None))
+
+    def _record(self, obj: Any) -> None:
+        name = f"{obj.__module__}:{obj.__qualname__}"
+        digest = _SOURCES.get(obj)
+        if digest is None:
+            try:
+                digest = _SOURCES[obj] = digest_text(inspect.getsource(obj))
+            except (OSError, TypeError) as exc:
+                raise FingerprintError(f"{self.what}: the source of {name} cannot be read ({exc})") from None
+        self.code[name] = digest
+
+    def _function(self, func: types.FunctionType) -> None:
+        if not self.mine(func):
+            return
+        self._record(func)
+        for value in (*(func.__defaults__ or ()), *(func.__kwdefaults__ or {}).values()):
+            self.push(value)
+        for cell in func.__closure__ or ():
+            try:
+                self.push(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        self._code(func.__code__, func.__globals__)
+
+    def _class(self, cls: type) -> None:
+        if not self.mine(cls):
+            return
+        self._record(cls)
+        for base in cls.__mro__[1:]:
+            self.push(base)
+        for value in vars(cls).values():
+            target = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+            if inspect.isfunction(target):
+                # a method's source is in its class's; what it calls is followed from here
+                for v in (*(target.__defaults__ or ()), *(target.__kwdefaults__ or {}).values()):
+                    self.push(v)
+                self._code(target.__code__, target.__globals__)
+            elif isinstance(value, property):
+                for f in (value.fget, value.fset, value.fdel):
+                    if inspect.isfunction(f):
+                        self._code(f.__code__, f.__globals__)
+
+    # ------------------------------------------------------------------ names in code
+    def _code(self, code: types.CodeType, scope: Mapping[str, Any]) -> None:
+        imports, attrs, globals_ = _names(code)
+        package = scope.get("__package__") or _top(scope.get("__name__"))
+        modules = [m for name, level in imports if (m := self._import(name, level, package)) is not None]
+        for name in globals_:
+            if name not in scope:
+                continue  # a builtin, or a name the code never reaches
+            value = scope[name]
+            if isinstance(value, types.ModuleType):
+                if self.mine(value):
+                    modules.append(value)
+            elif self._followed(value):
+                self.push(value)
+            else:
+                self._constant(str(scope.get("__name__", "?")), name, value)
+        for module in modules:
+            for name in attrs:
+                value = getattr(module, name, None)
+                if value is None:
+                    continue
+                if isinstance(value, types.ModuleType):
+                    continue  # a submodule: its names are looked up when loaded from it
+                if self._followed(value):
+                    self.push(value)
+                else:
+                    self._constant(module.__name__, name, value)
+
+    def _followed(self, value: Any) -> bool:
+        if inspect.isfunction(value) or inspect.isclass(value):
+            return self.mine(value)
+        if isinstance(value, (functools.partial, staticmethod, classmethod)):
+            return True
+        return callable(value) and not inspect.isbuiltin(value) and self.mine(type(value))
+
+    def _import(self, name: str, level: int, package: str | None) -> types.ModuleType | None:
+        try:
+            full = importlib.util.resolve_name("." * level + name, package) if level else name
+        except (ImportError, ValueError):
+            return None
+        if _top(full) not in self.projects:
+            return None
+        module = sys.modules.get(full)
+        if module is None:
+            try:
+                module = importlib.import_module(full)
+            except Exception as exc:  # a project module that cannot be imported cannot be digested
+                raise FingerprintError(f"{self.what}: module {full} cannot be imported ({type(exc).__name__})") from None
+        return module
+
+    def _constant(self, module: str, name: str, value: Any) -> None:
+        """A plain module-level value (a tolerance, a table) decides a score as much as code does."""
+        from imagebench.runs.fingerprint import plain
+
+        if callable(value) or isinstance(value, types.ModuleType) or value is None:
+            return
+        key = f"{module}:{name}"
+        try:
+            self.constants[key] = digest_json(plain(value, key))
+        except FingerprintError:
+            pass  # not plain data (an object, a lock): not a number that decides a score
+
+
+# What never changes in a process: a project object's source digest, the names a code object loads.
+_SOURCES: dict[Any, str] = {}
+_NAMES: dict[types.CodeType, tuple[list[tuple[str, int]], list[str], list[str]]] = {}
+
+
+def _names(code: types.CodeType) -> tuple[list[tuple[str, int]], list[str], list[str]]:
+    """``(imports as (name, level), attribute names, global names)`` that ``code`` and the code
+    nested in it load."""
+    found = _NAMES.get(code)
+    if found is not None:
+        return found
+    imports: list[tuple[str, int]] = []
+    attrs: set[str] = set()
+    globals_: set[str] = set()
+    level = 0
+    for code_obj in _all_code(code):
+        for ins in dis.get_instructions(code_obj):
+            if ins.opname == "LOAD_CONST" and isinstance(ins.argval, int):
+                level = ins.argval  # the relative level an IMPORT_NAME pops
+            elif ins.opname in _IMPORTS:
+                imports.append((str(ins.argval), level))
+            elif ins.opname in _ATTRS:
+                attrs.add(str(ins.argval))
+            elif ins.opname in _GLOBALS:
+                globals_.add(str(ins.argval))
+    found = _NAMES[code] = (imports, sorted(attrs), sorted(globals_))
+    return found
+
+
+def _all_code(code: types.CodeType) -> Iterable[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _all_code(const)
+
+
+def code_closure(roots: Iterable[Any], *, what: str = "scoring closure") -> dict[str, dict[str, str]]:
+    """``{"code": {module:qualname: sha256 of its source}, "constants": {module:name: digest}}`` of
+    every function, class and plain constant of the project reached from ``roots``.
+
+    Raises :class:`~imagebench.fixtures.digest.FingerprintError` (naming ``what``) when a project
+    function's source cannot be read or a project module it imports cannot be imported.
+    """
+    roots = list(roots)
+    projects = {PROJECT}
+    for root in roots:
+        target = root.func if isinstance(root, functools.partial) else root
+        module = getattr(target, "__module__", None) or type(target).__module__
+        if isinstance(module, str) and _top(module) not in ("builtins", ""):
+            projects.add(_top(module))
+    walk = _Walk(projects, what)
+    walk.run(roots)
+    return {"code": dict(sorted(walk.code.items())), "constants": dict(sorted(walk.constants.items()))}
+
+
+def scoring_parts(case: Case) -> dict[str, Any]:
+    """What decides ``case``'s score: its verifier's code closure, its limits and, for a case with an
+    answer contract, the scorer's registry and implementation hashes."""
+    from imagebench.runs.fingerprint import plain
+
+    what = f"scoring closure of {case.label}"
+    parts: dict[str, Any] = {
+        "closure": code_closure([case.verify], what=what),
+        "limits": plain(dict(case.tolerances), f"tolerances of {case.label}"),
+    }
+    if case.answer is not None:
+        from imagebench.scoring.manifest import implementation_hash, registry_hashes
+
+        _, registry = registry_hashes()
+        parts["scorer"] = {"registry_hash": registry, "implementation_hash": implementation_hash()}
+    return parts
+
+
+def scoring_digest(case: Case) -> str:
+    """``"sha256:<hex>"`` of :func:`scoring_parts`: two runs scored a case alike only when it is the same."""
+    return digest_json(scoring_parts(case))
+
+
+def scoring_digests(cases: Iterable[Case]) -> tuple[dict[str, str], dict[str, str]]:
+    """``({label: scoring digest}, {label: why it cannot be taken})`` for ``cases``."""
+    found: dict[str, str] = {}
+    problems: dict[str, str] = {}
+    for case in cases:
+        try:
+            found[case.label] = scoring_digest(case)
+        except Exception as exc:  # recorded as a problem; a comparison then fails closed on C3
+            problems[case.label] = f"{type(exc).__name__}: {exc}"
+    return found, problems
+
+
+__all__ = ["code_closure", "scoring_digest", "scoring_digests", "scoring_parts"]
