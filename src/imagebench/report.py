@@ -600,7 +600,15 @@ def page_view(run: RunPage, *, image_prefix: str = "") -> dict[str, Any]:
         "results": _results(run, ordered),
         "cases": [_case_section(run, v, image_prefix) for v in ordered],
         "receipt": _receipt(run),
+        "integrity": _integrity(run),
     }
+
+
+def _integrity(run: RunPage) -> dict[str, Any]:
+    """Whether the run folder checks out as a whole (:attr:`imagebench.runs.reader.RunContents.integrity`)."""
+    contents = run.contents
+    problems = list(contents.integrity) if contents is not None else []
+    return {"forged": bool(contents is not None and contents.forged), "problems": problems}
 
 
 # --------------------------------------------------------------------------- rendering
@@ -631,11 +639,15 @@ def write_html_report(run_dir: str | Path, *, out: str | Path | None = None, pro
     Image paths are relative to the run folder; with ``out`` elsewhere they are made relative
     to ``out``'s folder so the page still finds them.
     """
+    return write_page(read_page(run_dir, progress=progress), out=out)
+
+
+def write_page(run: RunPage, *, out: str | Path | None = None) -> Path:
+    """Write the page of a run already read (:func:`read_page`); see :func:`write_html_report`."""
     import os
 
     from imagebench.records import atomic_write_text
 
-    run = read_page(run_dir, progress=progress)
     target = Path(out) if out is not None else run.run_dir / REPORT_NAME
     prefix = ""
     if target.parent.resolve() != run.run_dir.resolve():

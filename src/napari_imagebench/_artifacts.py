@@ -41,13 +41,14 @@ def sample_pngs(sample_dir: str | Path) -> list[Path]:
 
 def run_pngs(run_dir: str | Path) -> tuple[list[Path], list[str]]:
     """Every usable sample's PNG artifacts in a run folder, in a stable order, and the samples left
-    out: the run folder's one reader checks each summary against the run's journal, so a summary
-    changed (or written) after its run is named here and its images are not shown."""
+    out: the run folder's one reader checks each summary against the run's journal, and the journal
+    against its key, so a summary changed (or written) after its run is named here and its images
+    are not shown; a journal that does not verify is named first."""
     from imagebench.runs.reader import read_run
 
     contents = read_run(run_dir)  # RunFolderError names a missing or unreadable run.json / journal
     out: list[Path] = []
-    excluded: list[str] = []
+    excluded: list[str] = list(contents.integrity)  # a forged or unverifiable journal, named first
     for label in contents.labels:
         for entry in contents.entries(label):
             if entry.usable:

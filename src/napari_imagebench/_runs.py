@@ -122,7 +122,7 @@ class RunFolder:
         """``receipt.json`` and ``report.html``, rewritten after each sample as a headless run
         writes them at its end; a failure is kept in ``problems`` (the sample stands)."""
         from imagebench.report import write_html_report
-        from imagebench.runs.receipt import build_receipt, write_receipt
+        from imagebench.runs.receipt import anchor_from_journal, build_receipt, write_receipt
 
         self.problems.clear()
         try:
@@ -134,7 +134,8 @@ class RunFolder:
                 selection=self.record.selection,
                 cases=list(self.cases.values()),
             )
-            write_receipt(self.path, receipt)
+            # the journal as it stands after this sample (imagebench.runs.journal: its anchor)
+            write_receipt(self.path, receipt.model_copy(update={"journal": anchor_from_journal(self.path)}))
         except Exception as exc:
             self.problems.append(f"receipt.json not written: {type(exc).__name__}: {exc}")
         try:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from imagebench.cli import UsageError
-from imagebench.report import ReportError, write_html_report
+from imagebench.report import ReportError, read_page, write_page
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
@@ -25,12 +25,20 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    """Write the page; exit 1 when the run folder is forged (the page says so too)."""
     try:
-        path = write_html_report(args.run_dir, out=args.out, progress=not args.quiet)
+        run = read_page(args.run_dir, progress=not args.quiet)
+        path = write_page(run, out=args.out)
     except ReportError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         print(f"imagebench report: could not write the page: {exc}", file=sys.stderr)
         return 1
     print(path)
+    contents = run.contents
+    for problem in contents.integrity if contents is not None else []:
+        print(f"imagebench report: {problem}", file=sys.stderr)
+    if contents is not None and contents.forged:
+        print(f"imagebench report: {run.run_dir.name} is FORGED: do not trust its figures", file=sys.stderr)
+        return 1
     return 0

@@ -76,6 +76,16 @@ def _write_receipt(run_dir: Path, record: RunRecord, subject: Subject, cases: Se
     return ""
 
 
+def _anchor(run_dir: Path, journal: Any) -> None:
+    """The journal's anchor in ``receipt.json`` once a pass has written its last line."""
+    from imagebench.runs.receipt import anchor_receipt
+
+    try:
+        anchor_receipt(run_dir, journal.anchor())
+    except Exception as exc:  # the run stands; its reader then names the missing anchor
+        print(f"imagebench run: receipt.json not anchored: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
 def _begin(
     run_dir: Path,
     record: RunRecord,
@@ -97,6 +107,10 @@ def _begin(
             scan = read_run(run_dir, expected=units, require_journal=False)
         except RunFolderError as exc:
             raise ResumeError(str(exc)) from None
+        untrusted = [p for p in scan.integrity if "does not anchor" not in p]
+        if untrusted:
+            what = "is forged" if scan.forged else "cannot be verified here"
+            raise ResumeError(f"{run_dir}: the run folder {what}: {'; '.join(untrusted[:5])}")
         remove_stale_temporaries(run_dir)
         redo = [e for e in scan.units.values() if not e.usable]
         for entry in redo:
@@ -217,6 +231,7 @@ def execute(
             if not finished:
                 extra["interrupted"] = True
             result.record = writer.close(record, result.samples, result.summaries, complete=finished, extra=extra)
+            _anchor(run_dir, journal)
             if not finished and progress and sys.exc_info()[0] is not ExecutorError:  # its message says it
                 print(
                     f"the run stopped early; take it up again with: imagebench run --resume {run_dir}", file=sys.stderr

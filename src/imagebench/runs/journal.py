@@ -15,6 +15,17 @@ whose journal line never made it (the resume keeps it and writes the line), or a
 journal line (dropped on the next open). A journal line whose digest no longer matches its
 summary means the summary was changed afterwards: the unit is run again.
 
+**The journal is anchored.** Every line carries ``key`` (the id of the journal key) and ``mac``:
+HMAC-SHA256 under the journal key of the previous line's ``mac`` (the run's id for the first
+line), a newline, and the line's own bytes without its ``mac``. The key is 32 random bytes kept in
+the user's state folder (:mod:`imagebench.state`, ``journal.key``, made on first use), never in a
+run folder and hidden from subjects. So a run folder whose summaries and journal were rewritten
+together (a ``nop`` run forged to ``ok``, its digests recomputed) no longer verifies: whoever does
+not hold the key cannot make a line that does. :func:`check_journal` names every line that fails,
+a line without a ``mac`` in an anchored journal, and a journal shorter than the anchor its run's
+receipt records (``receipt.json`` ``journal``: the key id, the last line's ``mac`` and the line
+count, rewritten at the end of every pass). Whoever holds the key can forge; a subject cannot.
+
 :class:`RunLock` is an exclusive ``flock`` on ``<run>/.lock``, held by whoever writes the run,
 so two processes never resume the same folder at once. A killed process releases it.
 """
@@ -22,8 +33,12 @@ so two processes never resume the same folder at once. A killed process releases
 from __future__ import annotations
 
 import hashlib
+import hmac
+import json
 import os
+import re
 import threading
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,6 +53,10 @@ if TYPE_CHECKING:
 JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = ".lock"
 JOURNAL_SCHEMA_VERSION = 1
+#: The journal key's file in the state folder (its 32 bytes as hex text).
+KEY_NAME = "journal.key"
+_KEY_ID_TAG = b"imagebench-journal-key\0"
+_MAC_TAIL = re.compile(rb',"mac":"([0-9a-f]{64})"\}$')
 
 Event = Literal["start", "resume", "unit", "end"]
 
@@ -63,6 +82,68 @@ class JournalEntry(Record):
     summary: str | None = None  # path of the unit's summary.json, relative to the run folder
     sha256: str | None = None  # of the summary's bytes
     detail: dict[str, Any] | None = None
+    key: str | None = None  # the id of the journal key the line is signed with
+    mac: str | None = None  # HMAC-SHA256 chaining the line to the one before it (see the module)
+
+
+# --------------------------------------------------------------------------- the key
+
+
+def key_id_of(key: bytes) -> str:
+    """The public name of a journal key: ``jk-`` and 16 hex of sha256 over a tag and the key."""
+    return "jk-" + hashlib.sha256(_KEY_ID_TAG + key).hexdigest()[:16]
+
+
+def journal_key() -> tuple[bytes, str]:
+    """``(key, key id)`` of this state folder's journal key, made (32 random bytes) on first use.
+    JournalError when the state folder cannot hold it: a run that cannot be anchored does not start."""
+    from imagebench.state import StateError, state_dir, write_secret
+
+    try:
+        path = state_dir() / KEY_NAME
+        text = write_secret(path, os.urandom(32).hex().encode("ascii") + b"\n")
+        key = bytes.fromhex(text.decode("ascii").strip())
+    except StateError as exc:
+        raise JournalError(f"the journal cannot be anchored: {exc}") from None
+    except (ValueError, UnicodeDecodeError):
+        raise JournalError(f"the journal key {path} is not 64 hex characters") from None
+    if len(key) < 16:
+        raise JournalError(f"the journal key {path} is too short")
+    return key, key_id_of(key)
+
+
+def key_named(key_id: str) -> bytes | None:
+    """The journal key whose id is ``key_id`` when this state folder holds it, else None (never
+    made: looking a key up does not create one)."""
+    from imagebench.state import StateError, read_secret, state_root
+
+    try:
+        data = read_secret(state_root() / KEY_NAME)
+    except StateError:
+        return None
+    if not data:
+        return None
+    try:
+        key = bytes.fromhex(data.decode("ascii").strip())
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return key if key_id_of(key) == key_id else None
+
+
+def _mac(key: bytes, previous: str, body: bytes) -> str:
+    return hmac.new(key, previous.encode("utf-8") + b"\n" + body, "sha256").hexdigest()
+
+
+def run_id_of(run_dir: Path) -> str:
+    """The run's id as its ``run.json`` names it (the folder's name when that cannot be read): the
+    first link of its journal's chain, so a journal moved to another run no longer verifies."""
+    try:
+        raw = json.loads((run_dir / "run.json").read_bytes())
+        if isinstance(raw, dict) and isinstance(raw.get("run_id"), str):
+            return raw["run_id"]
+    except (OSError, ValueError):
+        pass
+    return run_dir.name
 
 
 def _now() -> str:
@@ -92,35 +173,62 @@ def _fsync_dir(path: Path) -> None:
 class Journal:
     """An open ``journal.jsonl``: :meth:`append` writes one line and fsyncs it. Thread-safe."""
 
-    def __init__(self, path: Path, fd: int) -> None:
+    def __init__(self, path: Path, fd: int, key: bytes, key_id: str, previous: str) -> None:
         self.path = path
         self._fd: int | None = fd
         self._lock = threading.Lock()
+        self._key, self.key_id, self._previous = key, key_id, previous
+        self.lines = 0  # lines the journal holds (set by open)
 
     @classmethod
     def open(cls, run_dir: str | os.PathLike[str]) -> Journal:
-        """Open (or create) the run's journal for appending; a torn last line is cut off first."""
-        path = Path(run_dir) / JOURNAL_NAME
+        """Open (or create) the run's journal for appending; a torn last line is cut off first.
+        Each line is signed with the state folder's journal key, chained to the last line on disk."""
+        run_dir = Path(run_dir)
+        path = run_dir / JOURNAL_NAME
+        key, key_id = journal_key()
         created = not path.exists()
+        previous = run_id_of(run_dir)
         if not created:
             _cut_torn_tail(path)
+            last = _last_line(path)
+            found = _MAC_TAIL.search(last) if last else None
+            if found is not None:
+                previous = found.group(1).decode("ascii")
+        existing = 0 if created else _count_lines(path)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         if created:
             _fsync_dir(path.parent)
-        return cls(path, fd)
+        journal = cls(path, fd, key, key_id, previous)
+        journal.lines = existing
+        return journal
+
+    def anchor(self) -> dict[str, Any]:
+        """What ``receipt.json`` keeps of the journal (``journal``): the key id, the last line's MAC
+        and how many lines the journal holds."""
+        return {"key": self.key_id, "mac": self._previous, "lines": self.lines}
+
+    @property
+    def last_mac(self) -> str:
+        """The ``mac`` of the last line written (the run's id before any)."""
+        return self._previous
 
     def append(self, event: Event, **fields: Any) -> JournalEntry:
-        entry = JournalEntry(event=event, time=_now(), pid=os.getpid(), **fields)
-        line = (entry.model_dump_json(exclude_none=True) + "\n").encode("utf-8")
+        entry = JournalEntry(event=event, time=_now(), pid=os.getpid(), key=self.key_id, **fields)
+        body = entry.model_dump_json(exclude_none=True).encode("utf-8")
         with self._lock:
             if self._fd is None:
                 raise JournalError(f"{self.path}: the journal is closed")
+            mac = _mac(self._key, self._previous, body)
+            line = body[:-1] + b',"mac":"' + mac.encode("ascii") + b'"}\n'
             view = memoryview(line)
             while view:
                 written = os.write(self._fd, view)
                 view = view[written:]
             os.fsync(self._fd)
-        return entry
+            self._previous = mac
+            self.lines += 1
+        return entry.model_copy(update={"mac": mac})
 
     def unit(self, run_dir: Path, summary_path: Path, summary: SampleSummary, data: bytes) -> JournalEntry:
         """The line for a finished unit, once its summary (``data`` are its bytes) is on disk."""
@@ -144,6 +252,28 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+
+
+def _last_line(path: Path) -> bytes:
+    """The last complete line of ``path`` without its newline (b"" for an empty file)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        end = fh.tell()
+        pos, tail = end, b""
+        while pos > 0:
+            start = max(0, pos - 4096)
+            fh.seek(start)
+            tail = fh.read(pos - start) + tail
+            pos = start
+            stripped = tail.rstrip(b"\n")
+            if b"\n" in stripped:
+                return stripped.rsplit(b"\n", 1)[1]
+        return tail.rstrip(b"\n")
 
 
 def _cut_torn_tail(path: Path) -> None:
@@ -179,6 +309,11 @@ def _cut_torn_tail(path: Path) -> None:
 
 def read_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
     """Every complete line of a journal; a torn last line is ignored, any other bad line raises."""
+    return [entry for _, entry in read_journal_lines(path)]
+
+
+def read_journal_lines(path: str | os.PathLike[str]) -> list[tuple[bytes, JournalEntry]]:
+    """Every complete line of a journal with its bytes (what :func:`check_journal` verifies)."""
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -188,12 +323,12 @@ def read_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
         raise JournalError(f"{path}: cannot be read ({exc})") from None
     lines = raw.split(b"\n")
     lines.pop()  # after the last newline: b"" for a clean file, else a line cut short by a kill
-    entries: list[JournalEntry] = []
+    entries: list[tuple[bytes, JournalEntry]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            entries.append(JournalEntry.model_validate_json(line))
+            entries.append((line, JournalEntry.model_validate_json(line)))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(line)"
@@ -201,6 +336,87 @@ def read_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
                 f"{path}: line {number}: field {where!r}: {first['msg']} (expected one JournalEntry JSON object per line)"
             ) from None
     return entries
+
+
+@dataclass
+class JournalCheck:
+    """What :func:`check_journal` found. ``forged`` lines are named in ``problems``; a journal that
+    cannot be checked here (no line is signed, or the key is not in this state folder) is
+    ``verified`` False without being forged."""
+
+    lines: int = 0
+    key_id: str | None = None
+    verified: bool = False
+    forged: bool = False
+    forged_lines: set[int] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
+    last_mac: str | None = None
+
+
+def check_journal(
+    lines: list[tuple[bytes, JournalEntry]], run_id: str, anchor: Any = None, *, where: str = JOURNAL_NAME
+) -> JournalCheck:
+    """Verify a journal's chain of MACs (line numbers from 1) and, given its receipt's ``anchor``
+    (``{"key", "mac", "lines"}``), that it is not shorter than what the receipt anchored."""
+    check = JournalCheck(lines=len(lines))
+    signed = [entry.key for _, entry in lines if entry.mac is not None]
+    if not lines:
+        check.verified = anchor is None
+        if anchor is not None:
+            check.forged = True
+            check.problems.append(f"{where} is empty, but receipt.json anchors {anchor.get('lines')} line(s)")
+        return check
+    if not signed:
+        check.problems.append(f"{where} is not anchored: no line carries a MAC (written before journals were signed, or stripped)")
+        if anchor is not None:
+            check.forged = True
+        return check
+    ids = sorted({k for k in signed if k})
+    check.key_id = ids[0] if len(ids) == 1 else None
+    if len(ids) != 1:
+        check.forged = True
+        check.problems.append(f"{where}: its lines name {len(ids)} different journal keys {ids}")
+        return check
+    key = key_named(ids[0])
+    if key is None:
+        check.problems.append(
+            f"{where} cannot be verified here: it is signed with journal key {ids[0]}, which this state folder "
+            "does not hold (verify it where it was written)"
+        )
+        return check
+    previous = run_id
+    macs: list[str | None] = []
+    for number, (raw, entry) in enumerate(lines, start=1):
+        found = _MAC_TAIL.search(raw)
+        if entry.mac is None:
+            check.forged_lines.add(number)
+            check.problems.append(f"{where} line {number} carries no MAC in a signed journal (inserted)")
+            macs.append(None)
+            continue
+        claimed = found.group(1).decode("ascii") if found is not None else entry.mac
+        body = raw[: found.start()] + b"}" if found is not None else b""
+        if found is None or not hmac.compare_digest(_mac(key, previous, body), claimed):
+            check.forged_lines.add(number)
+            check.problems.append(f"{where} line {number} ({entry.event}"
+                                  f"{' ' + str(entry.label) + '#' + str(entry.sample) if entry.label else ''}) "
+                                  "does not verify under the journal key: it was changed, moved or forged")
+        previous = claimed
+        macs.append(claimed)
+    check.last_mac = macs[-1]
+    if isinstance(anchor, dict):
+        count, mac = anchor.get("lines"), anchor.get("mac")
+        if anchor.get("key") != check.key_id:
+            check.forged = True
+            check.problems.append(f"receipt.json anchors the journal under key {anchor.get('key')}, its lines name {check.key_id}")
+        elif not isinstance(count, int) or count < 1 or count > len(lines):
+            check.forged = True
+            check.problems.append(f"{where} holds {len(lines)} line(s), but receipt.json anchors {count}: lines were cut off")
+        elif macs[count - 1] != mac:
+            check.forged = True
+            check.problems.append(f"{where} line {count} is not the line receipt.json anchors")
+    check.forged = check.forged or bool(check.forged_lines)
+    check.verified = not check.forged
+    return check
 
 
 # --------------------------------------------------------------------------- the lock

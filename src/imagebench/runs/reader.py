@@ -3,7 +3,10 @@
 The reader trusts nothing it did not check. A sample summary counts only when it parses as a
 record of its own label, subject and sample and its bytes match the digest the journal took when
 it was written; anything else is named in :attr:`SampleEntry.problem` and left out, so a summary
-edited by hand (a ``nop`` forged to ``ok``) is caught, not believed. The report, ``compare``,
+edited by hand (a ``nop`` forged to ``ok``) is caught, not believed. The journal itself is checked
+against its key (:func:`imagebench.runs.journal.check_journal`): a summary rewritten together with
+its journal line is named forged (:attr:`RunContents.forged`), and each case's summary is checked
+against the samples it summarises. The report, ``compare``,
 ``--resume``, the napari reader, the panel's run list and the bundle coverage all read runs here.
 """
 
@@ -20,7 +23,7 @@ from imagebench.runs.layout import RECEIPT, RUN_RECORD, SUMMARY, RunFolderError,
 
 if TYPE_CHECKING:
     from imagebench.records import CaseSummary, RunRecord, SampleSummary
-    from imagebench.runs.journal import JournalEntry
+    from imagebench.runs.journal import JournalCheck, JournalEntry
 
 @dataclass
 class SampleEntry:
@@ -51,7 +54,21 @@ class RunContents:
     case_problems: dict[str, list[str]] = field(default_factory=dict)
     receipt: dict[str, Any] | None = None
     receipt_problem: str = ""
+    journal_check: JournalCheck | None = None
+    # What makes the run folder untrustworthy as a whole: a forged journal, a case summary that
+    # disagrees with its samples, a journal that cannot be verified here (each in words)
+    integrity: list[str] = field(default_factory=list)
 
+    @property
+    def forged(self) -> bool:
+        """Whether the journal does not verify under its key, or a case summary disagrees with its samples."""
+        check = self.journal_check
+        return (check is not None and check.forged) or any("disagrees with its samples" in p for p in self.integrity)
+
+    @property
+    def verified(self) -> bool:
+        """Whether the whole run folder checked out: the journal verifies and is anchored by its receipt."""
+        return not self.integrity
     def entries(self, label: str) -> list[SampleEntry]:
         return sorted((e for (lab, _), e in self.units.items() if lab == label), key=lambda e: e.sample)
 
@@ -75,7 +92,7 @@ class RunContents:
         ]
         for label, problems in self.case_problems.items():
             out.extend(f"{label}: {p}" for p in problems)
-        return out
+        return [*self.integrity, *out]
 
 
 def read_record_of_run(run_dir: str | os.PathLike[str]) -> RunRecord:
@@ -150,19 +167,26 @@ def read_run(
     Raises RunFolderError only for a missing or unreadable ``run.json`` or journal.
     """
     from imagebench.records import CaseSummary, RecordError, read_record
-    from imagebench.runs.journal import JOURNAL_NAME, JournalError, read_journal
+    from imagebench.runs.journal import JOURNAL_NAME, JournalError, check_journal, read_journal_lines
 
     run_dir = Path(run_dir)
     record = read_record_of_run(run_dir)
     try:
-        journal = read_journal(run_dir / JOURNAL_NAME)
+        raw_lines = read_journal_lines(run_dir / JOURNAL_NAME)
     except JournalError as exc:
         raise RunFolderError(str(exc)) from None
-    lines: dict[tuple[str, int], JournalEntry] = {}
-    for entry in journal:
+    journal = [entry for _, entry in raw_lines]
+    lines: dict[tuple[str, int], tuple[int, JournalEntry]] = {}
+    for number, entry in enumerate(journal, start=1):
         if entry.event == "unit" and entry.label is not None and entry.sample is not None:
-            lines[(entry.label, entry.sample)] = entry  # the last line for a unit wins
+            lines[(entry.label, entry.sample)] = (number, entry)  # the last line for a unit wins
     contents = RunContents(run_dir=run_dir, record=record, journal=journal)
+    _read_receipt(contents)
+    anchor = contents.receipt.get("journal") if contents.receipt is not None else None
+    check = contents.journal_check = check_journal(raw_lines, record.run_id, anchor if isinstance(anchor, dict) else None)
+    contents.integrity.extend(check.problems)
+    if check.verified and check.lines and anchor is None and record.complete:
+        contents.integrity.append("receipt.json does not anchor the journal: lines cut off its end would go unseen")
     if callable(expected):
         expected = expected(record)
     wanted = dict(expected) if expected is not None else {label: record.samples for label in record.cases}
@@ -172,7 +196,10 @@ def read_run(
         if expected is None and folder.is_dir():
             indices |= {i for p in folder.glob("sample-*") if (i := sample_index(p)) is not None}
         for n in sorted(indices):
-            entry = _read_sample(folder / f"sample-{n}" / SUMMARY, label, record.subject, n, lines.get((label, n)))
+            number, line = lines.get((label, n), (0, None))
+            entry = _read_sample(folder / f"sample-{n}" / SUMMARY, label, record.subject, n, line)
+            if number in check.forged_lines and not entry.problem:
+                entry.problem = f"its journal line ({number}) does not verify under the journal key (forged)"
             if require_journal and not entry.problem and not entry.journaled:
                 entry.problem = "summary.json is not in the journal (written outside the run)"
             contents.units[(label, n)] = entry
@@ -182,7 +209,34 @@ def read_run(
                 contents.case_summaries[label] = read_record(path, CaseSummary)
             except RecordError as exc:
                 contents.case_problems.setdefault(label, []).append(str(exc).split(": ", 1)[-1])
-    receipt = run_dir / RECEIPT
+    for label, summary in contents.case_summaries.items():
+        entries = contents.entries(label)
+        if not entries or any(not e.usable for e in entries):
+            continue  # each sample left out is named already; the rest cannot be held to the summary
+        disagreement = _disagreement(summary, contents.samples(label))
+        if disagreement:
+            contents.integrity.append(f"{label}: its summary.json disagrees with its samples ({disagreement})")
+    return contents
+
+
+
+
+def _disagreement(summary: CaseSummary, samples: list[SampleSummary]) -> str:
+    """How a case's summary differs from what its usable samples say ('' when it does not)."""
+    from imagebench.runs.verdict import status_counts
+
+    said = {k: v for k, v in summary.counts.items() if v}
+    found = {k: v for k, v in status_counts(samples).items() if v}
+    if said != found:
+        return f"it counts {said}, its samples {found}"
+    passed = sum(1 for s in samples if s.status == "ok")
+    if summary.passed != passed:
+        return f"it says {summary.passed} passed, its samples {passed}"
+    return ""
+
+
+def _read_receipt(contents: RunContents) -> None:
+    receipt = contents.run_dir / RECEIPT
     if receipt.is_file():
         try:
             raw = json.loads(receipt.read_text(encoding="utf-8"))
@@ -194,6 +248,3 @@ def read_run(
             contents.receipt_problem = f"receipt.json is not readable ({type(exc).__name__})"
     else:
         contents.receipt_problem = "no receipt.json"
-    return contents
-
-

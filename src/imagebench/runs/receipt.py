@@ -80,6 +80,9 @@ class Receipt(Record):
     cases: list[dict[str, Any]] = Field(default_factory=list)
     sealed: bool = False
     sealed_commitment: str | None = None
+    # The run's journal as the harness left it after its last pass (imagebench.runs.journal):
+    # {"key": key id, "mac": the last line's MAC, "lines": how many}; None until a pass ends.
+    journal: dict[str, Any] | None = None
 
 
 # --------------------------------------------------------------------------- what is private
@@ -326,6 +329,28 @@ def write_receipt(run_dir: str | os.PathLike[str], receipt: Receipt) -> Path:
     if found:
         raise ReceiptError(f"receipt for {Path(run_dir).name} not written: it contains {', '.join(found)}")
     return atomic_write_text(Path(run_dir) / RECEIPT_NAME, receipt.model_dump_json(indent=2) + "\n")
+
+
+def anchor_receipt(run_dir: str | os.PathLike[str], anchor: Mapping[str, Any]) -> Path | None:
+    """Record the journal's ``anchor`` (:meth:`imagebench.runs.journal.Journal.anchor`) in the run's
+    ``receipt.json`` (rewritten atomically); None when the run has no receipt to anchor it in."""
+    path = Path(run_dir) / RECEIPT_NAME
+    if not path.is_file():
+        return None
+    receipt = read_receipt(path)
+    return write_receipt(run_dir, receipt.model_copy(update={"journal": dict(anchor)}))
+
+
+def anchor_from_journal(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The anchor of the journal as it lies on disk now (the panel's, whose journal is opened for
+    each line): its last line's key and MAC and its line count. None for an empty journal."""
+    from imagebench.runs.journal import JOURNAL_NAME, read_journal_lines
+
+    lines = read_journal_lines(Path(run_dir) / JOURNAL_NAME)
+    if not lines or lines[-1][1].mac is None:
+        return None
+    last = lines[-1][1]
+    return {"key": last.key, "mac": last.mac, "lines": len(lines)}
 
 
 def read_receipt(path: str | os.PathLike[str]) -> Receipt:

@@ -691,6 +691,15 @@ def compare_runs(
     b, pb = load_run(run_b, "B")
     if a is None or b is None:
         return Comparison(a=a.side if a else None, b=b.side if b else None, problems=pa + pb)
+    untrusted = [
+        f"run {r.name} {'is forged' if r.contents.forged else 'cannot be verified'}: {scrub(p)}"
+        for r in (a, b)
+        for p in r.contents.integrity
+    ]
+    if untrusted:
+        return Comparison(
+            a=a.side, b=b.side, problems=[*untrusted, "not comparable: a run folder that does not check out is never compared"]
+        )
     if not allow_missing:
         gaps = [f"run {r.name} {label} {why}" for r in (a, b) for label, whys in r.missing.items() for why in whys]
         if gaps:
