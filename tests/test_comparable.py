@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import helpers
 import numpy as np
 import pytest
 from helpers import make_toy_case
 
-import helpers
 from imagebench import cli
 from imagebench.case.model import Case
 from imagebench.executor import ResumeError, resume_run, run_cases
