@@ -36,7 +36,7 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from imagebench.fixtures.digest import FingerprintError, digest_json, digest_text
+from imagebench.fixtures.digest import FingerprintError, digest_json, digest_text, plain
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
@@ -200,8 +200,6 @@ class _Walk:
 
     def _constant(self, module: str, name: str, value: Any) -> None:
         """A plain module-level value (a tolerance, a table) decides a score as much as code does."""
-        from imagebench.runs.fingerprint import plain
-
         if callable(value) or isinstance(value, types.ModuleType) or value is None:
             return
         key = f"{module}:{name}"
@@ -269,8 +267,6 @@ def code_closure(roots: Iterable[Any], *, what: str = "scoring closure") -> dict
 def scoring_parts(case: Case) -> dict[str, Any]:
     """What decides ``case``'s score: its verifier's code closure, its limits and, for a case with an
     answer contract, the scorer's registry and implementation hashes."""
-    from imagebench.runs.fingerprint import plain
-
     what = f"scoring closure of {case.label}"
     parts: dict[str, Any] = {
         "closure": code_closure([case.verify], what=what),

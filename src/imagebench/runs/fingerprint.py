@@ -35,7 +35,6 @@ import dataclasses
 import functools
 import hashlib
 import inspect
-import math
 import re
 import sys
 from collections.abc import Mapping
@@ -49,6 +48,7 @@ from imagebench.fixtures.digest import (
     digest_json,
     digest_text,
     is_digest,
+    plain,
     scrub,
 )
 from imagebench.runs.closure import scoring_digest
@@ -128,55 +128,6 @@ def check_revision(revision: Any, what: str = "revision") -> str:
     if problem is not None:
         raise RevisionError(f"{what} {problem}")
     return revision
-
-
-def plain(value: Any, where: str = "value") -> Any:
-    """``value`` as plain JSON with one stable form, or FingerprintError naming ``where``.
-
-    Mappings need string keys; tuples become lists; numpy scalars become Python numbers; a numpy
-    array becomes its dtype, shape and a digest of its bytes; a pydantic model its JSON dump.
-    Non-finite floats and anything else (an object, a function) are refused.
-    """
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise FingerprintError(f"{where}: {value!r} has no stable JSON form")
-        return value
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise FingerprintError(f"{where}: key {k!r} is a {type(k).__name__}, expected a string")
-            out[k] = plain(v, f"{where}.{k}")
-        return out
-    if isinstance(value, (list, tuple)):
-        return [plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    model_dump = getattr(value, "model_dump", None)
-    if callable(model_dump) and hasattr(type(value), "model_fields"):
-        return plain(model_dump(mode="json"), where)
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover
-        np = None  # type: ignore[assignment]
-    if np is not None:
-        if isinstance(value, np.generic):
-            return plain(value.item(), where)
-        if isinstance(value, np.ndarray):
-            if value.dtype.hasobject:
-                raise FingerprintError(f"{where}: an object array has no stable byte form")
-            little = value.dtype.newbyteorder("<")  # one byte order, whatever the machine's
-            arr = np.ascontiguousarray(value, dtype=little)
-            return {
-                "ndarray": {
-                    "dtype": little.str,
-                    "shape": list(arr.shape),
-                    "sha256": hashlib.sha256(arr.tobytes()).hexdigest(),
-                }
-            }
-    raise FingerprintError(f"{where}: a {type(value).__name__} has no stable JSON form")
 
 
 def qualified_name(func: Any) -> str:
