@@ -264,13 +264,15 @@ def test_truth_never_reaches_the_workspace(tmp_path: Path) -> None:
     command = 'tar -cf - -C "$IMAGEBENCH_WORKSPACE" . | base64 -w0'
     case = make_toy_case()
     result = run_cases([case], CommandSubject(command), out=tmp_path / "out", progress=False)
-    assert result.samples["toy/rectangle"][0].status == "no-result"
+    (sample,) = result.samples["toy/rectangle"]
+    assert sample.status == "no-result"
     (stdout,) = result.run_dir.rglob("sample-0/stdout.txt")
     copy = tmp_path / "seen"
     copy.mkdir()
     with tarfile.open(fileobj=io.BytesIO(base64.b64decode(stdout.read_bytes()))) as tar:
         tar.extractall(copy, filter="data")
-    fx = case.build()
+    assert sample.seed is not None and sample.seed != 0  # an untrusted subject runs sealed by default
+    fx = case.fixture.build(case.namespace, case.case_id, seed=sample.seed)
     files = [p for p in copy.rglob("*") if p.is_file()]
     assert sorted(p.relative_to(copy).as_posix() for p in files) == ["inputs/image.npy", "prompt.md"]
     for path in files:

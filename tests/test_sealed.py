@@ -396,7 +396,9 @@ def _suite_run(out: Path, cases: list[Case], secret: str | None) -> Path:
     manifest, problems = pin_suite("core", "2026.11.0", cases)
     assert manifest is not None, problems
     assignment = assign(manifest, "all", 0)
-    info = SuiteRunInfo(requested="core", assignment=assignment, conditions=conditions_now(samples=2, timeout=None))
+    info = SuiteRunInfo(
+        requested="core", assignment=assignment, conditions=conditions_now(samples=2, timeout=None, cases=cases)
+    )
     result = run_cases(
         cases,
         ReferenceSubject(),
