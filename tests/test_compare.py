@@ -97,6 +97,13 @@ def edit(path: Path, change: Callable[[dict[str, Any]], None], *, journal: bool 
         run_dir = next(p for p in path.parents if (p / "run.json").is_file())
         with Journal.open(run_dir) as j:
             j.unit(run_dir, path, SampleSummary.model_validate(raw), path.read_bytes())
+        # ... and the case's summary over its samples, as the run writes it after them
+        case_summary = path.parent.parent / "summary.json"
+        if case_summary.is_file():
+            statuses = [json.loads(p.read_text())["status"] for p in sorted(path.parent.parent.glob("sample-*/summary.json"))]
+            case = json.loads(case_summary.read_text())
+            case.update(counts={st: statuses.count(st) for st in set(statuses)}, passed=statuses.count("ok"))
+            case_summary.write_text(json.dumps(case))
 
 
 def conditions(result: Any) -> dict[str, Any]:
@@ -381,17 +388,20 @@ def test_c3_scoring_code_and_units(world: dict[str, Any]) -> None:
     # receipt.json (imagebench.runs.receipt), when present, must agree with run.json and with the other run
     d = suite_run(world["out"], world["suite"], world["cases"], Sloppy())
     scoring = json.loads((a / "run.json").read_text())["extra"]["suite"]["conditions"]["scoring"]
+    anchors = {run: json.loads((run / "receipt.json").read_text())["journal"] for run in (a, d)}
     for run in (a, d):
-        (run / "receipt.json").write_text(json.dumps({"scorer": {k: scoring[k] for k in ("registry_hash", "implementation_hash")}}))
+        scorer = {k: scoring[k] for k in ("registry_hash", "implementation_hash")}
+        (run / "receipt.json").write_text(json.dumps({"scorer": scorer, "journal": anchors[run]}))
     assert compare_runs(a, d).comparable
-    (d / "receipt.json").write_text(json.dumps({"scorer": {"registry_hash": "2" * 64}}))
+    (d / "receipt.json").write_text(json.dumps({"scorer": {"registry_hash": "2" * 64}, "journal": anchors[d]}))
     result = compare_runs(a, d)
     assert not conditions(result)["C3"].holds
     problems = conditions(result)["C3"].problems
     assert "receipt.json: the two runs name different scorer registry hashes" in problems
     assert "run B: receipt.json and run.json name different scorer registry hashes" in problems
-    (d / "receipt.json").write_text("{")
-    assert_only(compare_runs(a, d), "C3", "run B: receipt.json is not readable (JSONDecodeError)")
+    (d / "receipt.json").write_text("{")  # unreadable: it cannot anchor the journal either, so nothing is compared
+    result = compare_runs(a, d)
+    assert not result.comparable and any("receipt.json does not anchor the journal" in p for p in result.problems)
 
 
 def test_c4_declared_conditions(world: dict[str, Any]) -> None:
