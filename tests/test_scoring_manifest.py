@@ -245,6 +245,31 @@ def _scorer_tree_by_hand() -> str:
     return h.hexdigest()
 
 
+def test_the_shipped_manifest_names_the_scorer_files_commit_and_tree() -> None:
+    import re
+    import shutil
+    import subprocess
+
+    shipped = mf.read_scorer_manifest(mf.packaged_manifest_path())
+    assert re.fullmatch(r"[0-9a-f]{40}", shipped.source_revision), shipped.source_revision
+    assert shipped.tree_hash == mf.scorer_tree_hash() == _scorer_tree_by_hand()
+    files = [str(p) for p in mf.scorer_files().values()]
+    here = str(Path(mf.__file__).resolve().parent)
+    if shutil.which("git") is None:
+        pytest.skip("no git: the revision cannot be checked")
+    shallow = subprocess.run(["git", "-C", here, "rev-parse", "--is-shallow-repository"], capture_output=True, text=True)
+    if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+        pytest.skip("not a git checkout with full history: the revision cannot be checked")
+    status = subprocess.run(["git", "-C", here, "status", "--porcelain", "--", *files], capture_output=True, text=True)
+    if status.stdout.strip():
+        pytest.skip("the scorer files hold uncommitted changes: commit them, then run tools/write_scorer_manifest.py")
+    last = subprocess.run(["git", "-C", here, "log", "-1", "--format=%H", "--", *files], capture_output=True, text=True)
+    assert shipped.source_revision == last.stdout.strip(), (
+        "the shipped manifest does not name the last commit that touched the scorer files: run "
+        "tools/write_scorer_manifest.py and commit the manifest on its own"
+    )
+
+
 def test_a_manifest_from_before_the_tree_hash_keeps_its_self_hash() -> None:
     data = json.loads(mf.packaged_manifest_path().read_text())
     data.pop("tree_hash", None)
