@@ -1,7 +1,10 @@
 """Run receipts: what a run needs to be reproduced or compared, and nothing private.
 
 ``receipt.json`` (beside ``run.json`` in a run folder) records the platform, the Python and
-dependency versions, the source revision, the digest of every fixture manifest the run read
+dependency versions, the source revision with whether that checkout's package folders held
+uncommitted changes (``source_dirty``; None when installed), the digest of the package's source
+tree (``source_tree_hash``: every file of the ``imagebench`` and ``napari_imagebench`` folders, what
+ran whether or not it was committed), the digest of every fixture manifest the run read
 (named by its role, never by its path), the scorer's registry and implementation hashes, the
 subject (a ``command:`` subject only by its program name and the sha256 of its command line),
 the sampling configuration, the seeds and the cases with their revisions. A sealed run
@@ -13,10 +16,14 @@ It never holds tokens, credentials, environment values or local paths: every str
 the caller is scrubbed (absolute paths and the home folder become placeholders, URLs and IP
 addresses ``<address>``, values of secret-looking environment variables ``<redacted>``), and
 :func:`write_receipt` refuses a receipt that still contains any of them.
+
+Schema version 2 added ``source_tree_hash`` (required there) and ``source_dirty``; a version 1
+receipt still reads, without them.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -29,11 +36,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from imagebench.records import Record
 
-RECEIPT_SCHEMA_VERSION = 1
+RECEIPT_SCHEMA_VERSION = 2
+#: every version :func:`read_receipt` reads (1: before the source tree hash and the dirty flag)
+RECEIPT_SCHEMA_VERSIONS = (1, 2)
 RECEIPT_NAME = "receipt.json"
 
 #: distributions whose versions a receipt records (importlib.metadata: nothing is imported)
@@ -64,14 +73,18 @@ class ReceiptError(ValueError):
 
 
 class Receipt(Record):
-    """``receipt.json`` (``schema_version`` 1)."""
+    """``receipt.json`` (``schema_version`` 2; version 1 still reads)."""
 
-    schema_version: Literal[1] = RECEIPT_SCHEMA_VERSION
+    schema_version: Literal[1, 2] = RECEIPT_SCHEMA_VERSION
     created: str
     platform: dict[str, str]
     python: dict[str, str]
     packages: dict[str, str | None]
     source_revision: str
+    # sha256 over the package's source files (source_tree_hash()); None only in a version 1 receipt
+    source_tree_hash: str | None = None
+    # whether the checkout's package folders held uncommitted changes; None: installed, or git could not say
+    source_dirty: bool | None = None
     fixture_manifests: dict[str, str] = Field(default_factory=dict)
     scorer: dict[str, Any] = Field(default_factory=dict)
     subject: dict[str, Any]
@@ -80,6 +93,19 @@ class Receipt(Record):
     cases: list[dict[str, Any]] = Field(default_factory=list)
     sealed: bool = False
     sealed_commitment: str | None = None
+
+    @model_validator(mode="after")
+    def _version_fields(self) -> Receipt:
+        if self.schema_version >= 2 and not (
+            isinstance(self.source_tree_hash, str)
+            and len(self.source_tree_hash) == 64
+            and all(c in "0123456789abcdef" for c in self.source_tree_hash)
+        ):
+            raise ValueError(
+                f"field 'source_tree_hash' is {self.source_tree_hash!r}: schema_version {self.schema_version} "
+                "needs the sha256 (64 hex digits) of the package's source tree"
+            )
+        return self
 
 
 # --------------------------------------------------------------------------- what is private
@@ -180,6 +206,18 @@ def describe_subject(subject: Any) -> dict[str, Any]:
     return described
 
 
+@functools.cache
+def source_tree_hash() -> str:
+    """sha256 (hex) over every file of the ``imagebench`` package folder and the ``napari_imagebench``
+    one (``__pycache__`` and ``.pyc`` left out): their sorted paths relative to the folder above them
+    (``imagebench/records.py``), each with the sha256 of its bytes. Computed once per process."""
+    from imagebench.fixtures.digest import tree_digest
+    from imagebench.scoring.manifest import package_folders
+
+    roots = {folder.name: folder for folder in package_folders()}
+    return tree_digest(roots, what="the package's source tree").digest.removeprefix("sha256:")
+
+
 def _digest(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -257,6 +295,7 @@ def _scorer_entry() -> dict[str, Any]:
     return {
         "registry_hash": running.registry_hash,
         "implementation_hash": running.implementation_hash,
+        "tree_hash": running.tree_hash,
         "contract_schema_hash": running.contract_schema_hash,
         "contracts": running.contracts,
         "manifest_matches": problem is None,
@@ -283,7 +322,7 @@ def build_receipt(
     recorded as ``"sealed"``: none of them built the run's procedural fixtures).
     """
     from imagebench.records import json_safe
-    from imagebench.scoring.manifest import source_revision
+    from imagebench.scoring.manifest import checkout_dirty, source_revision
 
     cases = list(cases)
     if sealed is not None:
@@ -306,6 +345,8 @@ def build_receipt(
         },
         packages={name: _version(name) for name in PACKAGES},
         source_revision=source_revision(),
+        source_tree_hash=source_tree_hash(),
+        source_dirty=checkout_dirty(),
         fixture_manifests=scrub(fixture_manifest_digests(cases, manifests)),
         scorer=scrub(_scorer_entry()),
         sampling=scrub(json_safe(sampling)),
