@@ -377,6 +377,13 @@ def _ci(ci: tuple[float, float] | None) -> str:
     return "-" if ci is None else f"[{_f(ci[0])}, {_f(ci[1])}]"
 
 
+def _code(identity: dict[str, Any] | None) -> str:
+    """A run's subject identity as one line: its name and the start of its code digest."""
+    if not identity or not isinstance(identity.get("code"), str):
+        return "not recorded"
+    return f"{identity.get('name', '?')} {identity['code'][:19]}"
+
+
 def render(result: Comparison, console: Any) -> None:
     """Print a comparison with rich: the conditions, then (when comparable) the per-case table."""
     from rich.markup import escape as esc
@@ -390,6 +397,7 @@ def render(result: Comparison, console: Any) -> None:
     console.print(
         f"A: {result.a.run_id} ({result.a.subject})    B: {result.b.run_id} ({result.b.subject})", markup=False
     )
+    console.print(f"code A: {_code(result.a.identity)}    code B: {_code(result.b.identity)}", markup=False)
     table = Table(title="comparability")
     for col in ("", "condition", "holds", "why / notes"):
         table.add_column(col)

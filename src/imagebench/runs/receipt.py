@@ -6,7 +6,8 @@ uncommitted changes (``source_dirty``; None when installed), the digest of the p
 tree (``source_tree_hash``: every file of the ``imagebench`` and ``napari_imagebench`` folders, what
 ran whether or not it was committed), the digest of every fixture manifest the run read
 (named by its role, never by its path), the scorer's registry and implementation hashes, the
-subject (a ``command:`` subject only by its program name and the sha256 of its command line),
+subject (a ``command:`` subject only by its program name and the sha256 of its command line, with
+its identity: ``subject.identity``, the digest of the code it ran, :func:`imagebench.subjects.identity_of`),
 the sampling configuration, the seeds and the cases with their revisions. A sealed run
 (:mod:`imagebench.runs.sealed`) is marked ``sealed: true`` with the commitment to its secret
 (``sealed_commitment``); its procedural seeds are recorded as ``"sealed"`` (each sample's seed is
@@ -17,8 +18,8 @@ the caller is scrubbed (absolute paths and the home folder become placeholders, 
 addresses ``<address>``, values of secret-looking environment variables ``<redacted>``), and
 :func:`write_receipt` refuses a receipt that still contains any of them.
 
-Schema version 2 added ``source_tree_hash`` (required there) and ``source_dirty``; a version 1
-receipt still reads, without them.
+Schema version 2 added ``source_tree_hash`` (required there), ``source_dirty`` and
+``subject.identity``; a version 1 receipt still reads, without them.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from pydantic import Field, model_validator
 from imagebench.records import Record
 
 RECEIPT_SCHEMA_VERSION = 2
-#: every version :func:`read_receipt` reads (1: before the source tree hash and the dirty flag)
+#: every version :func:`read_receipt` reads (1: before the source tree hash, the dirty flag and the identity)
 RECEIPT_SCHEMA_VERSIONS = (1, 2)
 RECEIPT_NAME = "receipt.json"
 
@@ -185,11 +186,13 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def describe_subject(subject: Any) -> dict[str, Any]:
+def describe_subject(subject: Any, identity: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The subject as a receipt records it: what its kind says (never a command's arguments,
     environment or paths; :func:`imagebench.subjects.describe`), with how it was confined
-    (``sandbox``), its limits and the names of the variables passed to it, when it is a subject object."""
-    from imagebench.subjects import SubjectError, confinement_of, describe, env_pass_of, limits_of
+    (``sandbox``), its limits, the names of the variables passed to it and its ``identity`` (the
+    digest of its code: given, as ``run.json`` recorded it, or :func:`imagebench.subjects.identity_of`),
+    when it is a subject object."""
+    from imagebench.subjects import SubjectError, confinement_of, describe, env_pass_of, identity_of, limits_of
 
     try:
         described = describe(subject)
@@ -203,6 +206,10 @@ def describe_subject(subject: Any) -> dict[str, Any]:
         passed = env_pass_of(subject)
         if passed:
             described["env_pass"] = list(passed)  # the names given to the subject, never their values
+        try:
+            described["identity"] = dict(identity) if identity is not None else identity_of(subject)
+        except SubjectError as exc:
+            raise ReceiptError(str(exc)) from None
     return described
 
 
@@ -311,6 +318,7 @@ def build_receipt(
     cases: Iterable[Any],
     manifests: Mapping[str, str | os.PathLike[str]] | None = None,
     sealed: str | None = None,
+    identity: Mapping[str, Any] | None = None,
 ) -> Receipt:
     """Build a run's receipt (scrubbed of secrets and local paths).
 
@@ -319,7 +327,8 @@ def build_receipt(
     ``selection``: how the cases were chosen (filters, flags); ``cases``: the Case objects run
     (or their labels); ``manifests``: extra fixture manifests ``{role: path}``; ``sealed``: a
     sealed run's commitment to its secret (then every seed of ``seeds`` and of the cases is
-    recorded as ``"sealed"``: none of them built the run's procedural fixtures).
+    recorded as ``"sealed"``: none of them built the run's procedural fixtures); ``identity``: the
+    subject's identity as ``run.json`` recorded it (default: taken now from the subject object).
     """
     from imagebench.records import json_safe
     from imagebench.scoring.manifest import checkout_dirty, source_revision
@@ -352,7 +361,7 @@ def build_receipt(
         sampling=scrub(json_safe(sampling)),
         seeds=scrub(json_safe(seeds)),
         cases=scrub([json_safe(_case_entry(c, sealed is not None)) for c in cases]),
-        subject=scrub(describe_subject(subject)),
+        subject=scrub(describe_subject(subject, identity)),
         sealed=sealed is not None,
         sealed_commitment=sealed,
     )

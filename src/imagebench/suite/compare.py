@@ -183,6 +183,7 @@ class RunSide(Record):
     run_id: str
     subject: str
     samples: int | None = None
+    identity: dict[str, Any] | None = None  # run.json's extra.subject_identity: its name and code digest
 
 
 class Comparison(Record):
@@ -219,7 +220,13 @@ class LoadedRun:
 
     @property
     def side(self) -> RunSide:
-        return RunSide(run_id=self.record.run_id, subject=self.record.subject, samples=self.record.samples)
+        identity = self.record.extra.get("subject_identity")
+        return RunSide(
+            run_id=self.record.run_id,
+            subject=self.record.subject,
+            samples=self.record.samples,
+            identity=identity if isinstance(identity, dict) else None,
+        )
 
 
 def _run_folder(path: str | Path) -> Path:
