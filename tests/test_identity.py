@@ -305,3 +305,15 @@ def test_compare_shows_both_identities(tmp_path: Path, capsys: pytest.CaptureFix
     text = capsys.readouterr().out
     assert f"code A: reference {result.a.identity['code'][:19]}" in text
     assert f"code B: sloppy {result.b.identity['code'][:19]}" in text
+
+
+def test_a_python_subject_made_around_a_function_in_hand_is_that_functions_module() -> None:
+    def solve(session: Any) -> None:
+        pass
+
+    identity = identity_of(PythonSubject(target="not_a_module_anywhere:solve", function=solve))
+    assert identity["parts"]["file"]["name"] == "test_identity.py"
+    assert identity["parts"]["defined"].startswith("test_identity:")
+    # without the function in hand (isolated) there is nothing to digest: refused
+    with pytest.raises(SubjectError, match="no module named 'not_a_module_anywhere'"):
+        identity_of(PythonSubject(target="not_a_module_anywhere:solve", function=None, isolate=SandboxPolicy()))

@@ -41,9 +41,9 @@ from pydantic import Field, model_validator
 
 from imagebench.records import Record
 
+#: the version written; :func:`read_receipt` reads 1 too (before the source tree hash, the dirty
+#: flag and the subject's identity: ``Receipt.schema_version``)
 RECEIPT_SCHEMA_VERSION = 2
-#: every version :func:`read_receipt` reads (1: before the source tree hash, the dirty flag and the identity)
-RECEIPT_SCHEMA_VERSIONS = (1, 2)
 RECEIPT_NAME = "receipt.json"
 
 #: distributions whose versions a receipt records (importlib.metadata: nothing is imported)

@@ -89,23 +89,35 @@ def python_code(target: str) -> dict[str, Any]:
     return parts
 
 
+def module_found(target: str) -> bool:
+    """Whether the top-level module of ``target`` (``package.module:function``) can be found (nothing is imported)."""
+    try:
+        return importlib.util.find_spec(target.partition(":")[0].split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def expose_code(paths: tuple[Path, ...] | list[Path]) -> list[dict[str, Any]]:
     """The digest of every ``--subject-expose`` tree, in the order given."""
     return [code_tree(p, role="--subject-expose tree") for p in paths]
 
 
+def live_code(obj: object, *, role: str) -> dict[str, Any]:
+    """The code of a live object (a function, or an instance's class), already imported: the file
+    of the module that defines it, or only its qualified name when that module has no file."""
+    target = obj if callable(obj) and hasattr(obj, "__code__") else type(obj)
+    module = getattr(target, "__module__", None) or ""
+    parts: dict[str, Any] = {"defined": f"{module}:{getattr(target, '__qualname__', type(obj).__name__)}"}
+    origin = getattr(sys.modules.get(module), "__file__", None)
+    if origin and Path(origin).is_file():
+        parts["file"] = code_tree(origin, role=role)
+    return parts
+
+
 def _object_parts(subject: object) -> dict[str, Any]:
     """A subject object of no registered kind (a Python API caller's): the file of the module that
-    defines it (already imported: it is a live object), or its class name when it has none."""
-    target = subject if callable(subject) and hasattr(subject, "__code__") else type(subject)
-    module = getattr(target, "__module__", None) or ""
-    parts: dict[str, Any] = {"kind": "other", "class": getattr(target, "__qualname__", type(subject).__name__)}
-    origin = getattr(sys.modules.get(module), "__file__", None)
-    if module:
-        parts["module"] = module
-    if origin and Path(origin).is_file():
-        parts["file"] = code_tree(origin, role=f"the module of subject {getattr(subject, 'name', '?')!r}")
-    return parts
+    defines its class (or it, a function)."""
+    return {"kind": "other", **live_code(subject, role=f"the module of subject {getattr(subject, 'name', '?')!r}")}
 
 
 def identity_change(recorded: Any, current: dict[str, Any]) -> str | None:

@@ -94,10 +94,15 @@ class PythonSubject(SubjectKind):
     def identity_parts(self) -> dict[str, Any]:
         """The target, its module's code (the top-level package's tree, or the module's file; found
         without importing it: an isolated subject is never imported here) and, isolated, the trees
-        ``--subject-expose`` shows it."""
-        from imagebench.subjects.identity import expose_code, python_code
+        ``--subject-expose`` shows it. A subject made in Python around a function in hand whose
+        target names no module (``PythonSubject(target=..., function=f)``) is that function's module."""
+        from imagebench.subjects.identity import expose_code, live_code, module_found, python_code
 
-        parts: dict[str, Any] = {"kind": "python", "target": self.target, **python_code(self.target)}
+        if self.function is not None and not module_found(self.target):
+            code = live_code(self.function, role=f"the module of python:{self.target}'s function")
+        else:
+            code = python_code(self.target)
+        parts: dict[str, Any] = {"kind": "python", "target": self.target, **code}
         if self.isolate is not None and self.isolate.expose:
             parts["expose"] = expose_code(self.isolate.expose)
         return parts
