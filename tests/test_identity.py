@@ -317,3 +317,23 @@ def test_a_python_subject_made_around_a_function_in_hand_is_that_functions_modul
     # without the function in hand (isolated) there is nothing to digest: refused
     with pytest.raises(SubjectError, match="no module named 'not_a_module_anywhere'"):
         identity_of(PythonSubject(target="not_a_module_anywhere:solve", function=None, isolate=SandboxPolicy()))
+
+
+def test_resume_refuses_a_command_whose_exposed_tree_changed(tmp_path: Path) -> None:
+    from imagebench.sandbox.policy import unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(str(unavailable_reason()))
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "run.sh").write_text("exit 0\n")
+    subject = parse_subject(f"command:bash {agent}/run.sh", sandbox=SandboxPolicy(expose=(agent,)), name="agent-1")
+    cases = [make_toy_case()]
+    first = run_cases(cases, subject, samples=2, out=tmp_path / "runs", progress=False)
+    assert _identity(first.run_dir)["parts"]["expose"][0]["name"] == "agent"
+    summary = first.run_dir / "agent-1" / "toy" / "rectangle" / "sample-1" / "summary.json"
+    summary.unlink()
+    (agent / "run.sh").write_text("exit 1\n")
+    with pytest.raises(ex.ResumeError, match=r"code changed since the run started.*parts\.expose\[0\]\.digest"):
+        ex.resume_run(first.run_dir, cases=cases, subject=subject, progress=False)
+    assert not summary.exists()
