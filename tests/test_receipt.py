@@ -53,7 +53,7 @@ def test_receipt_records_what_a_rerun_needs(tmp_path: Path, secret_env) -> None:
         selection={"filter": "structured", "fixtures": str(tmp_path / "tree")},
         cases=cases,
     )
-    assert receipt.schema_version == 1
+    assert receipt.schema_version == 2
     assert receipt.python["version"].count(".") == 2 and receipt.platform["system"]
     assert receipt.packages["numpy"] and "napari" in receipt.packages and "pyarrow" in receipt.packages
     assert receipt.source_revision == "unknown" or len(receipt.source_revision) == 40
@@ -139,6 +139,90 @@ def test_read_receipt_errors(tmp_path: Path) -> None:
     with pytest.raises(ReceiptError, match="missing"):
         read_receipt(tmp_path / "none.json")
     bad = tmp_path / "r.json"
-    bad.write_text('{"schema_version": 2}')
+    bad.write_text('{"schema_version": 3}')
     with pytest.raises(ReceiptError, match="schema_version"):
         read_receipt(bad)
+
+
+# --------------------------------------------------------------------------- which source tree ran
+
+
+def _tree_hash_by_hand(folders: list[Path]) -> str:
+    """The package's tree hash computed here, independently: sorted 'imagebench/<path>' NUL sha256 lines."""
+    import hashlib
+
+    entries = []
+    for folder in folders:
+        for p in folder.rglob("*"):
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo"):
+                entries.append((f"{folder.name}/{p.relative_to(folder).as_posix()}", hashlib.sha256(p.read_bytes()).hexdigest()))
+    h = hashlib.sha256()
+    for rel, hexdigest in sorted(entries):
+        h.update(rel.encode() + b"\0" + hexdigest.encode() + b"\n")
+    return h.hexdigest()
+
+
+def _package_folders() -> list[Path]:
+    import importlib.util
+
+    import imagebench
+
+    folders = [Path(imagebench.__file__).resolve().parent]
+    plugin = importlib.util.find_spec("napari_imagebench")  # found, not imported
+    if plugin is not None:
+        folders += [Path(p).resolve() for p in plugin.submodule_search_locations or []]
+    return folders
+
+
+def test_the_receipt_says_which_source_tree_ran_and_whether_it_was_committed() -> None:
+    import subprocess
+
+    receipt = build_receipt(subject="nop", samples=1, seeds=0, selection=None, cases=[])
+    folders = _package_folders()
+    assert [f.name for f in folders] == ["imagebench", "napari_imagebench"]
+    assert receipt.source_tree_hash == _tree_hash_by_hand(folders)
+    if receipt.source_revision == "unknown":  # installed, or no git: nothing can say it was committed
+        assert receipt.source_dirty is None
+    else:
+        status = subprocess.run(
+            ["git", "-C", str(folders[0]), "status", "--porcelain", "--", *map(str, folders)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert receipt.source_dirty is bool(status.stdout.strip())
+
+
+def test_the_source_tree_hash_changes_with_any_file_and_not_with_bytecode(tmp_path: Path, monkeypatch) -> None:
+    from imagebench.runs import receipt as rc
+    from imagebench.scoring import manifest as mf
+
+    pkg = tmp_path / "imagebench"
+    (pkg / "data").mkdir(parents=True)
+    (pkg / "a.py").write_text("x = 1\n")
+    (pkg / "data" / "table.csv").write_text("1,2\n")
+    monkeypatch.setattr(mf, "package_folders", lambda: [pkg])
+    compute = rc.source_tree_hash.__wrapped__  # the cached function, computed afresh
+    first = compute()
+    assert first == _tree_hash_by_hand([pkg])
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
+    (pkg / "b.pyc").write_bytes(b"\0")
+    assert compute() == first
+    (pkg / "data" / "table.csv").write_text("1,3\n")  # not only code: every file the package ships
+    assert compute() != first
+    assert rc.source_tree_hash() == rc.source_tree_hash() and rc.source_tree_hash.cache_info().hits >= 1
+
+
+def test_a_version_1_receipt_still_reads_and_a_version_2_one_needs_its_tree_hash(tmp_path: Path) -> None:
+    receipt = build_receipt(subject="nop", samples=1, seeds=0, selection=None, cases=[])
+    old = receipt.model_dump()
+    old["schema_version"] = 1
+    del old["source_tree_hash"], old["source_dirty"]
+    path = tmp_path / "receipt.json"
+    path.write_text(json.dumps(old))
+    read = read_receipt(path)
+    assert read.schema_version == 1 and read.source_tree_hash is None and read.source_dirty is None
+    new = receipt.model_dump()
+    del new["source_tree_hash"]
+    path.write_text(json.dumps(new))
+    with pytest.raises(ReceiptError, match="source_tree_hash.*schema_version 2"):
+        read_receipt(path)

@@ -226,3 +226,87 @@ def test_scoring_outside_its_command_line_never_imports_the_case_suite() -> None
     code += "\nimport sys\nprint(sorted(m for m in sys.modules if m.startswith('imagebench.cases')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- the revision and tree the manifest names
+
+
+def _scorer_tree_by_hand() -> str:
+    import hashlib
+
+    top = Path(mf.__file__).resolve().parent.parent.parent  # the folder holding imagebench/
+    entries = []
+    for name in mf.SCORER_MODULES:
+        path = Path(mf.importlib.util.find_spec(name).origin).resolve()
+        entries.append((path.relative_to(top).as_posix(), hashlib.sha256(path.read_bytes()).hexdigest()))
+    h = hashlib.sha256()
+    for rel, hexdigest in sorted(entries):
+        h.update(rel.encode() + b"\0" + hexdigest.encode() + b"\n")
+    return h.hexdigest()
+
+
+def test_the_shipped_manifest_names_the_scorer_files_commit_and_tree() -> None:
+    import re
+    import shutil
+    import subprocess
+
+    shipped = mf.read_scorer_manifest(mf.packaged_manifest_path())
+    assert re.fullmatch(r"[0-9a-f]{40}", shipped.source_revision), shipped.source_revision
+    assert shipped.tree_hash == mf.scorer_tree_hash() == _scorer_tree_by_hand()
+    files = [str(p) for p in mf.scorer_files().values()]
+    here = str(Path(mf.__file__).resolve().parent)
+    if shutil.which("git") is None:
+        pytest.skip("no git: the revision cannot be checked")
+    shallow = subprocess.run(["git", "-C", here, "rev-parse", "--is-shallow-repository"], capture_output=True, text=True)
+    if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+        pytest.skip("not a git checkout with full history: the revision cannot be checked")
+    status = subprocess.run(["git", "-C", here, "status", "--porcelain", "--", *files], capture_output=True, text=True)
+    if status.stdout.strip():
+        pytest.skip("the scorer files hold uncommitted changes: commit them, then run tools/write_scorer_manifest.py")
+    last = subprocess.run(["git", "-C", here, "log", "-1", "--format=%H", "--", *files], capture_output=True, text=True)
+    assert shipped.source_revision == last.stdout.strip(), (
+        "the shipped manifest does not name the last commit that touched the scorer files: run "
+        "tools/write_scorer_manifest.py and commit the manifest on its own"
+    )
+
+
+def test_a_manifest_from_before_the_tree_hash_keeps_its_self_hash() -> None:
+    data = json.loads(mf.packaged_manifest_path().read_text())
+    data.pop("tree_hash", None)
+    data.pop("self_hash")
+    data["self_hash"] = mf._sha256(mf.canonical_json(data))  # as it was taken before the field existed
+    assert mf.check_scorer_manifest(data) is None
+    assert mf.read_scorer_manifest(data).tree_hash is None
+    data["tree_hash"] = mf.scorer_tree_hash()  # added by hand: the self-hash no longer holds
+    assert "self-hash" in (mf.check_scorer_manifest(data) or "")
+
+
+def _the_tool(monkeypatch, tmp_path: Path, *, revision: str, dirty: bool | None):
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "write_scorer_manifest.py"
+    spec = importlib.util.spec_from_file_location("write_scorer_manifest", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    out = tmp_path / "scorer_manifest.json"
+    monkeypatch.setattr(tool, "packaged_manifest_path", lambda: out)
+    monkeypatch.setattr(tool, "scorer_revision", lambda: revision)
+    monkeypatch.setattr(tool, "checkout_dirty", lambda paths: dirty)
+    return tool, out
+
+
+def test_the_tool_writes_the_revision_and_tree_and_refuses_uncommitted_scorer_files(monkeypatch, tmp_path, capsys) -> None:
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    tool, out = _the_tool(monkeypatch, tmp_path, revision=commit, dirty=True)
+    assert tool.main([]) == 1 and not out.exists()
+    assert "uncommitted changes" in capsys.readouterr().err
+    assert tool.main(["--allow-dirty"]) == 0
+    assert "run again after committing" in capsys.readouterr().out
+    tool, out = _the_tool(monkeypatch, tmp_path, revision=commit, dirty=False)
+    assert tool.main([]) == 0
+    written = mf.read_scorer_manifest(out)
+    assert written.source_revision == commit and written.tree_hash == mf.scorer_tree_hash()
+    assert mf.check_scorer_manifest(out) is None
+    tool, out = _the_tool(monkeypatch, tmp_path / "none", revision="unknown", dirty=None)
+    assert tool.main([]) == 1 and not out.exists()
+    assert "no git history" in capsys.readouterr().err

@@ -7,6 +7,7 @@ run record and the panel's model, and no other module names it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,7 +83,11 @@ def test_the_kind_runs_serially_with_its_own_record_and_receipt(tmp_path: Path) 
     record = read_record(result.run_dir / "run.json", RunRecord)
     assert record.subject == "noted-serial" and record.extra["subject_spec"] == "noted:serial"
     receipt = json.loads((result.run_dir / "receipt.json").read_text())
+    identity = receipt["subject"].pop("identity")
     assert receipt["subject"] == {"form": "noted", "note": "serial", "sandbox": "in-process"}
+    # the kind knows nothing of its code beyond its spec: the default identity is its kind and spec
+    assert identity == record.extra["subject_identity"] and identity["name"] == "noted-serial"
+    assert identity["parts"] == {"kind": "noted", "spec_sha256": hashlib.sha256(b"noted:serial").hexdigest()}
     assert describe("noted:x") == {"form": "noted"}
 
 

@@ -543,7 +543,8 @@ def _receipt(run: RunPage) -> dict[str, Any]:
         ("created", _text(r.created)),
         ("platform", _text(r.platform.get("platform", ""))),
         ("python", f"{r.python.get('implementation', '')} {r.python.get('version', '')}"),
-        ("source revision", _text(r.source_revision)),
+        ("source revision", _text(r.source_revision) + (" (with uncommitted changes)" if r.source_dirty else "")),
+        ("source tree", _text(r.source_tree_hash or "not recorded")),
         ("subject", json.dumps(r.subject, sort_keys=True)),
         ("packages", ", ".join(f"{k} {v or 'absent'}" for k, v in r.packages.items())),
     ]

@@ -23,7 +23,13 @@ RUN_DIRS: list[Path] = []
 
 
 def add_subject_flags(p: argparse.ArgumentParser) -> None:
-    """How ``run``'s subject is confined: the sandbox flags (docs/integrity.md)."""
+    """How ``run``'s subject is named and confined: ``--subject-name`` and the sandbox flags (docs/integrity.md)."""
+    p.add_argument(
+        "--subject-name",
+        metavar="NAME",
+        help="the subject's display name: its folder in the run and run.json's subject (letters, digits, '.', '_', "
+        "'-'; default: its kind's, e.g. python-<module>.<function>); the run records it with the digest of the code",
+    )
     g = p.add_argument_group("subject confinement (docs/integrity.md)")
     g.add_argument(
         "--no-sandbox",
@@ -147,8 +153,14 @@ def sandbox_from_args(args: argparse.Namespace) -> SandboxPolicy:
 def checked_run_args(args: argparse.Namespace) -> Subject:
     """The checks every ``imagebench run`` makes of ``--samples``, ``--timeout``, ``--subject`` and
     the sandbox flags; returns the parsed subject. Bad values are a UsageError (exit 2)."""
-    from imagebench.subjects import SubjectError, parse_subject
+    from imagebench.subjects import SubjectError, check_subject_name, parse_subject
 
+    name = getattr(args, "subject_name", None)
+    if name is not None:
+        try:
+            check_subject_name(name)
+        except SubjectError as exc:
+            raise UsageError(f"--subject-name: {exc}") from None
     if args.samples < 1:
         raise UsageError(f"--samples must be at least 1, got {args.samples}")
     if args.timeout is not None and not args.timeout > 0:
@@ -159,16 +171,19 @@ def checked_run_args(args: argparse.Namespace) -> Subject:
             sandbox=sandbox_from_args(args),
             isolate=bool(getattr(args, "isolate", False)),
             mcp=bool(getattr(args, "subject_mcp", False)),
+            name=name,
         )
     except SubjectError as exc:
         raise UsageError(str(exc)) from None
 
 
 def sandbox_flags_given(args: argparse.Namespace) -> list[str]:
-    """The sandbox flags given (``--resume`` takes the subject's confinement from run.json)."""
+    """The sandbox flags and ``--subject-name`` given (``--resume`` takes the subject's confinement
+    and name from run.json)."""
     return [
         flag
         for flag, dest in (
+            ("--subject-name", "subject_name"),
             ("--no-sandbox", "no_sandbox"),
             ("--subject-network", "subject_network"),
             ("--subject-env", "subject_env"),
@@ -196,6 +211,7 @@ def run_from_args(
 
     from imagebench.executor import ExecutorError, run_cases
     from imagebench.runs.sealed import SealedError
+    from imagebench.subjects import SubjectError
 
     parallel = parallel_from_args(args)
     if getattr(args, "unsealed", False):
@@ -225,6 +241,8 @@ def run_from_args(
         return result
     except SealedError as exc:
         raise UsageError(f"--sealed: {exc}") from None
+    except SubjectError as exc:  # its code cannot be digested (imagebench.subjects.identity): nothing ran
+        raise UsageError(str(exc)) from None
     except ExecutorError as exc:
         if exc.usage:
             raise UsageError(str(exc)) from None

@@ -396,6 +396,13 @@ def _ci(ci: tuple[float, float] | None) -> str:
     return "-" if ci is None else f"[{_f(ci[0])}, {_f(ci[1])}]"
 
 
+def _code(identity: dict[str, Any] | None) -> str:
+    """A run's subject identity as one line: its name and the start of its code digest."""
+    if not identity or not isinstance(identity.get("code"), str):
+        return "not recorded"
+    return f"{identity.get('name', '?')} {identity['code'][:19]}"
+
+
 def render(result: Comparison, console: Any) -> None:
     """Print a comparison with rich: the conditions, then (when comparable) the per-case table."""
     from rich.markup import escape as esc
@@ -413,6 +420,7 @@ def render(result: Comparison, console: Any) -> None:
         if side.execution:
             shown = ", ".join(f"{k} {_shown(v)}" for k, v in side.execution.items() if k != "limits")
             console.print(f"  {name} ran under: {shown}", markup=False)
+    console.print(f"code A: {_code(result.a.identity)}    code B: {_code(result.b.identity)}", markup=False)
     table = Table(title="comparability")
     for col in ("", "condition", "holds", "why / notes"):
         table.add_column(col)

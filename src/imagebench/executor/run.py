@@ -69,6 +69,7 @@ def _write_receipt(run_dir: Path, record: RunRecord, subject: Subject, cases: Se
             selection=record.selection,
             cases=cases,
             sealed=recorded_commitment(record.extra),
+            identity=record.extra.get(IDENTITY_KEY),
         )
         write_receipt(run_dir, receipt)
     except Exception as exc:
@@ -281,6 +282,10 @@ def run_cases(
     before the run folder is created. ``run.json``'s ``extra`` records ``subject_spec`` whenever
     the subject has one, so that ``--resume`` can rebuild it.
 
+    ``run.json``'s ``extra["subject_identity"]`` records the subject's identity (its name and the
+    digest of its code: :func:`imagebench.subjects.identity_of`), taken before the run folder is
+    created; a subject whose code cannot be digested raises :class:`~imagebench.subjects.SubjectError`.
+
     ``sealed`` seals the run (:mod:`imagebench.runs.sealed`): every sample of a procedural case is built
     from its own seed derived from the seal's secret, and ``run.json``'s ``extra["sealed"]``
     records the seal's commitment (never the secret). A case that cannot be sealed raises
@@ -294,7 +299,7 @@ def run_cases(
     """
     from imagebench.runs.sealed import UNSEALED_KEY, default_seal
     from imagebench.runs.writer import RunWriter
-    from imagebench.subjects import confinement_of, is_trusted, limits_of
+    from imagebench.subjects import confinement_of, identity_of, is_trusted, limits_of
 
     cases = list(cases)
     if parallel is None:
@@ -306,6 +311,7 @@ def run_cases(
     if sealed is None and not unsealed and not is_trusted(subject):
         sealed = default_seal()
     seeds = sealed.seeds(cases, samples) if sealed is not None else None
+    identity = identity_of(subject)  # what it runs, digested before anything starts
     with cluster_for(parallel, cases, subject, progress=progress) as cluster:
         extra = dict(record_extra or {})
         extra.pop(SEALED_KEY, None)  # only a seal given here makes a run sealed
@@ -316,6 +322,7 @@ def run_cases(
             extra[UNSEALED_KEY] = True
         extra.update(subject_record(subject))
         extra[EXECUTION_KEY] = execution_record(subject, extra)
+        extra[IDENTITY_KEY] = identity
         if parallel.distributed:
             extra["executor"] = parallel.describe_for(subject)
         writer, record = RunWriter.create(
@@ -359,6 +366,7 @@ def execution_record(subject: Subject, extra: Mapping[str, Any]) -> dict[str, An
     from imagebench.subjects import execution_of
 
     return {**execution_of(subject), "sealing": sealing_of(extra), "harness": str(__version__)}
+IDENTITY_KEY = "subject_identity"
 
 
 def _full_subject(subject: Subject) -> dict[str, Any] | None:
@@ -404,7 +412,7 @@ def _check_subject(where: Path, record: RunRecord, subject: Subject) -> None:
         if full is None or digest_json(full) != recorded:
             raise ResumeError(
                 f"{where}: field 'extra.{SUBJECT_DIGEST_KEY}' does not match the subject given: give the run's own "
-                f"subject {record.extra.get('subject_spec')!r} (with its full paths) and the same sandbox flags"
+                f"subject {record.extra.get('subject_spec')!r} (with its full paths) and the same sandbox flags (and --subject-name)"
             )
     elif full is not None and isinstance(record.extra.get("subject_spec"), str):
         if full["spec"] != record.extra["subject_spec"] or (full["options"] or {}) != (
@@ -414,6 +422,32 @@ def _check_subject(where: Path, record: RunRecord, subject: Subject) -> None:
                 f"{where}: the subject given ({full['spec']!r}, {full['options'] or 'no sandbox options'}) is not the "
                 f"run's ({record.extra['subject_spec']!r}, {record.extra.get('subject_options') or 'no sandbox options'})"
             )
+
+
+def _check_identity(where: Path, record: RunRecord, subject: Subject) -> None:
+    """A resume runs only the code the run started with: a subject whose identity (the digest of
+    its code) differs from ``extra.subject_identity`` is refused, naming what changed. A run from
+    before identities were recorded has none to check."""
+    from imagebench.subjects import SubjectError, identity_change, identity_of
+
+    recorded = record.extra.get(IDENTITY_KEY)
+    if recorded is None:
+        return
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("code"), str):
+        raise ResumeError(
+            f"{where}: field 'extra.{IDENTITY_KEY}' is {recorded!r}, expected an object with 'name', 'code' and 'parts'"
+        )
+    try:
+        current = identity_of(subject)
+    except SubjectError as exc:
+        raise ResumeError(f"{where}: the subject's code cannot be digested to check it is the run's: {exc}") from None
+    change = identity_change(recorded, current)
+    if change is not None:
+        raise ResumeError(
+            f"{where}: the subject's code changed since the run started (field 'extra.{IDENTITY_KEY}.code' is "
+            f"{recorded['code']}, the code given is {current['code']}; changed: {change}); a resume runs only the "
+            "code the run started with: restore that code, or start a new run"
+        )
 
 
 def resolve_cases(run_dir: Path, record: RunRecord, bundle: str | Path | None = None) -> list[Case]:
@@ -499,6 +533,7 @@ def resume_run(
             raise ResumeError(f"{where}: field 'extra.subject_spec' cannot be used: {exc}") from None
     if subject.name != record.subject:
         raise ResumeError(f"{where}: field 'subject' is {record.subject!r}, but the subject given is {subject.name!r}")
+    _check_identity(where, record, subject)
     if cases is None:
         cases = resolve_cases(run_dir, record, bundle)
     else:

@@ -48,17 +48,23 @@ if TYPE_CHECKING:
 
 @functools.lru_cache(maxsize=32)
 def worker_subject(
-    spec: str, sandbox: SandboxPolicy | None = None, isolate: bool = False, mcp: bool = False, kind: str | None = None
+    spec: str,
+    sandbox: SandboxPolicy | None = None,
+    isolate: bool = False,
+    mcp: bool = False,
+    kind: str | None = None,
+    name: str | None = None,
 ) -> Subject:
-    """The driver's subject rebuilt on a worker, as confined as it is on the driver. ``kind`` is
-    the module that registers its kind (a kind from outside the package registers on import)."""
+    """The driver's subject rebuilt on a worker, as confined and as named (``--subject-name``) as it
+    is on the driver. ``kind`` is the module that registers its kind (a kind from outside the
+    package registers on import)."""
     import importlib
 
     from imagebench.subjects import parse_subject
 
     if kind is not None:
         importlib.import_module(kind)
-    return parse_subject(spec, sandbox=sandbox, isolate=isolate, mcp=mcp)
+    return parse_subject(spec, sandbox=sandbox, isolate=isolate, mcp=mcp, name=name)
 
 
 @dataclass
@@ -80,7 +86,7 @@ def _prepare_task(case: Case, seed: int | None = None) -> PreparedFixture:
 
 def _unit_task(
     case: Case,
-    spec: tuple[str, SandboxPolicy | None, bool],
+    spec: tuple[str, SandboxPolicy | None, bool, bool, str | None, str | None],
     sample: int,
     prepared: PreparedFixture,
     plane: PresentedPlane | None,
@@ -185,7 +191,7 @@ def run_dask(
     options = subject_options(subject)
     spec = (
         subject_spec(subject), options.get("sandbox"), bool(options.get("isolate")), bool(options.get("mcp")),
-        kind_module(subject),
+        kind_module(subject), options.get("name"),
     )  # fmt: skip
     tensor_workers: list[str] | None = None
     if any(presents_tensor(c) for c in order) and cluster.cluster is None:

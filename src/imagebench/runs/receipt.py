@@ -1,9 +1,13 @@
 """Run receipts: what a run needs to be reproduced or compared, and nothing private.
 
 ``receipt.json`` (beside ``run.json`` in a run folder) records the platform, the Python and
-dependency versions, the source revision, the digest of every fixture manifest the run read
+dependency versions, the source revision with whether that checkout's package folders held
+uncommitted changes (``source_dirty``; None when installed), the digest of the package's source
+tree (``source_tree_hash``: every file of the ``imagebench`` and ``napari_imagebench`` folders, what
+ran whether or not it was committed), the digest of every fixture manifest the run read
 (named by its role, never by its path), the scorer's registry and implementation hashes, the
-subject (a ``command:`` subject only by its program name and the sha256 of its command line),
+subject (a ``command:`` subject only by its program name and the sha256 of its command line, with
+its identity: ``subject.identity``, the digest of the code it ran, :func:`imagebench.subjects.identity_of`),
 the sampling configuration, the seeds and the cases with their revisions. A sealed run
 (:mod:`imagebench.runs.sealed`) is marked ``sealed: true`` with the commitment to its secret
 (``sealed_commitment``); its procedural seeds are recorded as ``"sealed"`` (each sample's seed is
@@ -13,10 +17,14 @@ It never holds tokens, credentials, environment values or local paths: every str
 the caller is scrubbed (absolute paths and the home folder become placeholders, URLs and IP
 addresses ``<address>``, values of secret-looking environment variables ``<redacted>``), and
 :func:`write_receipt` refuses a receipt that still contains any of them.
+
+Schema version 2 added ``source_tree_hash`` (required there), ``source_dirty`` and
+``subject.identity``; a version 1 receipt still reads, without them.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -29,11 +37,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from imagebench.records import Record
 
-RECEIPT_SCHEMA_VERSION = 1
+#: the version written; :func:`read_receipt` reads 1 too (before the source tree hash, the dirty
+#: flag and the subject's identity: ``Receipt.schema_version``)
+RECEIPT_SCHEMA_VERSION = 2
 RECEIPT_NAME = "receipt.json"
 
 #: distributions whose versions a receipt records (importlib.metadata: nothing is imported)
@@ -64,14 +74,18 @@ class ReceiptError(ValueError):
 
 
 class Receipt(Record):
-    """``receipt.json`` (``schema_version`` 1)."""
+    """``receipt.json`` (``schema_version`` 2; version 1 still reads)."""
 
-    schema_version: Literal[1] = RECEIPT_SCHEMA_VERSION
+    schema_version: Literal[1, 2] = RECEIPT_SCHEMA_VERSION
     created: str
     platform: dict[str, str]
     python: dict[str, str]
     packages: dict[str, str | None]
     source_revision: str
+    # sha256 over the package's source files (source_tree_hash()); None only in a version 1 receipt
+    source_tree_hash: str | None = None
+    # whether the checkout's package folders held uncommitted changes; None: installed, or git could not say
+    source_dirty: bool | None = None
     fixture_manifests: dict[str, str] = Field(default_factory=dict)
     scorer: dict[str, Any] = Field(default_factory=dict)
     subject: dict[str, Any]
@@ -83,6 +97,19 @@ class Receipt(Record):
     # The run's journal as the harness left it after its last pass (imagebench.runs.journal):
     # {"key": key id, "mac": the last line's MAC, "lines": how many}; None until a pass ends.
     journal: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _version_fields(self) -> Receipt:
+        if self.schema_version >= 2 and not (
+            isinstance(self.source_tree_hash, str)
+            and len(self.source_tree_hash) == 64
+            and all(c in "0123456789abcdef" for c in self.source_tree_hash)
+        ):
+            raise ValueError(
+                f"field 'source_tree_hash' is {self.source_tree_hash!r}: schema_version {self.schema_version} "
+                "needs the sha256 (64 hex digits) of the package's source tree"
+            )
+        return self
 
 
 # --------------------------------------------------------------------------- what is private
@@ -162,11 +189,13 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def describe_subject(subject: Any) -> dict[str, Any]:
+def describe_subject(subject: Any, identity: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The subject as a receipt records it: what its kind says (never a command's arguments,
     environment or paths; :func:`imagebench.subjects.describe`), with how it was confined
-    (``sandbox``), its limits and the names of the variables passed to it, when it is a subject object."""
-    from imagebench.subjects import SubjectError, confinement_of, describe, env_pass_of, limits_of
+    (``sandbox``), its limits, the names of the variables passed to it and its ``identity`` (the
+    digest of its code: given, as ``run.json`` recorded it, or :func:`imagebench.subjects.identity_of`),
+    when it is a subject object."""
+    from imagebench.subjects import SubjectError, confinement_of, describe, env_pass_of, identity_of, limits_of
 
     try:
         described = describe(subject)
@@ -180,7 +209,23 @@ def describe_subject(subject: Any) -> dict[str, Any]:
         passed = env_pass_of(subject)
         if passed:
             described["env_pass"] = list(passed)  # the names given to the subject, never their values
+        try:
+            described["identity"] = dict(identity) if identity is not None else identity_of(subject)
+        except SubjectError as exc:
+            raise ReceiptError(str(exc)) from None
     return described
+
+
+@functools.cache
+def source_tree_hash() -> str:
+    """sha256 (hex) over every file of the ``imagebench`` package folder and the ``napari_imagebench``
+    one (``__pycache__`` and ``.pyc`` left out): their sorted paths relative to the folder above them
+    (``imagebench/records.py``), each with the sha256 of its bytes. Computed once per process."""
+    from imagebench.fixtures.digest import tree_digest
+    from imagebench.scoring.manifest import package_folders
+
+    roots = {folder.name: folder for folder in package_folders()}
+    return tree_digest(roots, what="the package's source tree").digest.removeprefix("sha256:")
 
 
 def _digest(path: Path) -> str:
@@ -260,6 +305,7 @@ def _scorer_entry() -> dict[str, Any]:
     return {
         "registry_hash": running.registry_hash,
         "implementation_hash": running.implementation_hash,
+        "tree_hash": running.tree_hash,
         "contract_schema_hash": running.contract_schema_hash,
         "contracts": running.contracts,
         "manifest_matches": problem is None,
@@ -275,6 +321,7 @@ def build_receipt(
     cases: Iterable[Any],
     manifests: Mapping[str, str | os.PathLike[str]] | None = None,
     sealed: str | None = None,
+    identity: Mapping[str, Any] | None = None,
 ) -> Receipt:
     """Build a run's receipt (scrubbed of secrets and local paths).
 
@@ -283,10 +330,11 @@ def build_receipt(
     ``selection``: how the cases were chosen (filters, flags); ``cases``: the Case objects run
     (or their labels); ``manifests``: extra fixture manifests ``{role: path}``; ``sealed``: a
     sealed run's commitment to its secret (then every seed of ``seeds`` and of the cases is
-    recorded as ``"sealed"``: none of them built the run's procedural fixtures).
+    recorded as ``"sealed"``: none of them built the run's procedural fixtures); ``identity``: the
+    subject's identity as ``run.json`` recorded it (default: taken now from the subject object).
     """
     from imagebench.records import json_safe
-    from imagebench.scoring.manifest import source_revision
+    from imagebench.scoring.manifest import checkout_dirty, source_revision
 
     cases = list(cases)
     if sealed is not None:
@@ -309,12 +357,14 @@ def build_receipt(
         },
         packages={name: _version(name) for name in PACKAGES},
         source_revision=source_revision(),
+        source_tree_hash=source_tree_hash(),
+        source_dirty=checkout_dirty(),
         fixture_manifests=scrub(fixture_manifest_digests(cases, manifests)),
         scorer=scrub(_scorer_entry()),
         sampling=scrub(json_safe(sampling)),
         seeds=scrub(json_safe(seeds)),
         cases=scrub([json_safe(_case_entry(c, sealed is not None)) for c in cases]),
-        subject=scrub(describe_subject(subject)),
+        subject=scrub(describe_subject(subject, identity)),
         sealed=sealed is not None,
         sealed_commitment=sealed,
     )

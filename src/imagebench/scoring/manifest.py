@@ -1,6 +1,7 @@
 """The scorer manifest: which scoring code produced a score, pinned by hashes.
 
-``scorer_manifest.json`` records the package version, the source revision, one sha256 per
+``scorer_manifest.json`` records the package version, the source revision (the last commit that
+touched the scorer's files), the tree hash of those files (:func:`scorer_tree_hash`), one sha256 per
 comparator (over its registry name and its definition's source, from its ``def`` line), the
 registry hash over all of them, an implementation hash over the modules that parse answers,
 canonicalise, compare and score (:data:`SCORER_MODULES`, which include every comparator's
@@ -12,8 +13,10 @@ A manifest ships in the package (``imagebench/data/scorer_manifest.json``, regen
 score`` check it against the code that is actually running (hashed once per process, at the
 first check, and again for any comparator replaced in the registry): a tampered manifest
 (self-hash) or a modified comparator, parser or scorer (registry/implementation hash) blocks
-every structured answer, so a changed scorer can never report as the pinned one. The version
-and source revision are informational.
+every structured answer, so a changed scorer can never report as the pinned one. The version,
+the source revision and the tree hash are informational (the tree hash is over the files' bytes,
+so a checkout with other line endings differs there and nowhere else); a manifest written before
+the tree hash existed has none, and its self-hash is taken without the field.
 
 The scorer modules are hashed as text read from their files, not imported: the contract module
 checks this manifest before it scores, so importing it here would close a circle.
@@ -73,6 +76,8 @@ class ScorerManifest(Record):
     package: str
     package_version: str
     source_revision: str
+    # sha256 over the scorer files (SCORER_MODULES): sorted relative paths with their bytes' sha256
+    tree_hash: str | None = None
     comparators: dict[str, str]
     registry_hash: str
     implementation_hash: str
@@ -132,20 +137,56 @@ def clear_caches() -> None:
     """Forget the cached hashes of the running code (they are computed once per process)."""
     _registry_hashes.cache_clear()
     implementation_hash.cache_clear()
+    scorer_tree_hash.cache_clear()
     contract_schema_hash.cache_clear()
     package_version.cache_clear()
 
 
-def module_source(name: str) -> str:
-    """The source text of module ``name``, read from its file (the module is not imported)."""
+def module_file(name: str) -> Path:
+    """The source file of module ``name``, found without importing it."""
     try:
         spec = importlib.util.find_spec(name)
         origin = spec.origin if spec is not None else None
         if not origin or not origin.endswith(".py"):
             raise OSError(f"no source file (found {origin!r})")
-        return Path(origin).read_text(encoding="utf-8")
-    except (OSError, ImportError, UnicodeDecodeError, ValueError) as exc:
+        return Path(origin)
+    except (OSError, ImportError, ValueError) as exc:
         raise ScorerManifestError(f"cannot read the source of {name}: {exc}") from None
+
+
+def module_source(name: str) -> str:
+    """The source text of module ``name``, read from its file (the module is not imported)."""
+    try:
+        return module_file(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScorerManifestError(f"cannot read the source of {name}: {exc}") from None
+
+
+def scorer_files() -> dict[str, Path]:
+    """The files of :data:`SCORER_MODULES` by their paths relative to the folder that holds the
+    ``imagebench`` package (``imagebench/scoring/answer.py``)."""
+    top = Path(__file__).resolve().parent.parent.parent
+    out: dict[str, Path] = {}
+    for name in SCORER_MODULES:
+        path = module_file(name).resolve()
+        try:
+            out[path.relative_to(top).as_posix()] = path
+        except ValueError:
+            raise ScorerManifestError(f"{name} does not lie in the imagebench package beside this module") from None
+    return out
+
+
+@functools.cache
+def scorer_tree_hash() -> str:
+    """sha256 over the scorer files' sorted relative paths and their bytes' sha256
+    (:func:`imagebench.fixtures.digest.tree_digest` of each file)."""
+    from imagebench.fixtures.digest import TreeError, tree_digest
+
+    try:
+        digest = tree_digest(scorer_files(), what="the scorer files")
+    except TreeError as exc:
+        raise ScorerManifestError(str(exc)) from None
+    return digest.digest.removeprefix("sha256:")
 
 
 @functools.cache
@@ -161,19 +202,17 @@ def contract_schema_hash() -> str:
     return _sha256("\n".join(inspect.getsource(m) for m in (FieldRule, ScorerSpec, TaskContract)))
 
 
-def source_revision() -> str:
-    """The git commit of the source tree this package runs from, or ``"unknown"``.
-
-    Only a checkout counts: an installed copy (under site-packages) is ``"unknown"`` even when
-    some enclosing folder happens to be a git repository.
-    """
+def checkout_git(*args: str) -> str | None:
+    """The output of ``git <args>`` run in the checkout this package runs from, or None: git is
+    missing or fails, or the package is installed (under site-packages) rather than checked out,
+    even when some enclosing folder happens to be a git repository."""
     here = Path(__file__).resolve().parent
     if "site-packages" in here.parts or "dist-packages" in here.parts:
-        return "unknown"
+        return None
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
         out = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            ["git", "-C", str(here), *args],
             capture_output=True,
             text=True,
             timeout=10,
@@ -181,11 +220,50 @@ def source_revision() -> str:
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    commit = out.stdout.strip()
-    if out.returncode != 0 or len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _commit(text: str | None) -> str:
+    commit = (text or "").strip()
+    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
         return "unknown"
     return commit
+
+
+def source_revision() -> str:
+    """The git commit of the source tree this package runs from, or ``"unknown"`` (installed, or
+    no git: :func:`checkout_git`)."""
+    return _commit(checkout_git("rev-parse", "HEAD"))
+
+
+def scorer_revision() -> str:
+    """The last commit that touched the scorer files (``git log -1 --format=%H -- <files>``), or
+    ``"unknown"`` (installed, or no git)."""
+    return _commit(checkout_git("log", "-1", "--format=%H", "--", *(str(p) for p in scorer_files().values())))
+
+
+def checkout_dirty(paths: list[Path] | None = None) -> bool | None:
+    """Whether ``paths`` (default: the ``imagebench`` and ``napari_imagebench`` package folders)
+    hold changes git has not committed, untracked files included; None when the package does not
+    run from a checkout (or git cannot say)."""
+    if paths is None:
+        paths = package_folders()
+    out = checkout_git("status", "--porcelain", "--untracked-files=normal", "--", *(str(p) for p in paths))
+    return None if out is None else bool(out.strip())
+
+
+def package_folders() -> list[Path]:
+    """The folders of the ``imagebench`` package and (when present) the ``napari_imagebench`` plugin,
+    found without importing the plugin."""
+    folders = [Path(__file__).resolve().parent.parent]
+    try:
+        plugin = importlib.util.find_spec("napari_imagebench")
+    except (ImportError, ValueError):
+        plugin = None
+    for location in (plugin.submodule_search_locations or []) if plugin is not None else []:
+        folders.append(Path(location).resolve())
+    return folders
 
 
 @functools.cache
@@ -204,16 +282,20 @@ def self_hash(manifest: ScorerManifest | Mapping[str, Any]) -> str:
     """sha256 of the manifest's canonical JSON without its ``self_hash`` field."""
     data = manifest.model_dump() if isinstance(manifest, ScorerManifest) else dict(manifest)
     data.pop("self_hash", None)
+    if data.get("tree_hash") is None:  # a manifest written before the field existed hashed without it
+        data.pop("tree_hash", None)
     return _sha256(canonical_json(data))
 
 
 def current_manifest(*, revision: str | None = None) -> ScorerManifest:
-    """The manifest of the scorer running in this process (self-hash filled in)."""
+    """The manifest of the scorer running in this process (self-hash filled in); ``revision``
+    defaults to :func:`scorer_revision`."""
     per, reg = registry_hashes()
     manifest = ScorerManifest(
         package="napari-imagebench",
         package_version=package_version(),
-        source_revision=source_revision() if revision is None else revision,
+        source_revision=scorer_revision() if revision is None else revision,
+        tree_hash=scorer_tree_hash(),
         comparators=per,
         registry_hash=reg,
         implementation_hash=implementation_hash(),

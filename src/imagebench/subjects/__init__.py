@@ -14,7 +14,8 @@ and its receipt entry (:class:`~imagebench.subjects.base.SubjectKind`; registere
   inside a bubblewrap sandbox unless its :class:`~imagebench.sandbox.policy.SandboxPolicy` says
   otherwise; ``--subject-mcp`` serves it the case's tools over MCP.
 
-:mod:`.registry` parses and asks a subject what its kind knows; :mod:`.running` runs one turn
+:mod:`.registry` parses and asks a subject what its kind knows; :mod:`.identity` digests the code a
+subject runs (what a run records of it, and what a resume checks); :mod:`.running` runs one turn
 under its time limit; :mod:`.files` copies a bundle case's files for an in-process subject.
 """
 
@@ -30,6 +31,7 @@ __getattr__, __dir__, __all__ = lazy_package(__name__, __file__)
 if TYPE_CHECKING:  # pragma: no cover
     from imagebench.sandbox.policy import unavailable_reason
     from imagebench.subjects.base import (
+        RESERVED_NAMES,
         Confinement,
         Subject,
         SubjectError,
@@ -38,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
         SubjectResourceLimit,
         SubjectTimeout,
         UnitContext,
+        check_subject_name,
     )
     from imagebench.subjects.baseline import BaselineSubject
     from imagebench.subjects.command import (
@@ -48,6 +51,13 @@ if TYPE_CHECKING:  # pragma: no cover
         final_message,
     )
     from imagebench.subjects.files import readonly_files, remove_readonly_files
+    from imagebench.subjects.identity import (
+        MAX_TREE_BYTES,
+        MAX_TREE_FILES,
+        code_tree,
+        identity_change,
+        identity_of,
+    )
     from imagebench.subjects.nop import NopSubject
     from imagebench.subjects.python import IsolatedRaised, PythonSubject
     from imagebench.subjects.reference import ReferenceSubject

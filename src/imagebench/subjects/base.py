@@ -9,13 +9,18 @@ A built-in subject is also a :class:`SubjectKind`: its class owns its spec gramm
 (:attr:`~SubjectKind.prefix`, :attr:`~SubjectKind.forms`, :meth:`~SubjectKind.parse`), its
 spec string (:meth:`~SubjectKind.spec`), the options that rebuild it as confined as it is
 (:meth:`~SubjectKind.options`), how it is confined (``sandbox_kind``, ``limits``,
-``out_of_process``) and its receipt entry (:meth:`~SubjectKind.describe`). The executor, the
-receipt, the run record and the panel ask the subject; none of them reads a spec's prefix.
+``out_of_process``), its receipt entry (:meth:`~SubjectKind.describe`), what its identity digests
+(:meth:`~SubjectKind.identity_parts`: the code it runs) and how it takes a display name
+(:meth:`~SubjectKind.named`, ``--subject-name``). The executor, the receipt, the run record and
+the panel ask the subject; none of them reads a spec's prefix.
 :func:`~imagebench.subjects.registry.subject_kind` registers a kind for parsing.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -69,6 +74,26 @@ class UnitContext:
     hidden: tuple[Path, ...] = ()
 
 
+_SUBJECT_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9_])?$")
+#: the files every run folder holds beside its subject folders (imagebench.runs.layout and
+#: imagebench.runs.journal name them): a subject named so would clash with one
+RESERVED_NAMES = ("run.json", "receipt.json", "report.html", "journal.jsonl")
+
+
+def check_subject_name(name: object) -> str:
+    """``name`` when it may be a subject's display name (``--subject-name``): a safe folder name of
+    1 to 64 letters, digits, ``.``, ``_`` and ``-`` that starts with a letter or digit, ends with a
+    letter, digit or ``_``, and is not a file every run folder holds; else SubjectError saying so."""
+    if not isinstance(name, str) or not _SUBJECT_NAME.match(name):
+        raise SubjectError(
+            f"subject name {name!r}: expected 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or "
+            "digit and ending with a letter, digit or '_' (it names the run's subject folder)"
+        )
+    if name.lower() in RESERVED_NAMES:
+        raise SubjectError(f"subject name {name!r}: every run folder holds a file of that name; choose another")
+    return name
+
+
 class SubjectKind:
     """The base of every built-in subject: what its kind owns (see the module's docstring).
 
@@ -81,6 +106,9 @@ class SubjectKind:
     prefix: ClassVar[str] = ""
     forms: ClassVar[tuple[tuple[str, str], ...]] = ()
     flags: ClassVar[frozenset[str]] = frozenset()
+    #: the display name given with ``--subject-name`` (None: the kind's own name); a built-in kind
+    #: is a dataclass with this field, and its ``name`` is it when set
+    given_name: str | None = None
 
     @classmethod
     def matches(cls, spec: str) -> bool:
@@ -142,3 +170,28 @@ class SubjectKind:
     def describe(self) -> dict[str, Any]:
         """Its receipt entry (as :meth:`describe_spec`, with its folder name)."""
         return {"form": self.prefix.rstrip(":") or "other", "name": getattr(self, "name", type(self).__name__)}
+
+    def identity_parts(self) -> dict[str, Any]:
+        """What its identity digests: the code it runs, as JSON without a machine path
+        (:func:`imagebench.subjects.identity.identity_of` hashes it into ``code``). A kind that runs
+        code of its own digests it (``python:``: the module's package tree; ``command:``: the command
+        line and the trees it is shown); this default is the kind and the digest of its spec, which
+        is all a subject whose code is the bench's or the case's own (reference, nop, baseline) is."""
+        parts: dict[str, Any] = {"kind": self.prefix.rstrip(":") or type(self).__name__}
+        try:
+            parts["spec_sha256"] = hashlib.sha256(self.spec().encode("utf-8")).hexdigest()
+        except SubjectError:
+            pass  # no spec string: the kind alone
+        return parts
+
+    def named(self, name: str) -> SubjectKind:
+        """This subject under the display name ``name`` (``--subject-name``; :func:`check_subject_name`):
+        the name of its folder in the run and of ``run.json``'s subject. A dataclass kind with a
+        ``given_name`` field (every built-in one) is copied with it set; another kind refuses."""
+        check_subject_name(name)
+        if dataclasses.is_dataclass(self) and any(f.name == "given_name" for f in dataclasses.fields(self)):
+            return dataclasses.replace(self, given_name=name)  # type: ignore[type-var]
+        raise SubjectError(
+            f"subject {getattr(self, 'name', type(self).__name__)!r}: its kind {type(self).__name__} takes no "
+            "display name (--subject-name)"
+        )

@@ -26,7 +26,11 @@ class BaselineSubject(SubjectKind):
 
     prefix = "baseline"
     forms = (("baseline", "the case's naive baseline (identity, a global threshold, no correction); it must fail"),)
-    name: str = "baseline"
+    given_name: str | None = None  # --subject-name
+
+    @property
+    def name(self) -> str:
+        return self.given_name or "baseline"
 
     @classmethod
     def parse(cls, spec: str, *, sandbox: SandboxPolicy | None, isolate: bool, mcp: bool) -> BaselineSubject:

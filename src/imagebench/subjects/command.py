@@ -83,6 +83,7 @@ class CommandSubject(SubjectKind):
     # ``--subject-mcp``: the harness serves the session's tools over MCP while the command works
     # (``mcp.json`` in its workspace; imagebench.subjects.mcp), and scores what it left through them.
     mcp: bool = False
+    given_name: str | None = None  # --subject-name
 
     @classmethod
     def parse(cls, spec: str, *, sandbox: SandboxPolicy | None, isolate: bool, mcp: bool) -> CommandSubject:
@@ -123,8 +124,22 @@ class CommandSubject(SubjectKind):
 
     @property
     def name(self) -> str:
+        if self.given_name is not None:
+            return self.given_name
         digest = hashlib.sha256(self.command.encode("utf-8")).hexdigest()[:8]
         return f"command-{digest}-mcp" if self.mcp else f"command-{digest}"
+
+    def identity_parts(self) -> dict[str, Any]:
+        """The sha256 of the command line, whether it is served MCP tools, and the digest of every
+        tree ``--subject-expose`` shows it (its own code: what it runs beyond the command line)."""
+        from imagebench.subjects.identity import expose_code
+
+        return {
+            "kind": "command",
+            "command_sha256": hashlib.sha256(self.command.encode("utf-8")).hexdigest(),
+            "mcp": self.mcp,
+            "expose": expose_code(self.sandbox.expose),
+        }
 
     @property
     def sandbox_kind(self) -> SandboxKind:

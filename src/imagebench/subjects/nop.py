@@ -20,7 +20,11 @@ class NopSubject(SubjectKind):
 
     prefix = "nop"
     forms = (("nop", "does nothing; a floor that never passes"),)
-    name: str = "nop"
+    given_name: str | None = None  # --subject-name
+
+    @property
+    def name(self) -> str:
+        return self.given_name or "nop"
 
     @classmethod
     def parse(cls, spec: str, *, sandbox: SandboxPolicy | None, isolate: bool, mcp: bool) -> NopSubject:

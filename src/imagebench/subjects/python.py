@@ -46,6 +46,7 @@ class PythonSubject(SubjectKind):
     # None when isolated: the harness never imports the subject's code (it runs in the sandbox only)
     function: Callable[..., Any] | None = field(compare=False, repr=False)
     isolate: SandboxPolicy | None = None
+    given_name: str | None = None  # --subject-name
 
     @classmethod
     def parse(cls, spec: str, *, sandbox: SandboxPolicy | None, isolate: bool, mcp: bool) -> PythonSubject:
@@ -85,8 +86,26 @@ class PythonSubject(SubjectKind):
 
     @property
     def name(self) -> str:
+        if self.given_name is not None:
+            return self.given_name
         module, _, func = self.target.partition(":")
         return f"python-{module}.{func}"
+
+    def identity_parts(self) -> dict[str, Any]:
+        """The target, its module's code (the top-level package's tree, or the module's file; found
+        without importing it: an isolated subject is never imported here) and, isolated, the trees
+        ``--subject-expose`` shows it. A subject made in Python around a function in hand whose
+        target names no module (``PythonSubject(target=..., function=f)``) is that function's module."""
+        from imagebench.subjects.identity import expose_code, live_code, module_found, python_code
+
+        if self.function is not None and not module_found(self.target):
+            code = live_code(self.function, role=f"the module of python:{self.target}'s function")
+        else:
+            code = python_code(self.target)
+        parts: dict[str, Any] = {"kind": "python", "target": self.target, **code}
+        if self.isolate is not None and self.isolate.expose:
+            parts["expose"] = expose_code(self.isolate.expose)
+        return parts
 
     @property
     def sandbox_kind(self) -> Confinement:

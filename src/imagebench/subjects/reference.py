@@ -22,7 +22,11 @@ class ReferenceSubject(SubjectKind):
 
     prefix = "reference"
     forms = (("reference", "the case's own reference solution"),)
-    name: str = "reference"
+    given_name: str | None = None  # --subject-name
+
+    @property
+    def name(self) -> str:
+        return self.given_name or "reference"
 
     @classmethod
     def parse(cls, spec: str, *, sandbox: SandboxPolicy | None, isolate: bool, mcp: bool) -> ReferenceSubject:

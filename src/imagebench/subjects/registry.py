@@ -13,7 +13,7 @@ import hashlib
 import importlib
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from imagebench.subjects.base import Confinement, SubjectError, SubjectKind
+from imagebench.subjects.base import Confinement, SubjectError, SubjectKind, check_subject_name
 
 if TYPE_CHECKING:
     from imagebench.sandbox.policy import SandboxPolicy
@@ -63,7 +63,12 @@ def kind_of_spec(spec: str) -> type[SubjectKind] | None:
 
 
 def parse_subject(
-    spec: str, *, sandbox: SandboxPolicy | None = None, isolate: bool = False, mcp: bool = False
+    spec: str,
+    *,
+    sandbox: SandboxPolicy | None = None,
+    isolate: bool = False,
+    mcp: bool = False,
+    name: str | None = None,
 ) -> Subject:
     """Turn a command-line spec into a subject; an invalid spec raises SubjectError listing the valid forms.
 
@@ -72,6 +77,8 @@ def parse_subject(
     refused here, saying how to install bubblewrap, when that sandbox cannot start on this
     machine. ``isolate`` runs a ``python:`` subject's function in a sandboxed child process.
     ``mcp`` serves a ``command:`` subject the case's tools over MCP while it works (``--subject-mcp``).
+    ``name`` is its display name (``--subject-name``: the run's subject folder and ``run.json``'s
+    subject; :func:`~imagebench.subjects.base.check_subject_name`), instead of its kind's own.
     """
     spec = spec.strip()
     kind = kind_of_spec(spec)
@@ -81,7 +88,10 @@ def parse_subject(
             raise SubjectError(f"subject {spec!r}: {_FLAG_NAMES[option]} applies to {takers} subjects only")
     if kind is None:
         raise SubjectError(f"unknown subject {spec!r}; valid subjects:\n{valid_forms()}")
-    return kind.parse(spec, sandbox=sandbox, isolate=isolate, mcp=mcp)
+    if name is not None:
+        check_subject_name(name)  # before the kind parses: a bad name is refused without importing anything
+    subject = kind.parse(spec, sandbox=sandbox, isolate=isolate, mcp=mcp)
+    return subject.named(name) if name is not None else subject
 
 
 # --------------------------------------------------------------------------- asking a subject
@@ -102,8 +112,11 @@ def kind_module(subject: object) -> str | None:
 
 def subject_options(subject: object) -> dict[str, Any]:
     """The keyword arguments of :func:`parse_subject` that, with the subject's spec string,
-    rebuild ``subject`` as confined as it is (a dask worker, ``--resume``)."""
-    return subject.options() if isinstance(subject, SubjectKind) else {}
+    rebuild ``subject`` as confined and as named as it is (a dask worker, ``--resume``)."""
+    if not isinstance(subject, SubjectKind):
+        return {}
+    options = subject.options()
+    return {**options, "name": subject.given_name} if subject.given_name is not None else options
 
 
 def runs_out_of_process(subject: object) -> bool:
@@ -155,11 +168,13 @@ def execution_of(subject: object) -> dict[str, Any]:
 def options_record(subject: object) -> dict[str, Any]:
     """:func:`subject_options` as JSON, for ``run.json``."""
     options = subject_options(subject)
-    if not options:
-        return {}
-    out = {"sandbox": options["sandbox"].to_record(), "isolate": bool(options.get("isolate"))}
+    out: dict[str, Any] = {}
+    if "sandbox" in options:
+        out = {"sandbox": options["sandbox"].to_record(), "isolate": bool(options.get("isolate"))}
     if options.get("mcp"):
         out["mcp"] = True
+    if options.get("name") is not None:
+        out["name"] = options["name"]
     return out
 
 
@@ -171,6 +186,14 @@ def options_from_record(raw: object) -> dict[str, Any]:
         return {}
     if not isinstance(raw, dict):
         raise ValueError(f"expected an object with 'sandbox' and 'isolate', got {type(raw).__name__}")
+    named: dict[str, Any] = {}
+    if "name" in raw:
+        try:
+            named["name"] = check_subject_name(raw["name"])
+        except SubjectError as exc:
+            raise ValueError(f"field 'name': {exc}") from None
+        if set(raw) == {"name"}:
+            return named  # a named subject of a kind without confinement (reference, nop, in-process python)
     try:
         policy = SandboxPolicy.from_record(raw.get("sandbox"))
     except ValueError as exc:
@@ -186,7 +209,7 @@ def options_from_record(raw: object) -> dict[str, Any]:
         out["isolate"] = True
     if mcp:
         out["mcp"] = True
-    return out
+    return {**out, **named}
 
 
 def describe(subject: object) -> dict[str, Any]:

@@ -34,6 +34,15 @@ class ServedSubject(SubjectKind):
     def describe(self) -> dict[str, Any]:
         return {"form": "other", "name": self.name}  # as receipts have always recorded it
 
+    def named(self, name: str) -> ServedSubject:
+        import copy
+
+        from imagebench.subjects.base import check_subject_name
+
+        served = copy.copy(self)
+        served.name = served.given_name = check_subject_name(name)
+        return served
+
     def __init__(self, route: str = "stdio", *, port: int = 8765, workspace: Path | None = None, stdout: object = None):
         if route not in ("stdio", "http"):
             raise ValueError(f"route must be 'stdio' or 'http', got {route!r}")

@@ -208,6 +208,7 @@ class RunSide(Record):
     subject: str
     samples: int | None = None
     execution: dict[str, Any] | None = None  # the conditions its subject ran under (run.json extra.execution)
+    identity: dict[str, Any] | None = None  # run.json's extra.subject_identity: its name and code digest
 
 
 class Comparison(Record):
@@ -245,11 +246,13 @@ class LoadedRun:
     @property
     def side(self) -> RunSide:
         execution = self.record.extra.get(EXECUTION_KEY)
+        identity = self.record.extra.get("subject_identity")
         return RunSide(
             run_id=self.record.run_id,
             subject=self.record.subject,
             samples=self.record.samples,
             execution=dict(execution) if isinstance(execution, Mapping) else None,
+            identity=identity if isinstance(identity, dict) else None,
         )
 
 
