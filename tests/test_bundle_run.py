@@ -309,6 +309,10 @@ def test_coverage_validates_a_trigger_case_only_from_what_the_harness_observed(
     assert any("graded from a trace the subject wrote" in w and "not counted" in w for w in warnings), warnings
     honest = run_cases([trigger], CommandSubject(COMMAND, sandbox=SHOWN), out=tmp_path / "honest", progress=False)
     assert chn1(honest.run_dir, old.run_dir, blocked.run_dir)[0] == "validated"
+    # a turn the harness ended (past its time limit) is a failure it saw for itself
+    slow = run_cases([trigger], CommandSubject("sleep 30", sandbox=SHOWN), out=tmp_path / "slow", progress=False, timeout=1)
+    assert [s.status for s in slow.samples[trigger.label]] == ["timeout"]
+    assert chn1(honest.run_dir, slow.run_dir)[0] == "failed"
 
 
 def test_coverage_counts_cases_that_list_a_claim_and_warns_on_a_stale_risk_map(bundle_copy: Path) -> None:

@@ -31,6 +31,9 @@ GRADED_STATUSES: frozenset[str] = frozenset(
     {"ok", "wrong-answer", "no-result", "unscorable-result", "timeout", "resource-limit"}
 )
 
+# Graded statuses the harness gives a turn by itself, not through the verifier: both failures.
+TURN_ENDED: frozenset[str] = frozenset({"timeout", "resource-limit"})
+
 
 @dataclass(frozen=True)
 class SampleEvidence:
@@ -157,7 +160,8 @@ def read_evidence(
                     continue
                 s = entry.summary
                 cls = "trigger" if case_id in trigger_ids else s.case_class
-                observed = graded_from_observation(cls, s.detail)
+                # a timeout or a resource limit is the harness's own finding (and never a pass)
+                observed = s.status in TURN_ENDED or graded_from_observation(cls, s.detail)
                 if not observed and s.status in GRADED_STATUSES:
                     notes.append(
                         f"{run_dir.name}/{who}/{label} sample {entry.sample}: a trigger case graded from a trace the "

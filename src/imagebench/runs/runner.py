@@ -493,10 +493,11 @@ def observed_notes(attempt: Attempt, session: Session, confinement: str | None, 
                 "only a command: subject gets the skill tool"
             )
         return
-    who = "a person at the viewer" if confinement is None else f"{subject} runs in the harness's own process: it"
-    attempt.notes[UNOBSERVED_NOTE] = (
-        f"{who} shares the harness's memory, so nothing it did passed through a channel the harness owns"
-    )
+    if confinement is None:
+        why = "a person at the viewer works in the harness's own process, so nothing done there passed"
+    else:
+        why = f"{subject} runs in the harness's own process: it shares the harness's memory, so nothing it did passed"
+    attempt.notes[UNOBSERVED_NOTE] = f"{why} through a channel the harness owns"
 
 
 def _seed(unit: Unit) -> int | None:
