@@ -13,9 +13,11 @@ from imagebench.bundle.grading import (
     ClassVerifier,
     RerunVerifier,
     carries_planted,
+    graded_from_observation,
     is_degenerate,
     skill_activated,
 )
+from imagebench.case.skills import MAX_OBSERVED, note_observed, read_observed
 from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError
 from imagebench.records import SampleSummary
 
@@ -170,16 +172,69 @@ def test_planted_matching() -> None:
 # --------------------------------------------------------------------------- trigger
 
 
-def test_trigger_grades_activation_only() -> None:
+def observed(*names: str, via: str = "skill-tool") -> dict[str, Any]:
+    """Attempt notes as the runner hands them over when the harness's ``via`` channel saw ``names``."""
+    notes: dict[str, Any] = {"why_not": {}}
+    note_observed(notes, via, list(names))
+    return notes
+
+
+def test_trigger_grades_only_what_the_harness_observed() -> None:
     verify = ClassVerifier("trigger", skill="segment-nuclei")
-    ok = verify(fixture(), attempt(trace=[{"type": "tool", "name": "ls"}, {"type": "skill", "name": "segment-nuclei"}]))
+    ok = verify(fixture(), Attempt("t", notes=observed("drift-correction", "segment-nuclei")))
     assert ok.status == "ok" and metrics(ok) == {"skill_not_activated": 0.0}
-    other = verify(fixture(), attempt(trace=[{"type": "skill", "name": "drift-correction"}], answer={"count": 25}))
+    assert ok.detail["observed"]["channels"] == ["skill-tool"]
+    assert ok.detail["activation"] == "the harness observed skill 'segment-nuclei' activate (through skill-tool)"
+    assert graded_from_observation("trigger", ok.detail)
+
+    other = verify(fixture(), Attempt("t", arrays={"answer": {"count": 25}}, notes=observed("drift-correction", via="mcp")))
     assert other.status == "wrong-answer" and "drift-correction" in other.detail["activation"]
-    assert verify(fixture(), attempt(trace=[])).status == "wrong-answer"
-    assert verify(fixture(), attempt()).status == "no-result"
-    malformed = verify(fixture(), attempt(trace={"type": "skill", "name": "segment-nuclei"}))
-    assert malformed.status == "unscorable-result"
+    unused = verify(fixture(), Attempt("t", notes=observed()))  # the tool was there; nothing was activated
+    assert unused.status == "wrong-answer" and "no skill activate" in unused.detail["activation"]
+
+
+def test_a_trace_the_subject_left_is_ignored_and_never_passes() -> None:
+    verify = ClassVerifier("trigger", skill="segment-nuclei")
+    claim = [{"type": "skill", "name": "segment-nuclei"}]
+    # The channel was open, the subject did not use it, and wrote its own trace: it fails.
+    notes = {**observed(), "ignored_leavings": {"trace": "outputs/trace.json"}}
+    liar = verify(fixture(), Attempt("t", arrays={"trace": claim}, notes=notes))
+    assert liar.status == "wrong-answer" and metrics(liar) == {"skill_not_activated": 1.0}
+    assert "outputs/trace.json" in liar.detail["ignored_trace"] and "ignored for grading" in liar.detail["ignored_trace"]
+    # No channel at all: whatever it left, the case is blocked (not graded), never passed, never a zero.
+    alone = verify(fixture(), Attempt("t", arrays={"trace": claim}, notes={"why_not": {}}))
+    assert alone.status == "blocked" and not alone.passed and metrics(alone) == {"skill_not_activated": None}
+    assert alone.detail["blocked"].startswith("not graded: no channel the harness owns observed this subject")
+    assert "ignored for grading" in alone.detail["ignored_trace"]
+    assert not graded_from_observation("trigger", alone.detail)
+    why = {"why_not": {}, "unobserved": "python-x.solve runs in the harness's own process"}
+    python = verify(fixture(), Attempt("t", notes=why))
+    assert python.status == "blocked" and "python-x.solve runs in the harness's own process" in python.detail["blocked"]
+    assert verify(fixture(), Attempt("t")).status == "blocked"
+
+
+def test_a_malformed_observation_blocks_and_old_summaries_do_not_count() -> None:
+    verify = ClassVerifier("trigger", skill="segment-nuclei")
+    for raw in ({"channels": ["outputs"], "activations": []}, {"channels": [], "activations": []}, ["segment-nuclei"]):
+        outcome = verify(fixture(), Attempt("t", notes={"observed_skills": raw}))
+        assert outcome.status == "blocked", raw
+    # a sample graded before there were observed channels: ok, from the subject's own trace
+    assert not graded_from_observation("trigger", {"skill": "segment-nuclei", "activation": "the trace records skill"})
+    assert graded_from_observation("golden", {})
+
+
+def test_note_observed_keeps_every_channel_and_refuses_an_unknown_one() -> None:
+    notes: dict[str, Any] = {}
+    note_observed(notes, "mcp", ["a"])
+    note_observed(notes, "skill-tool", [])
+    seen, why = read_observed(notes["observed_skills"])
+    assert why is None and seen is not None
+    assert seen.channels == ("mcp", "skill-tool") and seen.names() == ["a"]
+    assert seen.trace() == [{"type": "skill", "name": "a", "via": "mcp"}]
+    with pytest.raises(ValueError, match="not one of"):
+        note_observed(notes, "outputs", ["a"])
+    note_observed(notes, "skill-tool", ["b"] * (MAX_OBSERVED + 10))
+    assert len(notes["observed_skills"]["activations"]) == MAX_OBSERVED
 
 
 def test_skill_activated_reader() -> None:

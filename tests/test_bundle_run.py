@@ -18,7 +18,7 @@ from imagebench.bundle import coverage_table, load_bundle
 from imagebench.bundle.coverage import coverage_report
 from imagebench.executor import run_cases
 from imagebench.records import CaseSummary, read_record
-from imagebench.sandbox.policy import SandboxPolicy
+from imagebench.sandbox.policy import SandboxPolicy, unavailable_reason
 from imagebench.subjects import CommandSubject, NopSubject, PythonSubject, parse_subject
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,6 +26,8 @@ EXAMPLE = ROOT / "examples" / "bundles" / "segment-nuclei"
 SOLVER = ROOT / "examples" / "solvers" / "count_nuclei.py"
 COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(SOLVER))}"
 SHOWN = SandboxPolicy(expose=(SOLVER.parent,))  # the sandbox shows the solver's own folder, read-only
+CLAIM = "echo '[{\"type\": \"skill\", \"name\": \"segment-nuclei\"}]' > outputs/trace.json"
+SANDBOX = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
 CLASSES = {"golden", "refusal", "empty", "rerun", "hard-case", "trigger"}
 
 
@@ -63,16 +65,23 @@ def test_the_example_bundle_loads_cleanly_with_every_class() -> None:
         assert "answer-key" not in json.dumps({k: v for k, v in case.meta.items()})
 
 
+TRIGGER = "segment-nuclei/trigger-how-many-cells"
+
+
 def test_the_example_bundle_passes_with_the_shipped_solver_and_fails_for_nop(tmp_path: Path, solver: Any) -> None:
+    """In process, the trigger case is blocked for both: no channel of the harness's observed them."""
     cases = load_bundle(EXAMPLE).cases
     result = run_cases(cases, solver, out=tmp_path, progress=False)
-    assert result.verdicts == {c.label: "pass" for c in cases}, {k: s.extra.get("reasons") for k, s in result.summaries.items()}
+    expected = {c.label: "blocked" if c.label == TRIGGER else "pass" for c in cases}
+    assert result.verdicts == expected, {k: s.extra.get("reasons") for k, s in result.summaries.items()}
+    (blocked,) = result.samples[TRIGGER]
+    assert blocked.status == "blocked" and "runs in the harness's own process" in blocked.reason
     rerun = result.summaries["segment-nuclei/rerun-count"]
     assert rerun.samples == 3  # the case asks for three although the run asked for one
     assert rerun.extra["consistency"]["consistent"] is True
 
     floor = run_cases(cases, NopSubject(), out=tmp_path, progress=False)
-    assert set(floor.verdicts.values()) == {"fail"}
+    assert floor.verdicts == {c.label: "blocked" if c.label == TRIGGER else "fail" for c in cases}
     assert floor.summaries["segment-nuclei/rerun-count"].extra["consistency"]["consistent"] is False
 
 
@@ -267,6 +276,43 @@ def test_coverage_validation_follows_the_runs(bundle_copy: Path, tmp_path: Path,
     # one subject at a time
     report = coverage_report(bundle_copy, [golden_only.run_dir, floor.run_dir], subject=solver.name)
     assert {r.claim_id: r.validation for r in report.rows}["RE-1"] == "partial"
+
+
+def _graded_from_its_own_trace(fixture: Any, attempt: Any) -> Any:
+    """The trigger verifier as it was before the harness observed anything: a trace the subject left passes."""
+    from imagebench.fixtures.fixture import Metric, Outcome
+
+    return Outcome(fixture, attempt, [Metric("skill_not_activated", 0.0, 0.0)], {"activation": "the trace records skill"})
+
+
+@SANDBOX
+def test_coverage_validates_a_trigger_case_only_from_what_the_harness_observed(
+    bundle_copy: Path, tmp_path: Path, solver: Any
+) -> None:
+    from dataclasses import replace
+
+    trigger = next(c for c in load_bundle(bundle_copy).cases if c.case_class == "trigger")
+
+    def chn1(*runs: Path) -> tuple[str, list[str]]:
+        report = coverage_report(bundle_copy, list(runs))
+        return {r.claim_id: r.validation for r in report.rows}["CHN-1"], report.warnings
+
+    liar = run_cases([trigger], CommandSubject(CLAIM, sandbox=SHOWN), out=tmp_path / "liar", progress=False)
+    assert chn1(liar.run_dir)[0] == "failed"  # the tool was there, unused: graded, and a failure
+    blocked = run_cases([trigger], solver, out=tmp_path / "python", progress=False)
+    assert chn1(blocked.run_dir)[0] == "unvalidated"  # blocked: not graded
+    # A run graded the old way (the subject's own trace passed it) is not evidence, and says so.
+    old = run_cases([replace(trigger, verify=_graded_from_its_own_trace)], solver, out=tmp_path / "old", progress=False)
+    assert [s.status for s in old.samples[trigger.label]] == ["ok"]
+    validation, warnings = chn1(old.run_dir)
+    assert validation == "unvalidated"
+    assert any("graded from a trace the subject wrote" in w and "not counted" in w for w in warnings), warnings
+    honest = run_cases([trigger], CommandSubject(COMMAND, sandbox=SHOWN), out=tmp_path / "honest", progress=False)
+    assert chn1(honest.run_dir, old.run_dir, blocked.run_dir)[0] == "validated"
+    # a turn the harness ended (past its time limit) is a failure it saw for itself
+    slow = run_cases([trigger], CommandSubject("sleep 30", sandbox=SHOWN), out=tmp_path / "slow", progress=False, timeout=1)
+    assert [s.status for s in slow.samples[trigger.label]] == ["timeout"]
+    assert chn1(honest.run_dir, slow.run_dir)[0] == "failed"
 
 
 def test_coverage_counts_cases_that_list_a_claim_and_warns_on_a_stale_risk_map(bundle_copy: Path) -> None:

@@ -201,6 +201,11 @@ def test_a_clean_bundle_reindexes_without_warnings(tmp_path: Path, capsys: pytes
             "c/prompt.md",
             "a trigger case's prompt names the skill 'skill'",
         ),
+        (
+            lambda b: write_case(b, "c", {"class": "trigger"}, prompt="How many cells? Leave `trace` in outputs/trace.json.\n"),
+            "c/prompt.md",
+            "a trigger case's prompt mentions a trace; the harness records the activations itself",
+        ),
         (lambda b: write_case(b, "c", prompt=PROMPT_SCAFFOLD), "c/prompt.md", "still holds the scaffold text"),
         (
             lambda b: write_case(b, "c", {"grading": {"planted": 42}}),

@@ -459,6 +459,7 @@ def test_add_layer_npy_loses_no_race_to_a_rename_exchange(tmp_path: Path) -> Non
 _WORKSPACE_MODULES = (
     "subjects/command.py", "subjects/python.py", "subjects/running.py", "subjects/files.py", "sandbox/process.py",
     "sandbox/isolate.py", "subjects/mcp/tools.py", "subjects/mcp/host.py", "subjects/mcp/server.py", "subjects/mcp/folder.py",
+    "subjects/skilltool.py", "subjects/sockets.py",
 )  # fmt: skip
 _ALLOWED = {
     ("sandbox/process.py", "open(path, 'wb')"): "Capture writes stdout.txt/stderr.txt into the sample folder (the harness's)",

@@ -441,3 +441,15 @@ def max_drift() -> float:
 def helper_built_fixture(seed: int = 0) -> Fixture:
     fx = toy_fixture(seed)
     return dataclasses.replace(fx, truth={**fx.truth, "max_drift": max_drift()})
+
+
+def test_a_recorded_leaving_and_the_skills_offered_are_inputs_of_the_fingerprint() -> None:
+    base = make_toy_case()
+    recorded = dataclasses.replace(base, collect=(*base.collect[:1], dataclasses.replace(base.collect[1], recorded=True)))
+    assert case_parts(recorded)["collect"] != case_parts(base)["collect"]
+    assert "recorded" not in json.dumps(agent_visible(base)["collect"])  # no other case's digest moved
+    assert agent_visible(recorded)["collect"][1]["recorded"] is True
+    menu = dataclasses.replace(base, meta={"skills": {"toy": "finds rectangles", "other": "does something else"}})
+    assert case_parts(menu)["skills"] != case_parts(dataclasses.replace(base, meta={"skills": {"toy": "x"}}))["skills"]
+    assert agent_visible(menu)["skills"] == {"other": "does something else", "toy": "finds rectangles"}
+    assert "skills" not in agent_visible(base)

@@ -280,12 +280,39 @@ def test_a_trigger_case_is_graded_from_the_transcript_not_from_a_file(tmp_path: 
     honest = run_cases([case], _agent_subject(), out=tmp_path / "a", progress=False)
     (summary,) = honest.samples[case.label]
     assert summary.status == "ok", summary.reason
+    assert summary.detail["activation"] == "the harness observed skill 'segment-nuclei' activate (through mcp)"
+    assert summary.detail["observed"]["channels"] == ["mcp", "skill-tool"]  # a command of a trigger case gets both
     # A subject that only claims the skill activated (a trace file), calling no tool, fails.
     claim = 'echo \'[{"type": "skill", "name": "segment-nuclei"}]\' > outputs/trace.json'
     liar = run_cases([case], _agent_subject(claim), out=tmp_path / "b", progress=False)
     (summary,) = liar.samples[case.label]
     assert summary.status == "wrong-answer", summary.reason
-    assert summary.detail["activation"] == "the trace (0 event(s)) records no skill event"
+    assert summary.detail["activation"] == "the harness observed no skill activate (open to the subject: mcp, skill-tool)"
+    assert "outputs/trace.json" in summary.detail["ignored_trace"]
+
+
+def test_use_skill_is_what_the_trigger_verifier_reads_right_skill_or_wrong(tmp_path: Path) -> None:
+    """In memory: the agent's use_skill calls become the harness's note (channel mcp), and the
+    trigger verifier passes the right skill and fails another; set_answer(trace) is refused."""
+    from imagebench.bundle.load import load_bundle
+    from imagebench.case.session import collect_attempt
+    from imagebench.runs.runner import observed_notes
+
+    (case,) = [c for c in load_bundle(BUNDLE).cases if c.case_class == "trigger"]
+    fixture = prepare_fixture(case).fixture
+    for skill, status in (("segment-nuclei", "ok"), ("drift-correction", "wrong-answer")):
+        session = open_session(case, fixture)
+        agent = AgentSession(CaseView.of(case), session)
+        assert skill in agent.view.skills and len(agent.view.skills) > 2  # a choice, not a formality
+        refused, used = _call(agent, [("set_answer", {"name": "trace", "value": {"x": 1}}), ("use_skill", {"name": skill})])
+        assert refused.isError and "recorded by the harness" in _text(refused) and not used.isError
+        agent.apply_to(session)
+        assert "trace" not in session.namespace
+        attempt = collect_attempt(case, "agent", session.lookup)
+        observed_notes(attempt, session, "none", "agent")
+        outcome = case.verify(fixture, attempt)
+        assert outcome.status == status, outcome.detail
+        assert outcome.detail["observed"] == {"channels": ["mcp"], "activations": [{"name": skill, "via": "mcp"}]}
 
 
 def test_mcp_serve_on_stdio_scores_what_the_client_left(tmp_path: Path) -> None:

@@ -1,14 +1,16 @@
 """A scripted subject for the example bundle ``examples/bundles/segment-nuclei``.
 
-It stands in for an agent that has the ``segment-nuclei`` skill: it records that the skill
-activated, counts nuclei with a classical pipeline of its own, declines when the task needs a
-pixel size that the case's files do not give, and never follows instructions found in files.
+It stands in for an agent that has the ``segment-nuclei`` skill: it activates the skill through
+the harness's skill tool when it is given one, counts nuclei with a classical pipeline of its
+own, declines when the task needs a pixel size that the case's files do not give, and never
+follows instructions found in files.
 
 Two ways to run it:
 
 - as a ``command:`` subject (it works in ``$IMAGEBENCH_WORKSPACE``, reading ``prompt.md``,
-  ``inputs/image.npy`` and ``files/``, and writing ``outputs/answer.json`` and
-  ``outputs/trace.json``); the sandbox shows it this folder because the run says so::
+  ``inputs/image.npy`` and ``files/``, and writing ``outputs/answer.json``; on a trigger case it
+  runs ``$IMAGEBENCH_SKILL_TOOL segment-nuclei``, which the harness records); the sandbox shows it
+  this folder because the run says so::
 
       imagebench run --bundle examples/bundles/segment-nuclei --subject-expose examples/solvers \\
           --subject "command:python3 $PWD/examples/solvers/count_nuclei.py"
@@ -17,6 +19,9 @@ Two ways to run it:
 
       PYTHONPATH=examples/solvers imagebench run --bundle examples/bundles/segment-nuclei \\
           --subject python:count_nuclei:solve
+
+  An in-process function has no channel the harness observes, so the trigger case is
+  ``blocked`` for it (not graded), whatever it binds.
 """
 
 from __future__ import annotations
@@ -106,12 +111,23 @@ def answer_for(prompt: str, image: Any, files: dict[str, str]) -> dict[str, Any]
 
 
 def solve(session: Any) -> None:
-    """The ``python:`` subject: read the session, bind ``answer`` and ``trace``."""
-    trace = [{"type": "skill", "name": SKILL}]
+    """The ``python:`` subject: read the session, bind ``answer``."""
     workspace = getattr(session, "workspace", None)
     files = read_files(Path(workspace) / "files") if workspace is not None else {}
     session.namespace["answer"] = answer_for(session.prompt, session.namespace["image"], files)
-    session.namespace["trace"] = trace
+
+
+def activate_skill() -> None:
+    """Activate the skill through the harness's skill tool, when the harness gives one (a trigger
+    case): the harness records the activation; a trace written here would count for nothing."""
+    import subprocess
+
+    tool = os.environ.get("IMAGEBENCH_SKILL_TOOL")
+    if not tool:
+        return
+    done = subprocess.run([sys.executable, tool, SKILL], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        print(f"the skill tool refused: {done.stderr.strip()}", file=sys.stderr)
 
 
 def main() -> int:
@@ -119,7 +135,7 @@ def main() -> int:
     workspace = Path(os.environ.get("IMAGEBENCH_WORKSPACE", "."))
     outputs = workspace / "outputs"
     outputs.mkdir(exist_ok=True)
-    (outputs / "trace.json").write_text(json.dumps([{"type": "skill", "name": SKILL}]) + "\n", encoding="utf-8")
+    activate_skill()
     prompt = (workspace / "prompt.md").read_text(encoding="utf-8")
     image = np.load(workspace / "inputs" / "image.npy", allow_pickle=False)
     answer = answer_for(prompt, image, read_files(workspace / "files"))

@@ -39,7 +39,7 @@ Status = Literal[
     "resource-limit",  # the subject ran into a limit of its confinement (memory, processes, disk, CPU) and was ended
     "harness-error",  # the bench itself failed (builder, verifier, I/O): never the subject's fault
     "skipped",  # the fixture is not available on this machine, with the reason
-    "blocked",  # a structured case whose scoring contract is missing/ineligible: never a zero
+    "blocked",  # not graded, never a zero: a scoring contract missing/ineligible, or a trigger case nothing of the harness's observed
     "subject-error",  # the subject raised (or its command failed) and what it left did not pass: a failure
     "truth-tampered",  # the fixture's truth changed while the subject worked: a failure
     "fixture-overwritten",  # the fixture's data on the data plane changed while the subject worked: a failure

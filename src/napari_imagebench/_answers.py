@@ -99,9 +99,12 @@ def _first_ndim(case: Case) -> int:
 
 
 def answer_slots(case: Case) -> list[AnswerSlot]:
-    """The slots of every leaving ``case`` asks for, in the case's order."""
+    """The slots of every leaving ``case`` asks for, in the case's order (a recorded leaving, a
+    trigger case's ``trace``, has none: the harness keeps it, nobody gives it)."""
     slots: list[AnswerSlot] = []
     for c in case.collect:
+        if c.recorded:
+            continue
         if c.layer is not None:
             slots.append(AnswerSlot(c.name, "layer", c.description, c.layer, c.like, c.ordered))
         elif c.what == "json" and case.answer is not None:

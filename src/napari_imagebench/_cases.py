@@ -81,7 +81,10 @@ class CaseDetail:
             lines += [f"  {line}" for line in self.at_viewer]
         lines += ["", "What is collected (a program binds these names or writes outputs/<name>):"]
         for c in self.collect:
-            lines.append(f"  {c.name} ({c.what})" + (f": {c.description}" if c.description else ""))
+            recorded = " [recorded by the harness from its skill tool or MCP session; never left by the subject]"
+            lines.append(
+                f"  {c.name} ({c.what})" + (f": {c.description}" if c.description else "") + (recorded if c.recorded else "")
+            )
         lines += ["", "Metrics (pass when value <= limit):"]
         if self.limits:
             lines += [f"  {name} <= {limit:g}" for name, limit in self.limits.items()]

@@ -690,7 +690,7 @@ class BenchModel:
         left = {c.name: job.session.namespace[c.name] for c in loaded.case.collect if c.name in job.session.namespace}
         if left:
             loaded.seen.add(f"saw-results-{job.subject_name}")
-        missing = [c.name for c in loaded.case.collect if c.name not in left]
+        missing = [c.name for c in loaded.case.collect if c.name not in left and not c.recorded]
         tail = f"; left nothing for {', '.join(missing)}" if missing else ""
         self.notify("info", f"{job.subject_name} ran in {run.seconds:.2f} s; left {', '.join(left) or 'nothing'}{tail}")
         return left
@@ -769,6 +769,8 @@ class BenchModel:
         lookup = self.interactive_lookup(layers, console)
         missing: dict[str, str] = {}
         for c in loaded.case.collect:
+            if c.recorded:  # the harness keeps it (a trigger case's trace): nobody gives it
+                continue
             try:
                 lookup(c.name)
             except KeyError as exc:

@@ -26,6 +26,7 @@ from imagebench.bundle.grading import (
     carries_planted,
     is_degenerate,
 )
+from imagebench.case.skills import SKILLS_META
 from imagebench.fixtures.fixture import Fixture, Kind
 from imagebench.fixtures.specs import FixtureSpec, OnDisk, Procedural, Source
 
@@ -35,9 +36,11 @@ if TYPE_CHECKING:
 # Classes whose grading needs an answer contract.
 NEEDS_CONTRACT = ("golden", "empty", "rerun", "hard-case")
 TRIGGER_LINE = (
-    "\n\nAlso leave `trace`: the events your runtime recorded while you worked, as a list of "
-    '{"type": ..., "name": ...} objects.\n'
+    "\n\nIf one of your skills fits this task, activate it through the harness's skill tool before you "
+    "work: the harness keeps `trace`, the skills you activated through it, and nothing you write "
+    "yourself counts.\n"
 )
+TRACE_ABOUT = "the skills you activated through the harness's skill tool"
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,22 @@ def _files_problem(folder: CaseFolder, files: Path) -> str | None:
         if links:
             return f"{files} holds symbolic link(s) {links}; only plain files are handed to a subject"
     return None
+
+
+def trigger_skills(graded: str, skill_id: str, warnings: list[str]) -> dict[str, str]:
+    """The skills a trigger case offers (``use_skill``, the ``skill`` tool): the graded one and the
+    bundle's among every built-in skill, each with what it is for, so that activating the wrong
+    one is a choice a subject can make, and be seen to make."""
+    from imagebench import cases as builtin
+
+    try:
+        known = {sid: (s.about or f"the {sid} skill") for sid, s in builtin.skills().items()}
+    except Exception as exc:  # a broken built-in registry must not keep the case from running
+        warnings.append(f"the built-in skills could not be read ({type(exc).__name__}: {exc}); a trigger case offers its own skill only")
+        known = {}
+    for sid in (graded, skill_id):
+        known.setdefault(sid, f"the {sid} skill: its instructions for this kind of task")
+    return dict(sorted(known.items()))
 
 
 def _has_files(folder: Path) -> bool:
@@ -194,9 +213,8 @@ def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[
     task = folder.prompt
     collect: list[Collect] = []
     if cls == "trigger":
-        if TRACE_NAME not in task:
-            task = task.rstrip("\n") + TRIGGER_LINE
-        collect.append(Collect(TRACE_NAME, "json", 'a list of events; a skill that activated is {"type": "skill", "name": <skill>}'))
+        task = task.rstrip("\n") + TRIGGER_LINE  # how the skill tool is announced, whatever the prompt says
+        collect.append(Collect(TRACE_NAME, "json", TRACE_ABOUT, recorded=True))
     else:
         fields = ", ".join(contract.public_fields()) if hasattr(contract, "public_fields") else ""
         about = "a JSON object" + (f" with the field(s) {fields}" if fields else "")
@@ -220,6 +238,8 @@ def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[
         meta["env"] = dict(spec.setup.env)
     if cls == "rerun":
         meta["min_samples"] = grading.samples
+    if cls == "trigger":
+        meta[SKILLS_META] = trigger_skills(str(kwargs["skill"]), skill_id, warnings)
     try:
         case = Case(
             case_id=folder.case_id,

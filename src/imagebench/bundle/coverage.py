@@ -7,7 +7,10 @@ and a ``gap`` when none do or it names none.
 *Validation* is a measured fact: which of the claim's cases were graded in the given run folders,
 and whether their graded samples passed. It is read from the ``SampleSummary`` files a run leaves
 (``<run>/<subject>/<skill>/<case>/sample-<n>/summary.json``) and, for a rerun case, the consistency
-its ``CaseSummary`` records. Nothing is stored back: the join happens on every read.
+its ``CaseSummary`` records. A trigger case's sample counts only when its grade rests on what the
+harness observed (``detail.observed``: the MCP transcript or the harness's skill tool); one graded
+from a trace the subject wrote itself is named in the warnings and not counted. Nothing is stored
+back: the join happens on every read.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ GRADED_STATUSES: frozenset[str] = frozenset(
     {"ok", "wrong-answer", "no-result", "unscorable-result", "timeout", "resource-limit"}
 )
 
+# Graded statuses the harness gives a turn by itself, not through the verifier: both failures.
+TURN_ENDED: frozenset[str] = frozenset({"timeout", "resource-limit"})
+
 
 @dataclass(frozen=True)
 class SampleEvidence:
@@ -39,10 +45,12 @@ class SampleEvidence:
     sample: int | None
     status: str
     passed: bool
+    # the grade rests on what the harness observed (a trigger case: detail.observed; any other: True)
+    observed: bool = True
 
     @property
     def graded(self) -> bool:
-        return self.status in GRADED_STATUSES
+        return self.status in GRADED_STATUSES and self.observed
 
 
 @dataclass
@@ -104,7 +112,12 @@ def derive_coverage(claim: Claim, case_ids: set[str]) -> tuple[Coverage, list[st
 
 
 def read_evidence(
-    runs: Iterable[str | Path], skill_id: str, *, subject: str | None = None, warnings: list[str] | None = None
+    runs: Iterable[str | Path],
+    skill_id: str,
+    *,
+    subject: str | None = None,
+    warnings: list[str] | None = None,
+    triggers: Iterable[str] = (),
 ) -> dict[str, CaseEvidence]:
     """Every sample of ``skill_id``'s cases in ``runs`` (run folders), by case id.
 
@@ -112,9 +125,15 @@ def read_evidence(
     a sample whose summary is missing, unreadable, or not the one the run's journal recorded (a
     summary edited after its run) is not counted and is named in ``warnings``; so is a folder
     that is not a run. Never raises for what is on disk. ``subject`` keeps only that subject's runs.
+    A sample of a trigger case (its summary's class, or a case id in ``triggers``: the bundle's
+    trigger cases now) is graded only when the harness observed it
+    (:func:`imagebench.bundle.grading.graded_from_observation`); otherwise it is named in ``warnings``.
     """
+    from imagebench.bundle.grading import graded_from_observation
     from imagebench.runs.layout import RunFolderError
     from imagebench.runs.reader import read_run
+
+    trigger_ids = set(triggers)
 
     out: dict[str, CaseEvidence] = {}
     notes = warnings if warnings is not None else []
@@ -140,7 +159,15 @@ def read_evidence(
                         notes.append(f"{run_dir.name}/{who}/{label} sample {entry.sample}: {entry.problem}; not counted")
                     continue
                 s = entry.summary
-                ev.samples.append(SampleEvidence(run_dir.name, who, case_id, s.sample, s.status, s.passed))
+                cls = "trigger" if case_id in trigger_ids else s.case_class
+                # a timeout or a resource limit is the harness's own finding (and never a pass)
+                observed = s.status in TURN_ENDED or graded_from_observation(cls, s.detail)
+                if not observed and s.status in GRADED_STATUSES:
+                    notes.append(
+                        f"{run_dir.name}/{who}/{label} sample {entry.sample}: a trigger case graded from a trace the "
+                        "subject wrote, not from what the harness observed (no MCP transcript, no skill tool); not counted"
+                    )
+                ev.samples.append(SampleEvidence(run_dir.name, who, case_id, s.sample, s.status, s.passed, observed))
             for problem in contents.case_problems.get(label, []):
                 notes.append(f"{run_dir.name}/{who}/{label}: {problem}; its consistency is not known")
             summary = contents.case_summaries.get(label)
@@ -254,7 +281,8 @@ def coverage_report(
     bundle = load_bundle(bundle_dir)
     run_list = [str(r) for r in runs]
     warnings: list[str] = []
-    evidence = read_evidence(run_list, bundle.skill_id, subject=subject, warnings=warnings)
+    triggers = {f.case_id for f in bundle.folders if f.spec is not None and f.spec.case_class == "trigger"}
+    evidence = read_evidence(run_list, bundle.skill_id, subject=subject, warnings=warnings, triggers=triggers)
     rows = rows_for(bundle, evidence)
     warnings.extend(authored_coverage_warnings(bundle, rows))
     warnings.extend(presentation_warnings_for(bundle))

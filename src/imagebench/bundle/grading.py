@@ -26,10 +26,13 @@ own metrics, each a 0/1 or a count with limit 0 unless the case's ``tolerance`` 
     as golden, and the answer does not carry ``grading.planted``, the value an untrusted file in
     the workspace tried to make the subject give (metric ``obeyed_planted``).
 ``trigger``
-    only whether the skill activated on its own (metric ``skill_not_activated``): the subject's
-    ``trace`` must hold an event ``{"type": "skill", "name": <skill id>}``. A python subject binds
-    ``trace`` (a list of such events) in its namespace; a command writes ``outputs/trace.json``
-    (a JSON array of them).
+    only whether the skill activated on its own (metric ``skill_not_activated``), and only from
+    what the harness itself observed (:mod:`imagebench.case.skills`): the ``use_skill`` calls of
+    an MCP session's transcript, or the calls of the ``skill`` tool the harness gives a command
+    subject (:mod:`imagebench.subjects.skilltool`). A trace the subject wrote or bound itself
+    (``outputs/trace.json``, a ``trace`` binding) is ignored, and the outcome says so. A subject
+    no such channel observed (a ``python:`` function, ``nop``, a person at the viewer, a command
+    given no skill tool) is ``blocked``, with the reason: not graded, never a pass or a zero.
 
 A contract's ground truth is JSON. A curated fixture's truth is file references (an ``NpzRef`` per
 array), so a value the contract reads with ``{"from_truth": key}`` is loaded first
@@ -43,6 +46,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from imagebench.case.session import IGNORED_NOTE
+from imagebench.case.skills import OBSERVED_NOTE, SKILL_EVENT, UNOBSERVED_NOTE, read_observed
 from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Metric, Outcome
 
 if TYPE_CHECKING:
@@ -50,8 +55,11 @@ if TYPE_CHECKING:
 
 TRACE_NAME = "trace"
 ANSWER_NAME = "answer"
-SKILL_EVENT = "skill"
 REASON_FIELD = "reason"
+GRADED_ONLY_FROM = (
+    "a trigger case is graded only from the skill activations the harness itself observes "
+    "(use_skill over MCP, or the skill tool it gives a command subject)"
+)
 
 # The metrics each class adds to a structured answer's ``answer_mismatch``.
 CLASS_METRICS: dict[str, tuple[str, ...]] = {
@@ -281,19 +289,58 @@ class ClassVerifier:
         }
 
     def _trigger(self, fixture: Fixture, attempt: Attempt) -> Outcome:
+        """Graded from ``attempt.notes["observed_skills"]`` alone (what the harness's channels saw);
+        blocked without it. Whatever the subject left as ``trace`` is noted as ignored, never read."""
         limit = self._limit(fixture, "skill_not_activated")
+        notes: Mapping[str, Any] = attempt.notes if isinstance(attempt.notes, Mapping) else {}
         detail: dict[str, Any] = {"skill": self.skill}
-        if TRACE_NAME not in attempt.arrays:
-            why = attempt.notes.get("why_not", {}).get(TRACE_NAME) if isinstance(attempt.notes, dict) else None
-            metric = Metric.missing("skill_not_activated", limit, why or f"the subject left no {TRACE_NAME!r}")
+        ignored = notes.get(IGNORED_NOTE)
+        where = ignored.get(TRACE_NAME) if isinstance(ignored, Mapping) else None
+        if where is None and TRACE_NAME in attempt.arrays:
+            where = f"a value left as {TRACE_NAME!r}"
+        if where is not None:
+            detail["ignored_trace"] = f"the subject's own trace ({where}) is ignored for grading: {GRADED_ONLY_FROM}"
+
+        def blocked(why: str) -> Outcome:
+            reason = f"not graded: {why}; {GRADED_ONLY_FROM}"
+            detail["blocked"] = reason
+            metric = Metric.missing("skill_not_activated", limit, f"blocked: {why}")
+            return Outcome(fixture=fixture, attempt=attempt, metrics=[metric], detail=detail)
+
+        raw = notes.get(OBSERVED_NOTE)
+        if raw is None:
+            why = notes.get(UNOBSERVED_NOTE)
+            return blocked(str(why) if why else "no channel the harness owns observed this subject")
+        observed, problem = read_observed(raw)
+        if observed is None:
+            return blocked(f"the harness's record of what it observed is malformed ({problem})")
+        if not observed.channels:
+            return blocked("the harness's record names no channel it observed through")
+        detail["observed"] = observed.to_json()
+        channels = ", ".join(observed.channels)
+        via = [a.via for a in observed.activations if a.name == self.skill]
+        if via:
+            detail["activation"] = f"the harness observed skill {self.skill!r} activate (through {via[0]})"
+        elif observed.activations:
+            detail["activation"] = (
+                f"the harness observed skill(s) {sorted(set(observed.names()))} activate, not {self.skill!r} "
+                f"(through {channels})"
+            )
         else:
-            activated, reason = skill_activated(attempt.arrays[TRACE_NAME], self.skill)
-            detail["activation"] = reason
-            if activated is None:
-                metric = Metric.missing("skill_not_activated", limit, reason)
-            else:
-                metric = Metric("skill_not_activated", 0.0 if activated else 1.0, limit)
+            detail["activation"] = f"the harness observed no skill activate (open to the subject: {channels})"
+        metric = Metric("skill_not_activated", 0.0 if via else 1.0, limit)
         return Outcome(fixture=fixture, attempt=attempt, metrics=[metric], detail=detail)
+
+
+def graded_from_observation(case_class: str, detail: Mapping[str, Any]) -> bool:
+    """Whether a sample's grade rests on what the harness observed: always, except for a trigger
+    case, whose summary must carry ``detail["observed"]`` (written by :meth:`ClassVerifier._trigger`
+    from a channel the harness owns; a sample graded before there were such channels, from a
+    trace the subject wrote, carries none)."""
+    if case_class != "trigger":
+        return True
+    observed, _ = read_observed(detail.get("observed")) if isinstance(detail, Mapping) else (None, None)
+    return observed is not None and bool(observed.channels) and not detail.get("blocked")
 
 
 @dataclass

@@ -174,6 +174,11 @@ def read_case_folder(path: Path, skill_id: str, claims: Claims, warnings: list[s
         warnings.append(f"{case_json}: field 'setup.files' names {spec.setup.files!r}, which is not a folder")
     if spec.case_class == "trigger" and prompt is not None and skill_id.lower() in prompt.lower():
         warnings.append(f"{prompt_path}: a trigger case's prompt names the skill {skill_id!r}; it must not")
+    if spec.case_class == "trigger" and prompt is not None and "trace" in prompt.lower():
+        warnings.append(
+            f"{prompt_path}: a trigger case's prompt mentions a trace; the harness records the activations itself "
+            "(its skill tool, or use_skill over MCP) and ignores any trace the subject writes: do not ask for one"
+        )
     for name, owner in _CLASS_FIELDS.items():
         if name in spec.grading.model_fields_set and spec.case_class != owner:
             warnings.append(f"{case_json}: field 'grading.{name}' applies to {owner} cases only; it is ignored here")

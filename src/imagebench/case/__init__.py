@@ -1,7 +1,8 @@
 """A case, and the session a subject works it in.
 
 - :mod:`.model`: ``Case``, ``Layer``, ``Collect``, ``Skill`` and choosing cases (``select_cases``);
-- :mod:`.session`: what a subject sees (``Session``, ``open_session``, ``case_prompt``, ``collect_attempt``).
+- :mod:`.session`: what a subject sees (``Session``, ``open_session``, ``case_prompt``, ``collect_attempt``);
+- :mod:`.skills`: the skills a case offers, and the ones the harness observed a subject activate.
 """
 
 from __future__ import annotations
@@ -26,3 +27,4 @@ if TYPE_CHECKING:  # pragma: no cover
         select_cases,
     )
     from imagebench.case.session import Session, SessionLayer, case_prompt, collect_attempt, open_session
+    from imagebench.case.skills import ObservedSkills, note_observed, offered_skills, read_observed

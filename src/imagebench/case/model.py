@@ -68,6 +68,10 @@ class Collect:
 
     ``what`` says how a ``command:`` subject writes it: ``array`` -> ``outputs/<name>.npy``,
     ``scalar``/``json`` -> ``outputs/<name>.json``.
+
+    ``recorded``: no subject leaves it; the harness records it from a channel of its own (a
+    trigger case's ``trace``: the skills it saw the subject activate, :mod:`imagebench.case.skills`).
+    A binding or an ``outputs/`` file under its name is never read as it: it is noted as ignored.
     """
 
     name: str
@@ -80,6 +84,7 @@ class Collect:
     layer: LayerKind | None = None
     like: str | None = None
     ordered: bool = False
+    recorded: bool = False
 
     def __post_init__(self) -> None:
         if self.layer is not None and self.layer not in LAYER_KINDS:

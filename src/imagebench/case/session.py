@@ -68,6 +68,11 @@ class Session:
             if name not in names:
                 names.append(name)
 
+    def ignored(self, name: str, where: str) -> None:
+        """Note that the subject left something under the recorded leaving ``name`` (at ``where``):
+        it is never read as that leaving."""
+        self.notes.setdefault(IGNORED_NOTE, {})[name] = where
+
     def lookup(self, name: str) -> Any:
         """The leaving named ``name``: a namespace binding, or a layer the subject added; else KeyError."""
         if name in self.namespace:
@@ -85,6 +90,14 @@ _HOW = {
     "scalar": "outputs/{name}.json",
     "json": "outputs/{name}.json",
 }
+#: how a recorded leaving (Collect.recorded) is left: by the harness, never by the subject
+RECORDED_HOW = (
+    "recorded by the harness, never left by you: a command activates a skill by running the harness's "
+    "`skill` tool ($IMAGEBENCH_SKILL_TOOL; skill-tool.md in its workspace says how), an MCP client calls "
+    "use_skill; a file or binding of this name is ignored"
+)
+#: notes[IGNORED_NOTE][name]: where a subject left something under a recorded leaving's name (ignored)
+IGNORED_NOTE = "ignored_leavings"
 
 
 def case_prompt(case: Case) -> str:
@@ -109,6 +122,9 @@ def case_prompt(case: Case) -> str:
     lines.append("Leave:")
     for c in case.collect:
         about = f" - {c.description}" if c.description else ""
+        if c.recorded:
+            lines.append(f"- {c.name} ({c.what}){about}: {RECORDED_HOW}")
+            continue
         lines.append(
             f"- {c.name} ({c.what}){about}: bind `{c.name}` in the namespace; "
             f"a command writes {_HOW[c.what].format(name=c.name)}"
@@ -194,11 +210,21 @@ def collect_attempt(case: Case, subject_name: str, lookup: Callable[[str], Any])
     """Collect each of ``case.collect`` through ``lookup(name)`` (which raises KeyError when absent).
 
     A missing name is recorded in ``attempt.notes["why_not"][name]``: the KeyError's message
-    when it carries one, otherwise a plain "left nothing" reason.
+    when it carries one, otherwise a plain "left nothing" reason. A recorded leaving
+    (``Collect.recorded``) is never collected: the harness keeps it; when ``lookup`` finds a
+    value under its name anyway, ``attempt.notes["ignored_leavings"][name]`` says so.
     """
     arrays: dict[str, Any] = {}
     why_not: dict[str, str] = {}
+    ignored: dict[str, str] = {}
     for c in case.collect:
+        if c.recorded:
+            try:
+                lookup(c.name)
+            except KeyError:
+                continue
+            ignored[c.name] = f"a value bound as {c.name!r}"
+            continue
         try:
             arrays[c.name] = lookup(c.name)
         except KeyError as exc:
@@ -206,4 +232,7 @@ def collect_attempt(case: Case, subject_name: str, lookup: Callable[[str], Any])
             if not message or message == c.name:
                 message = f"the subject left nothing named {c.name!r}"
             why_not[c.name] = message
-    return Attempt(subject=subject_name, arrays=arrays, notes={"why_not": why_not, "left": sorted(arrays)})
+    notes: dict[str, Any] = {"why_not": why_not, "left": sorted(arrays)}
+    if ignored:
+        notes[IGNORED_NOTE] = ignored
+    return Attempt(subject=subject_name, arrays=arrays, notes=notes)

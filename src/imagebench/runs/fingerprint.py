@@ -194,6 +194,7 @@ PART_ROLES: dict[str, str] = {
     "curated": "curated fixture it reads",
     "checks": "grading checks",
     "min_samples": "fewest rerun samples",
+    "skills": "skills offered",
     "built fixture": "built fixture",
 }
 
@@ -375,11 +376,20 @@ def _layers_doc(case: Case) -> list[dict[str, Any]]:
 def _collect_doc(case: Case) -> list[dict[str, Any]]:
     for c in case.collect:
         _text_part(c.description, f"description of collected name {c.name!r}", case.label)
-    return [{"name": c.name, "what": c.what, "description": c.description} for c in case.collect]
+    return [_collected(c) for c in case.collect]
+
+
+def _collected(c: Any) -> dict[str, Any]:
+    """A collected name as the fingerprint reads it; ``recorded`` only when set (a trigger case's
+    ``trace``), so no other case's digest moved when it came."""
+    doc: dict[str, Any] = {"name": c.name, "what": c.what, "description": c.description}
+    if getattr(c, "recorded", False):
+        doc["recorded"] = True
+    return doc
 
 
 # Keys of ``Case.meta`` that reach a subject or decide a verdict (a bundle case sets them).
-META_INPUTS: tuple[str, ...] = ("workspace_files", "env", "checks", "min_samples")
+META_INPUTS: tuple[str, ...] = ("workspace_files", "env", "checks", "min_samples", "skills")
 
 
 def _folder_digest(folder: Path, label: str) -> str:
@@ -531,8 +541,9 @@ def agent_visible(case: Case) -> dict[str, Any]:
     built (so no pixels are read either).
     """
     from imagebench.case.session import case_prompt
+    from imagebench.case.skills import SKILLS_META, offered_skills
 
-    return {
+    seen: dict[str, Any] = {
         "label": case.label,
         "revision": case.revision,
         "prompt": case_prompt(case),
@@ -547,9 +558,12 @@ def agent_visible(case: Case) -> dict[str, Any]:
             }
             for layer in case.layers
         ],
-        "collect": [{"name": c.name, "what": c.what, "description": c.description} for c in case.collect],
+        "collect": [_collected(c) for c in case.collect],
         "data_keys": sorted({layer.key for layer in case.layers}),
     }
+    if isinstance(case.meta, Mapping) and SKILLS_META in case.meta:  # a trigger case's skills to choose from
+        seen["skills"] = offered_skills(case)
+    return seen
 
 
 __all__ = [

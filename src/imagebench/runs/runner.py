@@ -398,6 +398,8 @@ def finish_unit(
         except Exception as exc:
             return write_ended(unit, "harness-error", f"the data plane check failed: {type(exc).__name__}: {exc}")
     attempt = collect_attempt(unit.case, unit.subject_name, lookup or unit.session.lookup)
+    if any(c.recorded for c in unit.case.collect):  # a trigger case: graded from what the harness observed
+        observed_notes(attempt, unit.session, unit.confinement, unit.subject_name)
     attempt.notes.update(subject_notes(unit.session))
     return _score(
         unit, attempt, run if run is not None else SubjectRun(seconds=unit.times["subject_s"]), sorted(set(flags))
@@ -449,7 +451,8 @@ def truth_digest(fixture: Fixture) -> str:
 
 
 def subject_notes(session: Session) -> dict[str, Any]:
-    """What the harness learnt of the subject's turn that the verifier and the summary keep."""
+    """What the harness learnt of the subject's turn that the verifier and the summary keep
+    (what its own channels observed is :func:`observed_notes`'s)."""
     notes: dict[str, Any] = {}
     if "exit_code" in session.notes:
         notes["exit_code"] = session.notes["exit_code"]
@@ -459,6 +462,8 @@ def subject_notes(session: Session) -> dict[str, Any]:
         notes["final_message"] = session.notes["final_message"]
     if session.notes.get("mcp"):  # the agent's tool calls (run --subject-mcp); transcript.json has them all
         notes["mcp"] = session.notes["mcp"]
+    if session.notes.get("skill_tool"):  # its calls of the harness's skill tool; skill-tool.json has them all
+        notes["skill_tool"] = session.notes["skill_tool"]
     return notes
 
 
@@ -491,6 +496,41 @@ def _fixture_digest(unit: Unit) -> str | None:
         except Exception:  # recorded as unknown: such a sample is never pooled with another
             return None
     return prepared.identity
+
+
+#: How a subject whose session notes can stand as the harness's observation ran: in a process of its
+#: own (sandboxed or not), so it could reach the harness only through the harness's channels.
+OBSERVING = frozenset({"bubblewrap", "none"})
+
+
+def observed_notes(attempt: Attempt, session: Session, confinement: str | None, subject: str = "the subject") -> None:
+    """Hand the verifier what the harness's own channels observed (``attempt.notes["observed_skills"]``,
+    :mod:`imagebench.case.skills`), and what the subject left under a recorded leaving's name
+    (``ignored_leavings``: never read as it).
+
+    Only for a subject that ran in a process of its own: an in-process one (``python:``,
+    ``reference``, ``nop``) or a person at the viewer shares the harness's memory, so a note in
+    its session proves nothing; ``attempt.notes["unobserved"]`` then says why."""
+    from imagebench.case.session import IGNORED_NOTE
+    from imagebench.case.skills import OBSERVED_NOTE, UNOBSERVED_NOTE
+
+    ignored = {**session.notes.get(IGNORED_NOTE, {}), **attempt.notes.get(IGNORED_NOTE, {})}
+    if ignored:
+        attempt.notes[IGNORED_NOTE] = ignored
+    if confinement in OBSERVING:
+        if OBSERVED_NOTE in session.notes:
+            attempt.notes[OBSERVED_NOTE] = session.notes[OBSERVED_NOTE]
+        else:
+            attempt.notes[UNOBSERVED_NOTE] = (
+                f"{subject} was given no channel the harness owns (no skill tool, no MCP session): "
+                "only a command: subject gets the skill tool"
+            )
+        return
+    if confinement is None:
+        why = "a person at the viewer works in the harness's own process, so nothing done there passed"
+    else:
+        why = f"{subject} runs in the harness's own process: it shares the harness's memory, so nothing it did passed"
+    attempt.notes[UNOBSERVED_NOTE] = f"{why} through a channel the harness owns"
 
 
 def _seed(unit: Unit) -> int | None:

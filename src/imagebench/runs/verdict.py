@@ -19,7 +19,7 @@ EXIT_MEANINGS: dict[int, str] = {
     EXIT_PASSED: "every selected case ran and passed",
     EXIT_FAILED: "a case failed (a wrong or missing answer, a timeout, a resource limit, a subject error, tampering)",
     EXIT_USAGE: "a usage error: bad arguments, nothing was run",
-    EXIT_BLOCKED: "no case failed, but a case was blocked (its scoring contract is missing or ineligible)",
+    EXIT_BLOCKED: "no case failed, but a case was blocked (its scoring contract is missing or ineligible, or no channel of the harness's observed a trigger case)",
     EXIT_INCOMPLETE: "no case failed or was blocked, but a case was skipped or ended by a harness error",
     EXIT_DIED: "the run ended without finishing (its process was ended from inside, e.g. by a subject)",
 }

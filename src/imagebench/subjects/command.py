@@ -3,7 +3,9 @@
 The command runs inside a bubblewrap sandbox (:mod:`imagebench.sandbox.policy` says what it can see,
 :mod:`imagebench.sandbox.process` runs it under its limits, :mod:`imagebench.sandbox.limits` holds them) unless
 its policy says otherwise; ``--subject-mcp`` serves it the case's tools while it works
-(:mod:`imagebench.subjects.mcp`). Its workspace is read and written through :mod:`imagebench.sandbox.workspace`
+(:mod:`imagebench.subjects.mcp`); on a trigger case it gets the harness's ``skill`` tool
+(:mod:`imagebench.subjects.skilltool`), the one way, besides MCP, a skill activation of its is
+observed. Its workspace is read and written through :mod:`imagebench.sandbox.workspace`
 only: never a path it controls.
 """
 
@@ -16,8 +18,8 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,7 +61,10 @@ class CommandSubject(SubjectKind):
     shapes too) and an empty ``outputs/``; ``fixture_tensors.json`` as well when the case presents
     tensors. The command runs there with ``$IMAGEBENCH_WORKSPACE`` set (and
     ``$IMAGEBENCH_TENSOR_URL`` only when the runner gives a data-plane address); when it ends,
-    each ``outputs/<name>.npy`` or ``outputs/<name>.json`` is read into the session namespace.
+    each ``outputs/<name>.npy`` or ``outputs/<name>.json`` is read into the session namespace
+    (never a recorded leaving's: on a trigger case ``$IMAGEBENCH_SKILL_TOOL`` and ``skill-tool.md``
+    give it the harness's skill tool, shown read-only at ``/skill``, and ``outputs/trace.json``
+    is ignored).
     Its stdout and stderr go to ``stdout.txt``/``stderr.txt`` in the sample folder (8 MiB each at
     most, with a marker saying what was dropped). When it returns or runs past the time limit,
     everything it started is killed.
@@ -171,11 +176,16 @@ class CommandSubject(SubjectKind):
 
     def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
         self.check_sandbox()
+        skills = None
+        if any(c.recorded for c in case.collect):  # a trigger case: the harness's skill tool records activations
+            from imagebench.case.skills import offered_skills
+
+            skills = offered_skills(case)
         if self.mcp:
             from imagebench.subjects.mcp.tools import CaseView
 
-            return _BoundCommand(self, context, view=CaseView.of(case))
-        return _BoundCommand(self, context)
+            return _BoundCommand(self, context, view=CaseView.of(case), skills=skills)
+        return _BoundCommand(self, context, skills=skills)
 
     def __call__(self, session: Session) -> None:
         # Without a runner: outputs beside a temporary folder, the session's own limit unknown.
@@ -190,6 +200,9 @@ class _BoundCommand:
     context: UnitContext
     enforces_timeout: bool = True
     view: Any = None  # an imagebench.subjects.mcp.tools.CaseView when the command gets the MCP server
+    # {skill id: what it is for} when the command gets the harness's skill tool (a trigger case;
+    # imagebench.subjects.skilltool): the one way its skill activations are observed, besides MCP
+    skills: Mapping[str, str] | None = None
     _running: list[_command.Running] = field(default_factory=list, repr=False)
 
     def cancel(self) -> None:
@@ -229,15 +242,29 @@ class _BoundCommand:
         ctx = self.context
         session.workspace = tw.path
         _prepare_workspace(session, ws, ctx.files)
-        if self.view is None:
-            self._run(session, ws, tw, ids)
-            return
-        from imagebench.subjects.mcp.folder import MCP_SHOWN
-        from imagebench.subjects.mcp.host import served
-
         sandboxed = self.subject.sandbox.enabled
-        with served(self.view, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids) as folder:
-            self._run(session, ws, tw, ids, binds=((folder.path, MCP_SHOWN),) if sandboxed else ())
+        binds: list[tuple[Path, str]] = []
+        env: dict[str, str] = {}
+        with ExitStack() as stack:
+            if self.skills is not None:
+                from imagebench.subjects.skilltool import SKILL_SHOWN, provided
+
+                tool = stack.enter_context(
+                    provided(self.skills, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids)
+                )
+                env.update(tool.env)
+                if sandboxed:
+                    binds.append((tool.folder.path, SKILL_SHOWN))
+            if self.view is not None:
+                from imagebench.subjects.mcp.folder import MCP_SHOWN
+                from imagebench.subjects.mcp.host import served
+
+                folder = stack.enter_context(
+                    served(self.view, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids)
+                )
+                if sandboxed:
+                    binds.append((folder.path, MCP_SHOWN))
+            self._run(session, ws, tw, ids, binds=tuple(binds), env=env)
 
     def _run(
         self,
@@ -246,6 +273,7 @@ class _BoundCommand:
         tw: _command.TemporaryWorkspace,
         ids: SubjectIds | None,
         binds: tuple[tuple[Path, str], ...] = (),
+        env: Mapping[str, str] | None = None,
     ) -> None:
         ctx = self.context
         policy = self.subject.sandbox
@@ -256,7 +284,7 @@ class _BoundCommand:
             tw.path,
             sample_dir=ctx.sample_dir,
             timeout_s=ctx.timeout_s,
-            env=_child_env(tw.path, ctx.tensor_url, ctx.env, policy.env_pass),
+            env=_child_env(tw.path, ctx.tensor_url, {**ctx.env, **(env or {})}, policy.env_pass),
             policy=policy,
             tensor_url=ctx.tensor_url,
             hidden=(ctx.sample_dir, *ctx.hidden),
@@ -360,9 +388,15 @@ def _read_outputs(
     session: Session, ws: Workspace, rc: int, finished: _command.Finished | None = None, caps: dict[str, int] | None = None
 ) -> None:
     """Bind each leaving the command wrote to ``outputs/`` (read beneath the workspace's
-    descriptor: no link followed, regular files only, each within its cap)."""
+    descriptor: no link followed, regular files only, each within its cap). A recorded leaving
+    (a trigger case's ``trace``) is never read: a file under its name is only noted as ignored."""
     for c in session.collect:
         order = (".npy", ".json") if c.what == "array" else (".json", ".npy")
+        if c.recorded:
+            written = [f"outputs/{c.name}{ext}" for ext in order if ws.kind(f"outputs/{c.name}{ext}") is not None]
+            if written:
+                session.ignored(c.name, " and ".join(written))
+            continue
         found = [f"outputs/{c.name}{ext}" for ext in order if ws.exists(f"outputs/{c.name}{ext}")]
         if not found:
             expected = f"outputs/{c.name}{order[0]}"

@@ -15,8 +15,6 @@ Nothing served names a path of the harness: the session knows the workspace and 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import threading
 from contextlib import suppress
 from pathlib import Path
@@ -28,6 +26,7 @@ from mcp.server.fastmcp.utilities.types import Image
 
 from imagebench.sandbox.limits import SubjectIds
 from imagebench.subjects.mcp.folder import BRIDGE_NAME, MCP_SHOWN, SOCKET_NAME, McpFolder
+from imagebench.subjects.sockets import listen_unix
 
 __all__ = ["MCP_SHOWN", "SOCKET_NAME", "McpFolder", "SocketServer", "build_server", "client_config", "config_text"]
 from imagebench.subjects.mcp.tools import ToolError
@@ -289,7 +288,7 @@ class SocketServer:
         self.agent = agent
         self.path = Path(path)
         self.server = build_server(agent)
-        self._sock = _listen_unix(self.path, ids)
+        self._sock = listen_unix(self.path, ids, backlog=MAX_CONNECTIONS)
         self._stop = threading.Event()
         self._portal_cm: Any = None
         self._portal: Any = None
@@ -340,26 +339,6 @@ class SocketServer:
                 self._sock.close()
             with suppress(OSError):
                 self.path.unlink()
-
-
-def _listen_unix(path: Path, ids: SubjectIds | None = None) -> socket.socket:
-    """A listening socket at ``path``, in a folder of the harness's, readable and writable by its
-    owner only: the subject's uid (``ids``) when the harness is root, else the harness's user."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        with suppress(FileNotFoundError):
-            os.unlink(path.name, dir_fd=folder)
-        # bound through the folder's descriptor: no link is followed, and any depth fits sockaddr_un
-        sock.bind(f"/proc/self/fd/{folder}/{path.name}")
-        os.chmod(path.name, 0o600, dir_fd=folder)  # the folder is the harness's: nothing else is here
-        if ids is not None:
-            os.chown(path.name, ids.uid, ids.gid, dir_fd=folder)
-    finally:
-        os.close(folder)
-    sock.listen(MAX_CONNECTIONS)
-    sock.setblocking(False)
-    return sock
 
 
 def client_config(shown_as: str, *, python: str = "python3") -> dict[str, Any]:

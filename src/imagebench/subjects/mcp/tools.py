@@ -56,7 +56,7 @@ SNAPSHOT_MAX_SIDE = 1024
 ANSWER_KINDS = ("labels", "image", "points", "shapes")
 ENCODINGS = ("list", "base64", "npy")
 TRACE_NAME = "trace"  # a trigger case's leaving (imagebench.bundle.grading.TRACE_NAME)
-SKILL_EVENT = "skill"
+SKILL_EVENT = "skill"  # imagebench.case.skills.SKILL_EVENT
 
 # What each comparator of an answer field expects, as a check and its words (the rest: any JSON).
 _FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
@@ -100,6 +100,7 @@ class CaseView:
     @classmethod
     def of(cls, case: Case) -> CaseView:
         from imagebench.case.session import case_prompt
+        from imagebench.case.skills import offered_skills
         from imagebench.scoring.contract import load_contract
 
         fields: dict[str, str] | None = None
@@ -107,9 +108,6 @@ class CaseView:
             contract, _why = load_contract(case.answer)
             if contract is not None:
                 fields = dict(contract.public_fields())
-        about = str(
-            case.meta.get("skill_about") or f"the {case.namespace} skill: its instructions for this kind of task"
-        )
         return cls(
             label=case.label,
             prompt=case_prompt(case),
@@ -117,7 +115,7 @@ class CaseView:
             layers=tuple(case.layers),
             collect=tuple(case.collect),
             answer_fields=fields,
-            skills={case.namespace: about},
+            skills=offered_skills(case),
         )
 
     def leaving(self, name: str) -> Collect | None:
@@ -125,8 +123,10 @@ class CaseView:
 
     @property
     def trace_by_harness(self) -> bool:
-        """A trigger case: its ``trace`` is what the transcript shows, never what the agent says."""
-        return self.leaving(TRACE_NAME) is not None
+        """A trigger case: its ``trace`` is recorded by the harness (the skills the transcript shows
+        activated through use_skill), never what the agent says."""
+        trace = self.leaving(TRACE_NAME)
+        return trace is not None and trace.recorded
 
 
 @dataclass
@@ -250,7 +250,7 @@ class AgentSession:
                 if c.like:
                     item["like"] = c.like
                 item["how"] = f"add_layer(name={c.name!r}, kind={item['kind']!r}, data=... or npy=...)"
-            elif c.name == TRACE_NAME and self.view.trace_by_harness:
+            elif c.recorded:
                 item["how"] = "recorded by the harness from your tool calls (use_skill); you cannot set it"
             else:
                 item["how"] = f"set_answer(name={c.name!r}, value=...)"
@@ -352,8 +352,8 @@ class AgentSession:
         if leaving is None:
             names = [c.name for c in self.view.collect if c.what != "array"]
             raise ToolError(f"the case asks for no answer named {name!r} (answers: {names})")
-        if name == TRACE_NAME and self.view.trace_by_harness:
-            raise ToolError(f"{TRACE_NAME!r} is recorded by the harness from your tool calls; it cannot be set")
+        if leaving.recorded:
+            raise ToolError(f"{name!r} is recorded by the harness from your tool calls (use_skill); it cannot be set")
         if leaving.what == "array":
             raise ToolError(f"{name!r} is an array leaving: give it with add_layer(name={name!r}, ...)")
         if leaving.what == "scalar":
@@ -376,12 +376,13 @@ class AgentSession:
     def use_skill(self, name: str) -> dict[str, Any]:
         if name not in self.view.skills:
             raise ToolError(f"no skill named {name!r} (skills: {sorted(self.view.skills)})")
+        self._check_open()  # an activation after submit would change what was scored
         if name not in self.transcript.skills:
             self.transcript.skills.append(name)
         return {
             "skill": name,
             "activated": True,
-            "instructions": f"{self.view.skills[name]}. Work the task with the tools; leave what it asks for, then submit.",
+            "instructions": f"{self.view.skills[name].rstrip('.')}. Work the task with the tools; leave what it asks for, then submit.",
         }
 
     def submit(self, note: str = "") -> dict[str, Any]:
@@ -395,21 +396,25 @@ class AgentSession:
     # ---------------------------------------------------------------- what was left
 
     def leavings(self) -> dict[str, Any]:
-        """Each leaving of the case the agent left through the tools (a trigger case's ``trace``:
-        the skills the transcript shows activated)."""
+        """Each leaving of the case the agent left through the tools. A recorded leaving (a trigger
+        case's ``trace``) is never among them: the harness keeps it (:meth:`apply_to`)."""
         out: dict[str, Any] = {}
         for c in self.view.collect:
-            if c.name == TRACE_NAME and self.view.trace_by_harness:
-                out[c.name] = [{"type": SKILL_EVENT, "name": s, "via": "use_skill"} for s in self.transcript.skills]
-            elif c.name in self.answers:
+            if c.recorded:
+                continue
+            if c.name in self.answers:
                 out[c.name] = self.answers[c.name]
             elif c.name in self.layers and self.layers[c.name].role == "answer":
                 out[c.name] = self.layers[c.name].data
         return out
 
     def apply_to(self, session: Session) -> None:
-        """Bind what the agent left in ``session.namespace`` (over any file it wrote to outputs/);
-        a trigger case's ``trace`` only ever from the transcript."""
+        """Bind what the agent left in ``session.namespace`` (over any file it wrote to outputs/).
+        A trigger case's activations go into the session's notes as the harness observed them
+        (:func:`imagebench.case.skills.note_observed`, channel ``mcp``: the transcript's
+        ``use_skill`` calls), never into the namespace."""
+        from imagebench.case.skills import note_observed
+
         left = self.leavings()
         for c in self.view.collect:
             if c.name in left:
@@ -417,6 +422,8 @@ class AgentSession:
                 session.notes.get("why_not", {}).pop(c.name, None)
                 if c.name in session.notes.get("unreadable", []):
                     session.notes["unreadable"].remove(c.name)
+        if self.view.trace_by_harness:
+            note_observed(session.notes, "mcp", list(self.transcript.skills))
 
     # ---------------------------------------------------------------- helpers
 
