@@ -112,7 +112,9 @@ def test_compare_refuses_c3_when_a_helper_changed_between_the_runs(tmp_path: Pat
     assert not result.comparable
     c3 = failing(result)["C3"]
     assert any("toy/alpha: the scoring closure differs" in p for p in c3), c3
-    # the closure is recorded per case in each case summary as well
+    # the closure is recorded per case in each case summary and the receipt as well
+    receipt = json.loads((b / "receipt.json").read_text())
+    assert {c["label"]: c["scoring"] for c in receipt["cases"]}["toy/alpha"] == scoring_digest(cases[0])
     summary = json.loads((b / "reference" / "toy" / "alpha" / "summary.json").read_text())
     assert summary["scoring"] == scoring_digest(cases[0]) != json.loads(
         (a / "reference" / "toy" / "alpha" / "summary.json").read_text()
@@ -232,6 +234,14 @@ def test_three_samples_of_one_fixture_are_one_replicate_and_no_p_value(tmp_path:
     assert "no test: 1 distinct fixture(s)" in capsys.readouterr().out
     summary = json.loads((a / "reference" / "toy" / "alpha" / "summary.json").read_text())
     assert summary["fixtures"] == 1 and summary["samples"] == 3
+    # the aggregates say how many fixtures stand behind each figure
+    from imagebench.scoring.aggregates import aggregate
+
+    figures = aggregate(read_run(a).samples("toy/alpha"), 1)
+    assert figures.cases[0].fixtures == 1 and figures.figures["pass@1"].fixtures == 1
+    assert "over 1 of 1 cases (1 distinct fixtures;" in dict(figures.table())["pass@1"]
+    assert cli.main(["report", str(a), "--quiet"]) == 0
+    assert "(1 distinct fixtures)" in (a / "report.html").read_text()
 
 
 def test_sealed_samples_are_distinct_fixtures(tmp_path: Path) -> None:

@@ -393,6 +393,7 @@ def _figures(run: RunPage) -> dict[str, Any]:
                     else None,
                     "denominator": f.denominator,
                     "cases": agg.coverage.get("cases", 0),
+                    "fixtures": f.fixtures,
                 }
             )
     policy = run.aggregates[0].policy if run.aggregates else ""

@@ -73,10 +73,18 @@ class RunFolder:
 
     @classmethod
     def create(cls, root: Path, subject_name: str, subject: Any = None) -> RunFolder:
+        from imagebench.executor.run import EXECUTION_KEY, execution_record
         from imagebench.runs.writer import RunWriter
 
+        # what compare checks of a run: the conditions its subject ran under (a person: in-process)
+        execution = execution_record(subject if subject is not None else subject_name, {})
         writer, record = RunWriter.create(
-            root, subject_name, samples=0, selection={"source": PANEL_SOURCE}, complete=False
+            root,
+            subject_name,
+            samples=0,
+            selection={"source": PANEL_SOURCE},
+            complete=False,
+            extra={EXECUTION_KEY: execution},
         )
         writer.event("start", {"run_id": record.run_id, "mode": PANEL_SOURCE})
         folder = cls(writer.run_dir, record, subject=subject if subject is not None else subject_name)

@@ -360,12 +360,18 @@ def execution_record(subject: Subject, extra: Mapping[str, Any]) -> dict[str, An
     """The conditions a run's subject ran under, each a name ``compare --allow-conditions`` takes:
     ``sandbox``, ``network``, ``limits``, ``env_pass``, ``isolate``, ``mcp``
     (:func:`imagebench.subjects.execution_of`), ``sealing`` (:func:`imagebench.runs.sealed.sealing_of`)
-    and ``harness`` (the imagebench version that ran it)."""
+    and ``harness`` (the imagebench version and the digest of its source tree that ran it)."""
     from imagebench import __version__
+    from imagebench.runs.receipt import source_tree_hash
     from imagebench.runs.sealed import sealing_of
     from imagebench.subjects import execution_of
 
-    return {**execution_of(subject), "sealing": sealing_of(extra), "harness": str(__version__)}
+    try:
+        tree = "sha256:" + source_tree_hash()
+    except Exception as exc:  # recorded as unknown: two such runs still differ from a known one
+        tree = f"unknown ({type(exc).__name__})"
+    harness = {"version": str(__version__), "source_tree": tree}
+    return {**execution_of(subject), "sealing": sealing_of(extra), "harness": harness}
 IDENTITY_KEY = "subject_identity"
 
 

@@ -287,6 +287,12 @@ def _case_entry(case: Any, sealed: bool = False) -> dict[str, Any]:
     contract = getattr(case, "answer", None)
     if contract is not None:
         entry["contract"] = getattr(getattr(contract, "scorer", None), "contract", None)
+    from imagebench.runs.closure import scoring_digest
+
+    try:
+        entry["scoring"] = scoring_digest(case)  # its scoring closure: what decided its score
+    except Exception as exc:
+        entry["scoring_error"] = f"{type(exc).__name__}: {exc}"
     return entry
 
 

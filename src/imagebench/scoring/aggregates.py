@@ -8,8 +8,9 @@ Per case with ``n`` scored samples of which ``c`` succeeded (status ``ok``):
 - ``mean@k``: the expected mean score over k samples, which is the case's mean over all n
   (every k-subset mean averages to it); for k = 1 it is the single-run mean.
 
-A figure is the mean over cases of the per-case values, with its denominator (how many cases),
-a standard error clustered by case (the spread of per-case values; samples of one case are not
+A figure is the mean over cases of the per-case values, with its denominator (how many cases)
+and how many distinct fixtures its samples saw (samples of one fixture are attempts at it, not
+more evidence: ``fixture_digest``), a standard error clustered by case (the spread of per-case values; samples of one case are not
 independent evidence) and a seeded bootstrap confidence interval that resamples cases.
 
 Which samples count: ``ok`` is a success; ``wrong-answer``, ``no-result``,
@@ -141,6 +142,8 @@ class Figure(Record):
     value: float | None
     denominator: int
     unit: Literal["cases"] = "cases"
+    # distinct fixtures behind the figure (over its cases' scored samples); None: a sample does not say
+    fixtures: int | None = None
     stderr: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
@@ -153,6 +156,8 @@ class CaseFigures(Record):
     successes: int
     counts: dict[str, int]
     complete: bool
+    # distinct fixtures its scored samples saw (their fixture_digest); None: a sample does not say
+    fixtures: int | None = None
     pass_at_k: float | None = None
     pass_hat_k: float | None = None
     mean_at_k: float | None = None
@@ -182,7 +187,8 @@ class Aggregate(Record):
             else:
                 ci = f" [{f.ci_low:.3f}, {f.ci_high:.3f}]" if f.ci_low is not None else ""
                 se = f" +- {f.stderr:.3f}" if f.stderr is not None else ""
-                text = f"{f.value:.3f}{se}{ci} over {f.denominator} of {self.coverage['cases']} cases ({cov})"
+                fixtures = f"{f.fixtures} distinct fixtures; " if f.fixtures is not None else ""
+                text = f"{f.value:.3f}{se}{ci} over {f.denominator} of {self.coverage['cases']} cases ({fixtures}{cov})"
             rows.append((f.name, text))
         return rows
 
@@ -243,6 +249,7 @@ def aggregate(
         successes = sum(counts[st] for st in SUCCESS)
         for status in BLOCKED | EXCLUDED:
             coverage[status] += counts[status]
+        seen = [s.fixture_digest for s in rows if s.status in SCORED]
         fig = CaseFigures(
             label=label,
             samples=len(rows),
@@ -250,6 +257,7 @@ def aggregate(
             successes=successes,
             counts=dict(sorted(counts.items())),
             complete=scored >= k,
+            fixtures=None if None in seen else len(set(seen)),
         )
         if fig.complete:
             coverage["complete"] += 1
@@ -268,7 +276,9 @@ def aggregate(
         values = [getattr(c, attr) for c in complete]
         # One seed for every figure: each is resampled over the same draws of cases.
         ci = bootstrap_ci(values, seed=seed, resamples=resamples, level=level) if values else None
+        known = [c.fixtures for c in complete]
         figures[key] = Figure(
+            fixtures=None if None in known else sum(known),  # type: ignore[arg-type]
             name=key,
             value=float(np.mean(values)) if values else None,
             denominator=len(values),
