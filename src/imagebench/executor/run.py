@@ -361,8 +361,8 @@ def execution_record(subject: Subject, extra: Mapping[str, Any]) -> dict[str, An
     ``sandbox``, ``network``, ``limits``, ``env_pass``, ``isolate``, ``mcp``
     (:func:`imagebench.subjects.execution_of`), ``sealing`` (:func:`imagebench.runs.sealed.sealing_of`)
     and ``harness`` (the imagebench version and the digest of its source tree that ran it)."""
-    from imagebench import __version__
     from imagebench.runs.receipt import source_tree_hash
+    from imagebench.scoring.manifest import package_version
     from imagebench.runs.sealed import sealing_of
     from imagebench.subjects import execution_of
 
@@ -370,7 +370,7 @@ def execution_record(subject: Subject, extra: Mapping[str, Any]) -> dict[str, An
         tree = "sha256:" + source_tree_hash()
     except Exception as exc:  # recorded as unknown: two such runs still differ from a known one
         tree = f"unknown ({type(exc).__name__})"
-    harness = {"version": str(__version__), "source_tree": tree}
+    harness = {"version": package_version(), "source_tree": tree}
     return {**execution_of(subject), "sealing": sealing_of(extra), "harness": harness}
 IDENTITY_KEY = "subject_identity"
 
