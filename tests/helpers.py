@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -172,3 +173,16 @@ def solve_case(case: Case, fixture: Fixture, solver: Callable[[Any], None]) -> O
     session = open_session(case, fixture)
     solver(session)
     return case.verify(fixture, collect_attempt(case, "test", session.lookup))
+
+
+def build_tree(root: Path) -> Path:
+    """A curated toy case the toy reference solves: every pixel is bright, the mask is all ones."""
+    from imagebench.fixtures import tree
+
+    folder = root / "seg" / "tiny"
+    folder.mkdir(parents=True)
+    np.save(folder / "image.npy", 1.0 + 0.01 * np.arange(24, dtype=np.float32).reshape(4, 6))
+    np.save(folder / "held_out.npy", np.ones((4, 6), dtype=np.uint8))
+    tree.write_case_layout(root, "seg", "tiny", about="tiny", data={"image": "image.npy"}, truth={"mask": "held_out.npy"})
+    tree.write_manifest_entry(root, "seg", "tiny", provenance="made in a test", citation="the test suite")
+    return folder

@@ -244,6 +244,24 @@ def test_three_samples_of_one_fixture_are_one_replicate_and_no_p_value(tmp_path:
     assert "(1 distinct fixtures)" in (a / "report.html").read_text()
 
 
+def test_a_deterministic_solver_on_a_curated_case_is_one_fixture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's measurement: 3 samples of a curated case (it has no seed: sealed or not, each
+    sample sees the same pixels) are one replicate; no McNemar p over 3 pseudo-pairs."""
+    from imagebench.fixtures.specs import OnDisk
+
+    helpers.build_tree(tmp_path / "fx")
+    curated = make_toy_case("tiny", namespace="seg", spec=OnDisk(tolerance=dict(helpers.TOY_TOLERANCE), root=tmp_path / "fx"))
+    a = suite_run(tmp_path, [curated], ReferenceSubject(), samples=3)
+    b = suite_run(tmp_path, [curated], NopSubject(), samples=3)
+    result = compare_runs(a, b)
+    assert result.comparable, failing(result)
+    assert result.overall is not None
+    assert (result.overall.pairs, result.overall.fixtures, result.overall.mcnemar_p) == (3, 1, None)
+    assert cli.main(["compare", str(a), str(b), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["overall"]["fixtures"] == 1 and data["overall"]["mcnemar_p"] is None
+
+
 def test_sealed_samples_are_distinct_fixtures(tmp_path: Path) -> None:
     cases = [make_toy_case("alpha")]
     seal = Seal(b"r" * 32)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import TOY_TOLERANCE, make_toy_case
+from helpers import TOY_TOLERANCE, build_tree, make_toy_case
 
 from imagebench import cli
 from imagebench.case.model import Case
@@ -29,17 +29,6 @@ from imagebench.suite.resolve import case_source, pin_suite, verify_suite
 from imagebench.suite.sampling import AssignmentError, assign, verify_assignment
 
 REV = "2026.11.0"
-
-
-def build_tree(root: Path) -> Path:
-    """A curated toy case the toy reference solves: every pixel is bright, the mask is all ones."""
-    folder = root / "seg" / "tiny"
-    folder.mkdir(parents=True)
-    np.save(folder / "image.npy", 1.0 + 0.01 * np.arange(24, dtype=np.float32).reshape(4, 6))
-    np.save(folder / "held_out.npy", np.ones((4, 6), dtype=np.uint8))
-    tree.write_case_layout(root, "seg", "tiny", about="tiny", data={"image": "image.npy"}, truth={"mask": "held_out.npy"})
-    tree.write_manifest_entry(root, "seg", "tiny", provenance="made in a test", citation="the test suite")
-    return folder
 
 
 def toy_cases(root: Path) -> list[Case]:
