@@ -186,3 +186,61 @@ def build_tree(root: Path) -> Path:
     tree.write_case_layout(root, "seg", "tiny", about="tiny", data={"image": "image.npy"}, truth={"mask": "held_out.npy"})
     tree.write_manifest_entry(root, "seg", "tiny", provenance="made in a test", citation="the test suite")
     return folder
+
+
+def resign_run(
+    run_dir: Path, *, drop: set[tuple[str, int]] = frozenset(), unjournal: set[tuple[str, int]] = frozenset()  # type: ignore[assignment]
+) -> None:
+    """Sign a run folder's journal again over its ``run.json`` as it is now: what the harness would
+    have written had the run been started with this ``run.json`` and left these summaries (a test
+    that makes two runs differ in a recorded field, and means an honest run, not a forged one): each
+    unit line takes its summary's digest and status again; the units in ``drop`` lose their line and
+    their summary (a sample the run never wrote); the units in ``unjournal`` lose only their line,
+    and the run its last ``end`` line (a run killed between a summary and its line). Only a holder of the journal key can do this: the
+    test's state folder is its own."""
+    import hashlib
+    import json
+
+    from imagebench.records import RunRecord, read_record
+    from imagebench.runs.journal import ANCHORS_DIR, JOURNAL_NAME, Journal, JournalEntry, record_fields
+    from imagebench.runs.receipt import anchor_receipt
+    from imagebench.state import state_root
+
+    record = read_record(run_dir / "run.json", RunRecord)
+    path = run_dir / JOURNAL_NAME
+    entries = [JournalEntry.model_validate_json(line) for line in path.read_bytes().splitlines() if line.strip()]
+    for old in (state_root() / ANCHORS_DIR).glob(f"{record.run_id}-*.json"):
+        old.unlink()
+    path.unlink()
+    last_end = max((i for i, e in enumerate(entries) if e.event == "end"), default=None)
+    with Journal.open(run_dir) as journal:
+        for i, entry in enumerate(entries):
+            fields = entry.model_dump(exclude={"schema_version", "event", "time", "pid", "key", "mac"}, exclude_none=True)
+            if entry.event == "unit" and entry.summary:
+                summary = run_dir / entry.summary
+                if (entry.label, entry.sample) in drop:
+                    summary.unlink(missing_ok=True)
+                    continue
+                if (entry.label, entry.sample) in unjournal:
+                    continue
+                if summary.is_file():
+                    data = summary.read_bytes()
+                    fields["sha256"] = hashlib.sha256(data).hexdigest()
+                    fields["status"] = json.loads(data).get("status", fields.get("status"))
+            detail = dict(fields.pop("detail", None) or {})
+            if entry.event == "start" and "record" in detail:
+                keys = tuple(k for k in detail["record"] if "." not in k)
+                extra = tuple(k[6:] for k in detail["record"] if k.startswith("extra."))
+                detail["record"] = record_fields(record, keys, extra if "mode" in detail and "panel" in str(detail["mode"]) else True)
+            if i == last_end:
+                if unjournal:
+                    continue
+                detail["complete"] = record.complete
+            journal.append(entry.event, **fields, **({"detail": detail} if detail or entry.detail is not None else {}))
+        anchor = journal.anchor()
+    if (run_dir / "receipt.json").is_file():
+        try:
+            json.loads((run_dir / "receipt.json").read_text())
+            anchor_receipt(run_dir, anchor)
+        except ValueError:
+            pass

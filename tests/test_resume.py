@@ -26,6 +26,7 @@ from imagebench.runs.journal import (
     RunLocked,
     read_journal,
 )
+from imagebench.runs.reader import read_run
 from imagebench.runs.verdict import RunResult
 from imagebench.subjects import ReferenceSubject, parse_subject
 
@@ -182,8 +183,11 @@ def test_resume_reruns_exactly_the_units_it_cannot_keep(tmp_path: Path) -> None:
     assert "digest mismatch" in note["discarded"]["toy/rectangle#2"]
     assert "not valid JSON" in note["discarded"]["toy/rectangle#1"]
     assert "sample is 7, expected 0" in note["discarded"]["toy/second#0"]
-    assert "toy/rectangle#0" not in note["discarded"]  # merely missing
+    assert note["discarded"]["toy/rectangle#0"] == "missing"  # journaled, then gone: said, not hidden
     assert_same_folders(clean.run_dir, run)
+    # the folder checks out again, and says which samples a resume ran again
+    contents = read_run(run)
+    assert not contents.forged and len(contents.reruns) == 4
     units = _journal_units(run)
     assert len(units) == 6 + 4  # the first pass's six lines, then one per re-run unit
     assert not list(run.rglob(".*.tmp"))
@@ -191,15 +195,21 @@ def test_resume_reruns_exactly_the_units_it_cannot_keep(tmp_path: Path) -> None:
     assert cs.samples == 3 and cs.counts == {"ok": 3}
 
 
-def test_a_summary_whose_journal_line_was_cut_off_is_kept_and_journaled(tmp_path: Path) -> None:
+def test_a_summary_whose_journal_line_was_cut_off_is_run_again(tmp_path: Path) -> None:
+    """Killed between a summary and its journal line: the journal never vouched for that summary, so
+    the resume runs the unit again rather than sign what it finds (it could have been put there)."""
+    from helpers import resign_run
+
     cases, first = _toy_run(tmp_path, samples=2)
-    journal = first.run_dir / JOURNAL_NAME
-    lines = journal.read_bytes().splitlines(keepends=True)
-    keep = [ln for ln in lines if b'"sample":1' not in ln or b'"second"' not in ln]
-    journal.write_bytes(b"".join(keep))  # as if killed between the summary and its line
+    record = json.loads((first.run_dir / "run.json").read_text())
+    record["complete"] = False
+    (first.run_dir / "run.json").write_text(json.dumps(record))
+    resign_run(first.run_dir, unjournal={("toy/second", 1)})  # the state a kill at that moment leaves
+    assert (first.run_dir / "reference" / "toy" / "second" / "sample-1" / "summary.json").is_file()
+    assert not read_run(first.run_dir).forged
     seen: list[SampleSummary] = []
     resumed = ex.resume_run(first.run_dir, cases=cases, progress=False, on_sample=seen.append)
-    assert seen == [] and resumed.record.complete
+    assert [(s.label, s.sample) for s in seen] == [("toy/second", 1)] and resumed.record.complete
     units = _journal_units(first.run_dir)
     assert sorted(units) == sorted(set(units)) and ("toy/second", 1) in units
 

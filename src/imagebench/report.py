@@ -610,7 +610,8 @@ def _integrity(run: RunPage) -> dict[str, Any]:
     """Whether the run folder checks out as a whole (:attr:`imagebench.runs.reader.RunContents.integrity`)."""
     contents = run.contents
     problems = list(contents.integrity) if contents is not None else []
-    return {"forged": bool(contents is not None and contents.forged), "problems": problems}
+    reruns = list(contents.reruns) if contents is not None else []
+    return {"forged": bool(contents is not None and contents.forged), "problems": problems, "reruns": reruns}
 
 
 # --------------------------------------------------------------------------- rendering

@@ -86,7 +86,11 @@ class RunFolder:
             complete=False,
             extra={EXECUTION_KEY: execution},
         )
-        writer.event("start", {"run_id": record.run_id, "mode": PANEL_SOURCE})
+        from imagebench.runs.journal import record_fields
+
+        # a sitting's cases, samples and selection grow as the person works: the start line signs the rest
+        fixed = record_fields(record, ("run_id", "started", "subject", "sandbox", "limits"), (EXECUTION_KEY,))
+        writer.event("start", {"run_id": record.run_id, "mode": PANEL_SOURCE, "record": fixed})
         folder = cls(writer.run_dir, record, subject=subject if subject is not None else subject_name)
         folder.writer = writer
         return folder
@@ -114,7 +118,7 @@ class RunFolder:
             self.samples,
             self.summaries,
             complete=True,
-            extra={},
+            extra={k: v for k, v in self.record.extra.items() if k not in ("verdicts", "passed")},
             update={
                 "selection": selection,
                 "samples": max(len(got) for got in self.samples.values()),

@@ -105,10 +105,12 @@ def _begin(
     base_extra = {k: v for k, v in record.extra.items() if k not in _END_KEYS}
     if resume:
         try:
-            scan = read_run(run_dir, expected=units, require_journal=False)
+            # a summary the journal never vouched for (a kill between the two, or one planted there) is run again
+            scan = read_run(run_dir, expected=units, require_journal=True)
         except RunFolderError as exc:
             raise ResumeError(str(exc)) from None
-        untrusted = [p for p in scan.integrity if "does not anchor" not in p]
+        # a journaled sample whose summary is gone or changed is run again, and the resume line says so
+        untrusted = [p for p in scan.integrity if "does not anchor" not in p and "the journal (line" not in p]
         if untrusted:
             what = "is forged" if scan.forged else "cannot be verified here"
             raise ResumeError(f"{run_dir}: the run folder {what}: {'; '.join(untrusted[:5])}")
@@ -121,13 +123,16 @@ def _begin(
             "time": now_iso(),
             "kept": sum(1 for e in scan.units.values() if e.usable),
             "run": len(redo),
-            "discarded": {f"{e.label}#{e.sample}": e.problem for e in redo if e.problem != "missing"},
+            "discarded": {f"{e.label}#{e.sample}": e.problem for e in redo if e.problem != "missing" or e.journaled},
             "mode": parallel.describe(),
         }
         base_extra["resumes"] = [*base_extra.get("resumes", []), note]
         writer.event("resume", {k: v for k, v in note.items() if k != "time"})
     else:
-        writer.event("start", {"run_id": record.run_id, "mode": parallel.describe()})
+        from imagebench.runs.journal import record_fields
+
+        # the start line signs run.json's fixed fields: a sandbox or a suite copied in later is named
+        writer.event("start", {"run_id": record.run_id, "mode": parallel.describe(), "record": record_fields(record)})
     return record.model_copy(update={"extra": base_extra}), scan, base_extra
 
 
@@ -362,8 +367,8 @@ def execution_record(subject: Subject, extra: Mapping[str, Any]) -> dict[str, An
     (:func:`imagebench.subjects.execution_of`), ``sealing`` (:func:`imagebench.runs.sealed.sealing_of`)
     and ``harness`` (the imagebench version and the digest of its source tree that ran it)."""
     from imagebench.runs.receipt import source_tree_hash
-    from imagebench.scoring.manifest import package_version
     from imagebench.runs.sealed import sealing_of
+    from imagebench.scoring.manifest import package_version
     from imagebench.subjects import execution_of
 
     try:

@@ -173,12 +173,14 @@ def _fsync_dir(path: Path) -> None:
 class Journal:
     """An open ``journal.jsonl``: :meth:`append` writes one line and fsyncs it. Thread-safe."""
 
-    def __init__(self, path: Path, fd: int, key: bytes, key_id: str, previous: str) -> None:
+    def __init__(self, path: Path, fd: int, key: bytes, key_id: str, previous: str, run_id: str = "") -> None:
         self.path = path
         self._fd: int | None = fd
         self._lock = threading.Lock()
         self._key, self.key_id, self._previous = key, key_id, previous
+        self.run_id = run_id
         self.lines = 0  # lines the journal holds (set by open)
+        self.first_mac: str | None = None  # the first line's MAC: names the journal in the state folder
 
     @classmethod
     def open(cls, run_dir: str | os.PathLike[str]) -> Journal:
@@ -188,25 +190,30 @@ class Journal:
         path = run_dir / JOURNAL_NAME
         key, key_id = journal_key()
         created = not path.exists()
-        previous = run_id_of(run_dir)
+        run_id = run_id_of(run_dir)
+        previous, first = run_id, None
         if not created:
             _cut_torn_tail(path)
             last = _last_line(path)
             found = _MAC_TAIL.search(last) if last else None
             if found is not None:
                 previous = found.group(1).decode("ascii")
+            head = _first_line(path)
+            found = _MAC_TAIL.search(head) if head else None
+            first = found.group(1).decode("ascii") if found is not None else None
         existing = 0 if created else _count_lines(path)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         if created:
             _fsync_dir(path.parent)
-        journal = cls(path, fd, key, key_id, previous)
-        journal.lines = existing
+        journal = cls(path, fd, key, key_id, previous, run_id)
+        journal.lines, journal.first_mac = existing, first
         return journal
 
     def anchor(self) -> dict[str, Any]:
-        """What ``receipt.json`` keeps of the journal (``journal``): the key id, the last line's MAC
-        and how many lines the journal holds."""
-        return {"key": self.key_id, "mac": self._previous, "lines": self.lines}
+        """What ``receipt.json`` keeps of the journal (``journal``): the key id, the last line's MAC,
+        how many lines the journal holds, and ``sig``, their MAC under the key (an anchor moved to
+        a shorter journal no longer verifies)."""
+        return signed_anchor(self._key, self.key_id, self._previous, self.lines)
 
     @property
     def last_mac(self) -> str:
@@ -228,6 +235,9 @@ class Journal:
             os.fsync(self._fd)
             self._previous = mac
             self.lines += 1
+            if self.first_mac is None:
+                self.first_mac = mac
+            _keep_state_anchor(self.run_id, self.first_mac, mac, self.lines)
         return entry.model_copy(update={"mac": mac})
 
     def unit(self, run_dir: Path, summary_path: Path, summary: SampleSummary, data: bytes) -> JournalEntry:
@@ -252,6 +262,84 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: The state folder's folder of journal anchors: one file per journal, updated at every line.
+ANCHORS_DIR = "anchors"
+
+
+#: ``extra`` keys of ``run.json`` that a pass rewrites at its end (never part of its fixed fields).
+VOLATILE_EXTRA: frozenset[str] = frozenset({"verdicts", "passed", "interrupted", "resumes", "receipt_error"})
+#: The fields of ``run.json`` a run fixes when it starts (the start line signs a digest of each).
+FIXED_FIELDS: tuple[str, ...] = ("run_id", "started", "subject", "sandbox", "limits", "samples", "selection", "cases")
+
+
+def record_fields(record: Any, fields: tuple[str, ...] | None = FIXED_FIELDS, extra: bool | tuple[str, ...] = True) -> dict[str, str]:
+    """``{field: digest}`` of ``run.json``'s fixed fields (``fields``) and of each ``extra`` key that
+    is not :data:`VOLATILE_EXTRA` (``extra=True``; or only those named): what a run's ``start``
+    (and ``resume``) line signs, so that a changed ``run.json`` (a sandbox, a suite, an execution
+    condition copied from another run) is named."""
+    from imagebench.fixtures.digest import digest_json
+
+    raw = record.model_dump(mode="json") if hasattr(record, "model_dump") else dict(record)
+    out = {name: digest_json(raw.get(name)) for name in fields or ()}
+    keys = [k for k in raw.get("extra", {}) if k not in VOLATILE_EXTRA] if extra is True else list(extra or ())
+    for key in keys:
+        out[f"extra.{key}"] = digest_json(raw.get("extra", {}).get(key))
+    return out
+
+
+def signed_anchor(key: bytes, key_id: str, mac: str, lines: int) -> dict[str, Any]:
+    sig = hmac.new(key, f"anchor\0{key_id}\0{mac}\0{lines}".encode(), "sha256").hexdigest()
+    return {"key": key_id, "mac": mac, "lines": lines, "sig": sig}
+
+
+def _anchor_name(run_id: str, first_mac: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:96]
+    return f"{safe}-{first_mac[:16]}.json"
+
+
+def _keep_state_anchor(run_id: str, first_mac: str, mac: str, lines: int) -> None:
+    """The journal's anchor in the state folder (``anchors/<run id>-<first MAC>.json``), replaced
+    atomically at every line: a journal cut short on this machine is named, whatever the run
+    folder says."""
+    from imagebench.state import StateError, state_dir
+
+    try:
+        folder = state_dir(ANCHORS_DIR)
+    except StateError:
+        return  # the key was made there a moment ago; a state folder gone since is named on reading
+    target = folder / _anchor_name(run_id, first_mac)
+    tmp = folder / f".{target.name}.{os.getpid()}.{threading.get_ident()}"
+    data = json.dumps({"run_id": run_id, "first": first_mac, "mac": mac, "lines": lines}).encode("ascii")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(tmp, target)
+
+
+def state_anchors(run_id: str) -> list[dict[str, Any]]:
+    """Every anchor this state folder keeps of journals of runs named ``run_id``."""
+    from imagebench.state import state_root
+
+    folder = state_root() / ANCHORS_DIR
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:96]
+    out = []
+    for path in sorted(folder.glob(f"{safe}-*.json")) if folder.is_dir() else []:
+        try:
+            raw = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        if isinstance(raw, dict) and raw.get("run_id") == run_id:
+            out.append(raw)
+    return out
+
+
+def _first_line(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.readline().rstrip(b"\n")
 
 
 def _count_lines(path: Path) -> int:
@@ -356,17 +444,29 @@ class JournalCheck:
 def check_journal(
     lines: list[tuple[bytes, JournalEntry]], run_id: str, anchor: Any = None, *, where: str = JOURNAL_NAME
 ) -> JournalCheck:
-    """Verify a journal's chain of MACs (line numbers from 1) and, given its receipt's ``anchor``
-    (``{"key", "mac", "lines"}``), that it is not shorter than what the receipt anchored."""
+    """Verify a journal's chain of MACs (line numbers from 1), and that it is not shorter than its
+    anchors say: the receipt's ``anchor`` (``{"key", "mac", "lines", "sig"}``, its ``sig`` checked
+    under the key) and the one this state folder keeps of it (:data:`ANCHORS_DIR`)."""
     check = JournalCheck(lines=len(lines))
-    signed = [entry.key for _, entry in lines if entry.mac is not None]
-    if not lines:
-        check.verified = anchor is None
-        if anchor is not None:
-            check.forged = True
-            check.problems.append(f"{where} is empty, but receipt.json anchors {anchor.get('lines')} line(s)")
+    kept = state_anchors(run_id)
+
+    def forged(why: str) -> JournalCheck:
+        check.forged = True
+        check.problems.append(why)
         return check
+
+    signed = [entry.key for _, entry in lines if entry.mac is not None]
     if not signed:
+        if kept:
+            return forged(
+                f"{where} carries no MAC, but this state folder anchored {kept[0].get('lines')} signed line(s) of "
+                f"run {run_id}: its signatures were stripped or it was replaced"
+            )
+        if not lines:
+            check.verified = anchor is None
+            if anchor is not None:
+                return forged(f"{where} is empty, but receipt.json anchors {anchor.get('lines')} line(s)")
+            return check
         check.problems.append(f"{where} is not anchored: no line carries a MAC (written before journals were signed, or stripped)")
         if anchor is not None:
             check.forged = True
@@ -374,9 +474,7 @@ def check_journal(
     ids = sorted({k for k in signed if k})
     check.key_id = ids[0] if len(ids) == 1 else None
     if len(ids) != 1:
-        check.forged = True
-        check.problems.append(f"{where}: its lines name {len(ids)} different journal keys {ids}")
-        return check
+        return forged(f"{where}: its lines name {len(ids)} different journal keys {ids}")
     key = key_named(ids[0])
     if key is None:
         check.problems.append(
@@ -397,23 +495,34 @@ def check_journal(
         body = raw[: found.start()] + b"}" if found is not None else b""
         if found is None or not hmac.compare_digest(_mac(key, previous, body), claimed):
             check.forged_lines.add(number)
-            check.problems.append(f"{where} line {number} ({entry.event}"
-                                  f"{' ' + str(entry.label) + '#' + str(entry.sample) if entry.label else ''}) "
-                                  "does not verify under the journal key: it was changed, moved or forged")
+            label = f" {entry.label}#{entry.sample}" if entry.label else ""
+            check.problems.append(
+                f"{where} line {number} ({entry.event}{label}) does not verify under the journal key: "
+                "it was changed, moved or forged"
+            )
         previous = claimed
         macs.append(claimed)
     check.last_mac = macs[-1]
-    if isinstance(anchor, dict):
-        count, mac = anchor.get("lines"), anchor.get("mac")
-        if anchor.get("key") != check.key_id:
-            check.forged = True
-            check.problems.append(f"receipt.json anchors the journal under key {anchor.get('key')}, its lines name {check.key_id}")
-        elif not isinstance(count, int) or count < 1 or count > len(lines):
-            check.forged = True
-            check.problems.append(f"{where} holds {len(lines)} line(s), but receipt.json anchors {count}: lines were cut off")
+
+    def holds(count: Any, mac: Any, what: str) -> None:
+        if not isinstance(count, int) or count < 1 or count > len(lines):
+            forged(f"{where} holds {len(lines)} line(s), but {what} anchors {count}: lines were cut off")
         elif macs[count - 1] != mac:
-            check.forged = True
-            check.problems.append(f"{where} line {count} is not the line receipt.json anchors")
+            forged(f"{where} line {count} is not the line {what} anchors")
+
+    mine = [a for a in kept if a.get("first") == macs[0]]
+    for a in mine:
+        holds(a.get("lines"), a.get("mac"), "this state folder")
+    if kept and not mine:
+        forged(f"this state folder anchors run {run_id} with another first line: {where} was replaced")
+    if isinstance(anchor, dict):
+        want = signed_anchor(key, ids[0], str(anchor.get("mac")), anchor.get("lines"))  # type: ignore[arg-type]
+        if anchor.get("key") != check.key_id:
+            forged(f"receipt.json anchors the journal under key {anchor.get('key')}, its lines name {check.key_id}")
+        elif not hmac.compare_digest(str(anchor.get("sig", "")), want["sig"]):
+            forged("receipt.json's journal anchor is not signed by the journal key (made or moved by hand)")
+        else:
+            holds(anchor.get("lines"), anchor.get("mac"), "receipt.json")
     check.forged = check.forged or bool(check.forged_lines)
     check.verified = not check.forged
     return check

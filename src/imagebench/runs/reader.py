@@ -59,11 +59,18 @@ class RunContents:
     # disagrees with its samples, a journal that cannot be verified here (each in words)
     integrity: list[str] = field(default_factory=list)
 
+    # the problems of :attr:`integrity` that only say the folder cannot be checked here (a key this
+    # state folder does not hold, a journal never signed, an anchor not yet written): not forged
+    unverifiable: list[str] = field(default_factory=list)
+    # units a resume ran again after their journaled summary was lost or changed (visible, not hidden)
+    reruns: list[str] = field(default_factory=list)
+
     @property
     def forged(self) -> bool:
-        """Whether the journal does not verify under its key, or a case summary disagrees with its samples."""
-        check = self.journal_check
-        return (check is not None and check.forged) or any("disagrees with its samples" in p for p in self.integrity)
+        """Whether anything the harness signed contradicts the folder: a journal line that does not
+        verify, a journal cut short of its anchors, a journaled summary gone or changed, ``run.json``
+        changed since its start line, a case summary that disagrees with its samples."""
+        return any(p not in self.unverifiable for p in self.integrity)
 
     @property
     def verified(self) -> bool:
@@ -185,8 +192,14 @@ def read_run(
     anchor = contents.receipt.get("journal") if contents.receipt is not None else None
     check = contents.journal_check = check_journal(raw_lines, record.run_id, anchor if isinstance(anchor, dict) else None)
     contents.integrity.extend(check.problems)
+    if not check.forged:
+        contents.unverifiable.extend(check.problems)
     if check.verified and check.lines and anchor is None and record.complete:
-        contents.integrity.append("receipt.json does not anchor the journal: lines cut off its end would go unseen")
+        why = "receipt.json does not anchor the journal: lines cut off its end would go unseen"
+        contents.integrity.append(why)
+        contents.unverifiable.append(why)
+    if check.key_id is not None:  # a signed journal: what it signed holds the rest of the folder to it
+        contents.integrity.extend(_against_journal(record, journal, contents.receipt is not None))
     if callable(expected):
         expected = expected(record)
     wanted = dict(expected) if expected is not None else {label: record.samples for label in record.cases}
@@ -200,6 +213,11 @@ def read_run(
             entry = _read_sample(folder / f"sample-{n}" / SUMMARY, label, record.subject, n, line)
             if number in check.forged_lines and not entry.problem:
                 entry.problem = f"its journal line ({number}) does not verify under the journal key (forged)"
+            elif line is not None and entry.problem and number not in check.forged_lines and check.key_id:
+                # the harness journaled this sample's summary; it is gone or not what was journaled
+                contents.integrity.append(
+                    f"{label}#{n}: the journal (line {number}) vouches for a {line.status} summary, but {entry.problem}"
+                )
             if require_journal and not entry.problem and not entry.journaled:
                 entry.problem = "summary.json is not in the journal (written outside the run)"
             contents.units[(label, n)] = entry
@@ -209,6 +227,25 @@ def read_run(
                 contents.case_summaries[label] = read_record(path, CaseSummary)
             except RecordError as exc:
                 contents.case_problems.setdefault(label, []).append(str(exc).split(": ", 1)[-1])
+    firsts: dict[tuple[str, int], JournalEntry] = {}
+    for entry in journal:
+        if entry.event == "unit" and entry.label is not None and entry.sample is not None:
+            first = firsts.setdefault((entry.label, entry.sample), entry)
+            if first is not entry:
+                contents.reruns.append(
+                    f"{entry.label}#{entry.sample}: run again ({entry.status}) after its journaled {first.status} "
+                    "summary was lost or changed"
+                )
+    journaled = {key for key in lines if key[0] in wanted and 0 <= key[1] < wanted[key[0]]}
+    outside = sorted(set(lines) - journaled)
+    if outside and check.key_id:
+        shown = ", ".join(f"{lab}#{n}" for lab, n in outside[:5]) + (" ..." if len(outside) > 5 else "")
+        contents.integrity.append(
+            f"the journal holds {len(outside)} unit(s) run.json does not expect ({shown}): run.json's cases or "
+            "samples were cut"
+        )
+    if len(set(record.cases)) != len(record.cases):
+        contents.integrity.append("run.json names a case more than once")
     for label, summary in contents.case_summaries.items():
         entries = contents.entries(label)
         if not entries or any(not e.usable for e in entries):
@@ -219,6 +256,31 @@ def read_run(
     return contents
 
 
+
+
+def _against_journal(record: RunRecord, journal: list[JournalEntry], has_receipt: bool) -> list[str]:
+    """What a signed journal says that ``run.json`` (or the folder) contradicts: a fixed field
+    changed since the run's start line signed it, a run called complete whose last pass never
+    ended, a receipt gone."""
+    from imagebench.runs.journal import record_fields
+
+    problems: list[str] = []
+    start = next((e for e in journal if e.event == "start"), None)
+    signed = (start.detail or {}).get("record") if start is not None else None
+    if start is None:
+        problems.append("the journal has no start line: its beginning was cut off")
+    elif isinstance(signed, dict):
+        now = record_fields(record, tuple(k for k in signed if "." not in k), tuple(k[6:] for k in signed if k.startswith("extra.")))
+        changed = sorted(k for k in set(signed) | set(now) if signed.get(k) != now.get(k))
+        if changed:
+            problems.append(f"run.json's {', '.join(changed)} changed after the run's start line signed them")
+    ends = [e for e in journal if e.event == "end"]
+    panel = start is not None and (start.detail or {}).get("mode") == "napari-imagebench panel"
+    if record.complete and not panel and (not ends or journal[-1].event != "end" or not (ends[-1].detail or {}).get("complete")):
+        problems.append("run.json says the run is complete, but its journal's last pass did not end complete")
+    if not has_receipt and any(e.event == "unit" for e in journal):
+        problems.append("receipt.json is gone or unreadable (a run writes it before its first sample)")
+    return problems
 
 
 def _disagreement(summary: CaseSummary, samples: list[SampleSummary]) -> str:

@@ -400,13 +400,13 @@ def anchor_receipt(run_dir: str | os.PathLike[str], anchor: Mapping[str, Any]) -
 def anchor_from_journal(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The anchor of the journal as it lies on disk now (the panel's, whose journal is opened for
     each line): its last line's key and MAC and its line count. None for an empty journal."""
-    from imagebench.runs.journal import JOURNAL_NAME, read_journal_lines
+    from imagebench.runs.journal import JOURNAL_NAME, journal_key, read_journal_lines, signed_anchor
 
     lines = read_journal_lines(Path(run_dir) / JOURNAL_NAME)
     if not lines or lines[-1][1].mac is None:
         return None
-    last = lines[-1][1]
-    return {"key": last.key, "mac": last.mac, "lines": len(lines)}
+    key, key_id = journal_key()
+    return signed_anchor(key, key_id, str(lines[-1][1].mac), len(lines))
 
 
 def read_receipt(path: str | os.PathLike[str]) -> Receipt:
