@@ -181,8 +181,13 @@ def observed(*names: str, via: str = "skill-tool") -> dict[str, Any]:
 
 def test_trigger_grades_only_what_the_harness_observed() -> None:
     verify = ClassVerifier("trigger", skill="segment-nuclei")
-    ok = verify(fixture(), Attempt("t", notes=observed("drift-correction", "segment-nuclei")))
-    assert ok.status == "ok" and metrics(ok) == {"skill_not_activated": 0.0}
+    ok = verify(fixture(), Attempt("t", notes=observed("segment-nuclei")))
+    assert ok.status == "ok" and metrics(ok) == {"skill_not_activated": 0.0, "other_skills_activated": 0.0}
+    # activating every skill offered is not choosing one: it fails, naming the others
+    every = verify(fixture(), Attempt("t", notes=observed("drift-correction", "segment-nuclei", "flatfield")))
+    assert every.status == "wrong-answer"
+    assert metrics(every) == {"skill_not_activated": 0.0, "other_skills_activated": 2.0}
+    assert "['drift-correction', 'flatfield']" in every.detail["other_skills"]
     assert ok.detail["observed"]["channels"] == ["skill-tool"]
     assert ok.detail["activation"] == "the harness observed skill 'segment-nuclei' activate (through skill-tool)"
     assert graded_from_observation("trigger", ok.detail)
@@ -199,7 +204,7 @@ def test_a_trace_the_subject_left_is_ignored_and_never_passes() -> None:
     # The channel was open, the subject did not use it, and wrote its own trace: it fails.
     notes = {**observed(), "ignored_leavings": {"trace": "outputs/trace.json"}}
     liar = verify(fixture(), Attempt("t", arrays={"trace": claim}, notes=notes))
-    assert liar.status == "wrong-answer" and metrics(liar) == {"skill_not_activated": 1.0}
+    assert liar.status == "wrong-answer" and metrics(liar) == {"skill_not_activated": 1.0, "other_skills_activated": 0.0}
     assert "outputs/trace.json" in liar.detail["ignored_trace"] and "ignored for grading" in liar.detail["ignored_trace"]
     # No channel at all: whatever it left, the case is blocked (not graded), never passed, never a zero.
     alone = verify(fixture(), Attempt("t", arrays={"trace": claim}, notes={"why_not": {}}))

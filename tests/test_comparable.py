@@ -351,6 +351,8 @@ def test_a_journal_signed_elsewhere_cannot_be_verified_here(tmp_path: Path, monk
     contents = read_run(run)
     assert not contents.forged and not contents.verified
     assert any("cannot be verified here" in p for p in contents.integrity)
+    assert cli.main(["report", str(run), "--quiet"]) == 1  # the page says so, and so does the exit code
+    assert 'data-forged="no"' in (run / "report.html").read_text()
     with pytest.raises(ResumeError, match="cannot be verified"):
         resume_run(run, cases=[make_toy_case("alpha")], progress=False)
 
@@ -377,3 +379,100 @@ def test_fixture_digests_name_what_a_sample_saw() -> None:
     other = make_toy_case("alpha", seed=5)
     assert fixture_identity(other, other.build()) != one
     assert np.asarray(case.build().data["image"]).shape == (24, 24)
+
+
+# --------------------------------------------------------------------------- what a red-team pass tried
+
+
+def test_run_json_copied_from_another_run_is_named(tmp_path: Path) -> None:
+    """Conditions, suite and sealing live in run.json: its start line signs them."""
+    run = run_cases([make_toy_case("alpha")], NopSubject(), out=tmp_path, progress=False).run_dir
+    raw = json.loads((run / "run.json").read_text())
+    raw["extra"]["execution"]["sandbox"] = "bubblewrap"
+    raw["sandbox"] = "bubblewrap"
+    (run / "run.json").write_text(json.dumps(raw))
+    contents = read_run(run)
+    assert contents.forged
+    assert any("run.json's extra.execution, sandbox changed after the run's start line signed them" in p for p in contents.integrity)
+
+
+def test_cases_cut_from_run_json_are_named(tmp_path: Path) -> None:
+    run = run_cases([make_toy_case("alpha"), make_toy_case("beta", seed=1)], NopSubject(), out=tmp_path, progress=False, samples=2).run_dir
+    raw = json.loads((run / "run.json").read_text())
+    raw.update(cases=["toy/alpha"], samples=1)
+    (run / "run.json").write_text(json.dumps(raw))
+    contents = read_run(run)
+    assert contents.forged and any("run.json does not expect (toy/alpha#1, toy/beta#0" in p for p in contents.integrity)
+
+
+def test_a_journal_cut_and_anchored_again_by_hand_is_named(tmp_path: Path) -> None:
+    run = run_cases([make_toy_case("alpha")], NopSubject(), out=tmp_path, progress=False, samples=3).run_dir
+    journal = run / "journal.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)[:3]
+    journal.write_bytes(b"".join(lines))
+    receipt = json.loads((run / "receipt.json").read_text())
+    receipt["journal"].update(lines=3, mac=json.loads(lines[-1])["mac"])  # without the key: its sig no longer holds
+    (run / "receipt.json").write_text(json.dumps(receipt))
+    contents = read_run(run)
+    assert contents.forged
+    assert any("this state folder anchors" in p for p in contents.integrity)
+    assert any("not signed by the journal key" in p for p in contents.integrity)
+
+
+def test_a_journaled_failure_damaged_is_named_not_dropped(tmp_path: Path) -> None:
+    run = run_cases([make_toy_case("alpha")], NopSubject(), out=tmp_path, progress=False, samples=2).run_dir
+    (run / "nop" / "toy" / "alpha" / "sample-1" / "summary.json").write_text("{}")
+    contents = read_run(run)
+    assert contents.forged and any("vouches for a no-result summary" in p for p in contents.integrity)
+    assert cli.main(["report", str(run), "--quiet"]) == 1
+
+
+def test_a_journal_stripped_of_its_signatures_is_named_where_it_was_written(tmp_path: Path) -> None:
+    run = run_cases([make_toy_case("alpha")], NopSubject(), out=tmp_path, progress=False).run_dir
+    journal = run / "journal.jsonl"
+    stripped = []
+    for line in journal.read_text().splitlines():
+        entry = json.loads(line)
+        entry.pop("mac"), entry.pop("key")
+        stripped.append(json.dumps(entry))
+    journal.write_text("\n".join(stripped) + "\n")
+    (run / "receipt.json").unlink()
+    contents = read_run(run)
+    assert contents.forged and any("signatures were stripped" in p for p in contents.integrity)
+
+
+def test_the_closure_follows_what_a_verifier_reaches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables, defaults, caches and submodules: a changed value in any moves the closure."""
+    package = tmp_path / "rtverify"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from rtverify import sub\n")
+    (package / "sub" / "__init__.py").write_text("def scale():\n    return SCALE\n\nSCALE = 1.0\n")
+    (package / "v.py").write_text(
+        "import functools\n"
+        "import rtverify\n"
+        "from helpers import toy_verify\n"
+        "LIMITS = {0: 0.05}\n"
+        "def _err(x, scale=LIMITS[0]):\n    return x * scale\n"
+        "@functools.lru_cache\n"
+        "def cached():\n    return 2.0\n"
+        "TABLE = {'a': _err}\n"
+        "def verify(fixture, attempt):\n"
+        "    TABLE['a'](cached()) + rtverify.sub.scale()\n"
+        "    return toy_verify(fixture, attempt)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    import rtverify.v
+
+    before = code_closure([rtverify.v.verify])
+    assert {"rtverify.v", "rtverify.sub"} <= set(before["modules"])
+    assert "rtverify.v:cached" in before["code"] and "rtverify.v:_err" in before["code"]
+    (package / "sub" / "__init__.py").write_text("def scale():\n    return SCALE\n\nSCALE = 0.1\n")
+    import rtverify.sub
+
+    importlib.reload(rtverify.sub)
+    from imagebench.runs import closure
+
+    closure._MODULES.clear()  # a new process reads the changed file; this one is told to
+    assert code_closure([rtverify.v.verify])["modules"]["rtverify.sub"] != before["modules"]["rtverify.sub"]

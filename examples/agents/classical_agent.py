@@ -114,15 +114,28 @@ async def read(session: Any, name: str) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.dtype(got["dtype"])).reshape(got["shape"])
 
 
+def choose_skill(task: str, names: list[str]) -> str | None:
+    """The one skill this agent's work calls for: it segments and counts nuclei or cells, so a task
+    about them gets the nuclei skill of its dimensionality (``-3d`` for a volume), the shortest
+    such name. None for any other task (activating every skill offered is not choosing one)."""
+    text = task.lower()
+    if not any(word in text for word in ("nucle", "cell")):
+        return None
+    volume = any(word in text for word in ("3d", "volume", "z-stack", "stack"))
+    found = [n for n in names if "nucle" in n and "pick" not in n and "qc" not in n]
+    found = [n for n in found if ("3d" in n) == volume] or found
+    return min(found, key=len, default=None)
+
+
 async def work(session: Any, log: Any) -> dict[str, Any]:
     prompt = await _call(session, "get_prompt")
     print(f"case {prompt['label']}: leave {[x['name'] for x in prompt['leave']]}", file=log)
     task = prompt["task"].lower()
     skills = (await _call(session, "list_skills"))["skills"]
-    for skill in skills:  # a skill for nuclei or cells is the one this task calls for
-        if any(word in task for word in ("nucle", "cell")) and any(w in skill["name"] for w in ("nucle", "cell")):
-            await _call(session, "use_skill", name=skill["name"])
-            print(f"activated skill {skill['name']}", file=log)
+    chosen = choose_skill(task, [skill["name"] for skill in skills])
+    if chosen is not None:  # one skill, the one the task's words call for (activating them all is not choosing)
+        await _call(session, "use_skill", name=chosen)
+        print(f"activated skill {chosen}", file=log)
     inputs = [x["name"] for x in prompt["inputs"] if x["kind"] == "image"]
     image = await read(session, "nuclei" if "nuclei" in inputs else inputs[0])
     for leaving in prompt["leave"]:

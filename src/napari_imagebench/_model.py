@@ -147,6 +147,15 @@ class AgentServe:
         return AGENT_PREFIX + (self.agent.client_name or "agent")
 
 
+@dataclass(frozen=True)
+class ServedAgent:
+    """What a run folder records of an agent served from the panel: untrusted, and unconfined (it
+    runs wherever its client runs), so its run says ``sandbox: none`` and ``unsealed``."""
+
+    name: str
+    sandbox_kind: str = "none"
+
+
 @dataclass
 class RunJob:
     """A prepared Run: ``work()`` runs the subject (in a worker thread) and returns its SubjectRun;
@@ -918,7 +927,7 @@ class BenchModel:
         unit, agent, case = serve.unit, serve.agent, loaded.case
         name = serve.subject_name
         unit.subject_name = name
-        folder = self._run_folder(name)
+        folder = self._run_folder(name, ServedAgent(name))
         unit.run_dir, unit.sample = folder.path, folder.next_sample(case.label)
         assert unit.session is not None
         agent.apply_to(unit.session)

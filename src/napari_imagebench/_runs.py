@@ -74,22 +74,28 @@ class RunFolder:
     @classmethod
     def create(cls, root: Path, subject_name: str, subject: Any = None) -> RunFolder:
         from imagebench.executor.run import EXECUTION_KEY, execution_record
+        from imagebench.runs.sealed import UNSEALED_KEY
         from imagebench.runs.writer import RunWriter
+        from imagebench.subjects import is_trusted
 
+        who = subject if subject is not None else subject_name
+        # the panel builds one fixture from the case's public seed for the person and the agents
+        # served on it: an untrusted one (an agent) ran unsealed, and the run says so
+        extra: dict[str, Any] = {} if is_trusted(who) else {UNSEALED_KEY: True}
         # what compare checks of a run: the conditions its subject ran under (a person: in-process)
-        execution = execution_record(subject if subject is not None else subject_name, {})
+        extra[EXECUTION_KEY] = execution_record(who, extra)
         writer, record = RunWriter.create(
             root,
             subject_name,
             samples=0,
             selection={"source": PANEL_SOURCE},
             complete=False,
-            extra={EXECUTION_KEY: execution},
+            extra=extra,
         )
         from imagebench.runs.journal import record_fields
 
         # a sitting's cases, samples and selection grow as the person works: the start line signs the rest
-        fixed = record_fields(record, ("run_id", "started", "subject", "sandbox", "limits"), (EXECUTION_KEY,))
+        fixed = record_fields(record, ("run_id", "started", "subject", "sandbox", "limits"), tuple(extra))
         writer.event("start", {"run_id": record.run_id, "mode": PANEL_SOURCE, "record": fixed})
         folder = cls(writer.run_dir, record, subject=subject if subject is not None else subject_name)
         folder.writer = writer

@@ -95,6 +95,13 @@ def test_an_agent_served_from_the_panel_works_the_viewer_and_is_scored(
     assert record.client == "classical-agent" and record.route == "viewer" and record.submitted
     summary = json.loads((result.sample_dir / "summary.json").read_text())
     assert summary["subject"] == name and summary["sandbox"] == "none"
+    # an agent is untrusted: it saw the case's public fixture, and its run says so (and checks out)
+    run = json.loads((result.sample_dir.parents[3] / "run.json").read_text())
+    assert run["extra"]["unsealed"] is True and run["extra"]["execution"]["sealing"] == "unsealed"
+    assert run["extra"]["execution"]["sandbox"] == "none"
+    from imagebench.runs.reader import read_run
+
+    assert read_run(result.sample_dir.parents[3]).verified
     assert panel.model.agent is None and serve.text() == "Serve to an agent"
     assert not served.folder.exists()
 

@@ -329,7 +329,12 @@ class ClassVerifier:
         else:
             detail["activation"] = f"the harness observed no skill activate (open to the subject: {channels})"
         metric = Metric("skill_not_activated", 0.0 if via else 1.0, limit)
-        return Outcome(fixture=fixture, attempt=attempt, metrics=[metric], detail=detail)
+        # choosing is the skill graded: a subject that activates every skill it is offered did not choose
+        others = sorted(set(observed.names()) - {self.skill})
+        if others:
+            detail["other_skills"] = f"the harness also observed {others} activate: a trigger case wants the one skill"
+        chose = Metric("other_skills_activated", float(len(others)), 0.0, unit="skills")
+        return Outcome(fixture=fixture, attempt=attempt, metrics=[metric, chose], detail=detail)
 
 
 def graded_from_observation(case_class: str, detail: Mapping[str, Any]) -> bool:

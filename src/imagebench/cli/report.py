@@ -25,7 +25,8 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    """Write the page; exit 1 when the run folder is forged (the page says so too)."""
+    """Write the page; exit 1 when the run folder is forged or cannot be verified here (the page
+    says which, at its top)."""
     try:
         run = read_page(args.run_dir, progress=not args.quiet)
         path = write_page(run, out=args.out)
@@ -40,5 +41,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
         print(f"imagebench report: {problem}", file=sys.stderr)
     if contents is not None and contents.forged:
         print(f"imagebench report: {run.run_dir.name} is FORGED: do not trust its figures", file=sys.stderr)
+        return 1
+    if contents is not None and contents.integrity:
+        print(
+            f"imagebench report: {run.run_dir.name} cannot be verified here: its figures are unchecked",
+            file=sys.stderr,
+        )
         return 1
     return 0

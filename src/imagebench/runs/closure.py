@@ -7,14 +7,19 @@ bytecode of every function it reaches and resolves the names it loads (globals, 
 modules it loads, names it imports) in that function's own module. Every function and class of
 the *project* reached that way is recorded by its qualified name and the sha256 of its source,
 every plain module-level constant (a number, text, a tuple of them, an array) by the digest of its
-value, and the walk goes on into them. The project is the ``imagebench`` package and the top-level
+value, every project module the walk enters by the digest of its whole file (its tables, class
+attributes, default arguments and closure factories decide scores as much as its functions), and
+the walk goes on into them: through wrappers (``__wrapped__``: ``functools.wraps``, ``lru_cache``;
+``pyfunc``: ``np.vectorize``), tables of functions (a dispatch dict), and submodules reached as
+attributes (``pkg.sub.f``). The project is the ``imagebench`` package and the top-level
 package of each root (a bundle's own verifier module). Code of other libraries is not followed:
 their versions are in the run's receipt.
 
 The walk over-approximates (an attribute name is looked up in every project module the function
-loads, whether or not that is the attribute's object): a closure may hold a function that never
-runs, never miss one that does, short of a call made through ``getattr`` with a computed name
-or through data (a registry looked up by string). The structured answers' comparators are such a
+loads, whether or not that is the attribute's object, and a module is digested whole): a closure
+may hold code that never runs. A call made through ``getattr`` or ``globals()`` with a computed
+name lands in a module the walk entered, whose whole file is digested; only a function reached
+through data of another module (a registry looked up by string) is beyond it. The structured answers' comparators are such a
 registry, so a case with an answer contract also records the scorer's registry and implementation
 hashes (:mod:`imagebench.scoring.manifest`).
 
@@ -36,7 +41,7 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from imagebench.fixtures.digest import FingerprintError, digest_json, digest_text, plain
+from imagebench.fixtures.digest import FingerprintError, digest_bytes, digest_json, digest_text, plain
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
@@ -56,6 +61,7 @@ class _Walk:
         self.projects, self.what = projects, what
         self.code: dict[str, str] = {}
         self.constants: dict[str, str] = {}
+        self.modules: dict[str, str] = {}
         self._seen: set[int] = set()
         self._stack: list[Any] = []
 
@@ -82,6 +88,16 @@ class _Walk:
 
     # ------------------------------------------------------------------ one object
     def _visit(self, obj: Any) -> None:
+        # a wrapper (functools.wraps, lru_cache, np.vectorize) keeps what it wraps
+        for attr in ("__wrapped__", "pyfunc"):
+            inner = getattr(obj, attr, None) if not isinstance(obj, type) else None
+            if inner is not None and callable(inner):
+                self.push(inner)
+        if isinstance(obj, (dict, list, tuple, set, frozenset)):
+            for value in obj.values() if isinstance(obj, dict) else obj:  # a dispatch table of functions
+                if callable(value) or isinstance(value, (dict, list, tuple, set, frozenset)):
+                    self.push(value)
+            return
         if isinstance(obj, functools.partial):
             for value in (obj.func, *obj.args, *obj.keywords.values()):
                 self.push(value)
@@ -107,8 +123,27 @@ class _Walk:
                 for f in dataclasses.fields(obj):
                     self.push(getattr(obj, f.name, None))
 
+    def _module(self, name: str) -> None:
+        """The whole source of a project module the walk entered: its constants, tables, class
+        attributes and default arguments decide scores as much as its functions do."""
+        if name in self.modules:
+            return
+        digest = _MODULES.get(name)
+        if digest is None:
+            module = sys.modules.get(name)
+            path = getattr(module, "__file__", None)
+            if not path:
+                raise FingerprintError(f"{self.what}: module {name} has no source file to digest")
+            try:
+                with open(path, "rb") as fh:
+                    digest = _MODULES[name] = digest_bytes(fh.read())
+            except OSError as exc:
+                raise FingerprintError(f"{self.what}: module {name} cannot be read ({exc.strerror})") from None
+        self.modules[name] = digest
+
     def _record(self, obj: Any) -> None:
         name = f"{obj.__module__}:{obj.__qualname__}"
+        self._module(obj.__module__)
         digest = _SOURCES.get(obj)
         if digest is None:
             try:
@@ -164,13 +199,20 @@ class _Walk:
                 self.push(value)
             else:
                 self._constant(str(scope.get("__name__", "?")), name, value)
-        for module in modules:
+                if isinstance(value, (dict, list, tuple, set, frozenset)):
+                    self.push(value)  # a table may hold the functions it dispatches to
+        seen = {id(m) for m in modules}
+        for module in modules:  # grows as attributes name submodules (pkg.sub.f)
+            self._module(module.__name__)
             for name in attrs:
                 value = getattr(module, name, None)
                 if value is None:
                     continue
                 if isinstance(value, types.ModuleType):
-                    continue  # a submodule: its names are looked up when loaded from it
+                    if self.mine(value) and id(value) not in seen:
+                        seen.add(id(value))
+                        modules.append(value)
+                    continue
                 if self._followed(value):
                     self.push(value)
                 else:
@@ -181,7 +223,11 @@ class _Walk:
             return self.mine(value)
         if isinstance(value, (functools.partial, staticmethod, classmethod)):
             return True
-        return callable(value) and not inspect.isbuiltin(value) and self.mine(type(value))
+        if callable(value) and (getattr(value, "__wrapped__", None) is not None or getattr(value, "pyfunc", None) is not None):
+            return True  # a wrapper around a function (lru_cache, np.vectorize)
+        if not callable(value) or inspect.isbuiltin(value):
+            return False
+        return self.mine(type(value)) or self.mine(value)  # an instance of the project's, a method of one
 
     def _import(self, name: str, level: int, package: str | None) -> types.ModuleType | None:
         try:
@@ -211,6 +257,7 @@ class _Walk:
 
 # What never changes in a process: a project object's source digest, the names a code object loads.
 _SOURCES: dict[Any, str] = {}
+_MODULES: dict[str, str] = {}
 _NAMES: dict[types.CodeType, tuple[list[tuple[str, int]], list[str], list[str]]] = {}
 
 
@@ -246,8 +293,9 @@ def _all_code(code: types.CodeType) -> Iterable[types.CodeType]:
 
 
 def code_closure(roots: Iterable[Any], *, what: str = "scoring closure") -> dict[str, dict[str, str]]:
-    """``{"code": {module:qualname: sha256 of its source}, "constants": {module:name: digest}}`` of
-    every function, class and plain constant of the project reached from ``roots``.
+    """``{"code": {module:qualname: sha256 of its source}, "constants": {module:name: digest},
+    "modules": {module: sha256 of its file}}`` of every function, class, plain constant and module
+    of the project reached from ``roots``.
 
     Raises :class:`~imagebench.fixtures.digest.FingerprintError` (naming ``what``) when a project
     function's source cannot be read or a project module it imports cannot be imported.
@@ -261,7 +309,11 @@ def code_closure(roots: Iterable[Any], *, what: str = "scoring closure") -> dict
             projects.add(_top(module))
     walk = _Walk(projects, what)
     walk.run(roots)
-    return {"code": dict(sorted(walk.code.items())), "constants": dict(sorted(walk.constants.items()))}
+    return {
+        "code": dict(sorted(walk.code.items())),
+        "constants": dict(sorted(walk.constants.items())),
+        "modules": dict(sorted(walk.modules.items())),
+    }
 
 
 def scoring_parts(case: Case) -> dict[str, Any]:
