@@ -150,7 +150,7 @@ def test_reader_opens_a_run_folder_s_artifacts_with_one_contrast_range(tmp_path:
 
 
 def test_the_reader_is_offered_for_a_case_json_only_never_a_plain_file_or_folder(tmp_path: Path) -> None:
-    """A plain .tif, or any folder, never makes napari ask which reader to use (tests/plugin/test_reader.py
+    """A plain .tif, or any folder, never makes napari ask which reader to use (tests/plugin/test_reader_claims.py
     has the rest: run.json, .zarr and TIFF folders, foreign case.json)."""
     from npe2 import PluginManager
 
