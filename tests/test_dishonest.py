@@ -7,7 +7,7 @@ folder holds only what the harness wrote, and no process or workspace of the sub
 The routes that are not a sandboxed command live beside the code they attack:
 
 - gc rewrite of truth, ``os._exit(0)``: tests/test_integrity.py;
-- a forged or missing summary: tests/test_compare.py, tests/test_report.py, tests/napari/test_reader.py;
+- a forged or missing summary: tests/test_compare.py, tests/test_report.py, tests/napari/test_contributions.py (the reader);
 - a patched comparator under ``score``: tests/test_scoring_contract.py;
 - a changed builder helper under ``suite verify``: tests/test_suite.py, tests/test_fingerprint.py.
 """

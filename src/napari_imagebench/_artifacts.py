@@ -10,7 +10,10 @@ range and make it look like a real signal.
 
 from __future__ import annotations
 
+import sys
+import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +27,10 @@ if TYPE_CHECKING:
 
 #: metadata key marking a layer as an artifact pane (value: the PNG's path)
 ARTIFACT_KEY = "imagebench_artifact"
+#: metadata key of a run folder's pane: its sample's label, subject, sample, status and reason
+VERDICT_KEY = "imagebench_verdict"
+#: metadata key tagging the panes of one run folder read (see :func:`review_on_arrival`)
+REVIEW_KEY = "imagebench_review"
 
 
 def sample_pngs(sample_dir: str | Path) -> list[Path]:
@@ -39,23 +46,73 @@ def sample_pngs(sample_dir: str | Path) -> list[Path]:
         return sorted(folder.glob("*.png"))
 
 
-def run_pngs(run_dir: str | Path) -> tuple[list[Path], list[str]]:
-    """Every usable sample's PNG artifacts in a run folder, in a stable order, and the samples left
-    out: the run folder's one reader checks each summary against the run's journal, and the journal
-    against its key, so a summary changed (or written) after its run is named here and its images
-    are not shown; a journal that does not verify is named first."""
+@dataclass(frozen=True)
+class ReviewSample:
+    """One sample of a run folder that its journal vouches for: who, which case, its verdict, its PNGs."""
+
+    label: str
+    subject: str
+    sample: int
+    status: str
+    reason: str
+    pngs: tuple[Path, ...]
+
+    @property
+    def verdict(self) -> str:
+        """``ok`` or the status that failed it, with the reason when there is one."""
+        return f"{self.status} ({self.reason})" if self.reason and self.status != "ok" else self.status
+
+
+def run_samples(run_dir: str | Path) -> tuple[list[ReviewSample], list[str]]:
+    """Every usable sample of a run folder with its verdict and PNG artifacts, in a stable order,
+    and the samples left out: the run folder's one reader checks each summary against the run's
+    journal, and the journal against its key, so a summary changed (or written) after its run is
+    named here and its images are not shown; a journal that does not verify is named first."""
     from imagebench.runs.reader import read_run
 
     contents = read_run(run_dir)  # RunFolderError names a missing or unreadable run.json / journal
-    out: list[Path] = []
+    out: list[ReviewSample] = []
     excluded: list[str] = list(contents.integrity)  # a forged or unverifiable journal, named first
     for label in contents.labels:
         for entry in contents.entries(label):
-            if entry.usable:
-                out.extend(sample_pngs(entry.path.parent))
+            if entry.usable and entry.summary is not None:
+                summary = entry.summary
+                out.append(
+                    ReviewSample(
+                        label=label,
+                        subject=summary.subject,
+                        sample=entry.sample,
+                        status=summary.status,
+                        reason=summary.reason,
+                        pngs=tuple(sample_pngs(entry.path.parent)),
+                    )
+                )
             elif entry.summary is not None or entry.path.exists():
                 excluded.append(f"{label} sample {entry.sample}: {entry.problem}")
     return out, excluded
+
+
+def review_layer_data(samples: Sequence[ReviewSample]) -> list[LayerData]:
+    """The artifact panes of ``samples``, one contrast range for every grey one (as
+    :func:`artifact_layer_data`), each titled ``<case label> s<n> [<status>]: <artifact>`` and
+    carrying its sample's verdict under :data:`VERDICT_KEY` in its metadata."""
+    owners = [(sample, png) for sample in samples for png in sample.pngs]
+    datas = artifact_layer_data([png for _, png in owners])
+    for (sample, png), (_, kwargs, _) in zip(owners, datas, strict=True):
+        kwargs["name"] = f"{sample.label} s{sample.sample} [{sample.status}]: {png.stem}"
+        kwargs["metadata"][VERDICT_KEY] = {
+            "label": sample.label,
+            "subject": sample.subject,
+            "sample": sample.sample,
+            "status": sample.status,
+            "reason": sample.reason,
+        }
+    return datas
+
+
+def verdict_lines(samples: Sequence[ReviewSample]) -> list[str]:
+    """One line per sample: ``<case label> s<n>: <verdict>``."""
+    return [f"{s.label} s{s.sample}: {s.verdict}" for s in samples]
 
 
 def artifact_layer_data(
@@ -162,8 +219,6 @@ def show_artifacts(
     linked, each pane titled with its name, plus a difference pane for each compared pair
     (:func:`compared_pairs`); every other layer is hidden meanwhile (see :func:`hide_others` and
     :func:`back_to_the_case`)."""
-    from napari.experimental import link_layers
-
     from napari_imagebench._layers import add_layer_data
 
     remove_layers(viewer, artifact_layers(viewer))
@@ -173,8 +228,17 @@ def show_artifacts(
     layers = [add_layer_data(viewer, data) for data in datas]
     grey = [layer for layer in layers if not layer.rgb]  # linked; a difference pane keeps its own range
     layers += [add_layer_data(viewer, d) for d in differences if d is not None]
-    if len(grey) > 1:
-        link_layers(grey, ("contrast_limits", "gamma"))
+    arrange_panes(viewer, layers, linked=grey)
+    return layers
+
+
+def arrange_panes(viewer: napari.Viewer, layers: Sequence[Any], *, linked: Sequence[Any]) -> None:
+    """Lay ``layers`` out side by side in the viewer's grid mode, each pane titled with its layer's
+    name, and link the contrast (and gamma) of ``linked``, so one range stays one range."""
+    from napari.experimental import link_layers
+
+    if len(linked) > 1:
+        link_layers(list(linked), ("contrast_limits", "gamma"))
     for layer in layers:
         overlay = getattr(layer, "name_overlay", None)  # napari >= 0.6: the layer's name in its pane
         if overlay is not None:
@@ -182,7 +246,43 @@ def show_artifacts(
     if layers:
         viewer_grid(viewer).enabled = True
         viewer.reset_view()
-    return layers
+
+
+def review_on_arrival(datas: Sequence[LayerData], notice: str) -> napari.Viewer | None:
+    """Arrange a run folder's panes (:func:`arrange_panes`) once the viewer they were read for has
+    added them, and say ``notice`` (each sample's verdict) as a notification then.
+
+    An npe2 reader only returns layer data; napari adds the layers after it returns, and grid mode
+    is the viewer's. So each pane is tagged with one token under :data:`REVIEW_KEY`, and the
+    active viewer (``napari.current_viewer()``) is watched until every tagged pane is in its layer
+    list; then it is arranged and the watch ends. Returns the viewer watched, None when there is
+    none (the reader called without a viewer window, as npe2's ``read`` does headless): then the
+    layer data is all there is, and ``notice`` is left to the caller.
+    """
+    if not datas or "napari._qt.qt_main_window" not in sys.modules:
+        return None  # no viewer window was ever made in this process: nothing to arrange
+    import napari
+
+    viewer = napari.current_viewer()
+    if viewer is None:
+        return None
+    token = uuid.uuid4().hex
+    for _, kwargs, _ in datas:
+        kwargs["metadata"][REVIEW_KEY] = token
+    expected = len(datas)
+
+    def arrived(_event: Any = None) -> None:
+        panes = [layer for layer in viewer.layers if layer.metadata.get(REVIEW_KEY) == token]
+        if len(panes) < expected:
+            return
+        viewer.layers.events.inserted.disconnect(arrived)
+        arrange_panes(viewer, panes, linked=[layer for layer in panes if not layer.rgb])
+        from napari.utils.notifications import show_info
+
+        show_info(notice)
+
+    viewer.layers.events.inserted.connect(arrived)
+    return viewer
 
 
 def hide_others(viewer: napari.Viewer) -> dict[str, bool]:

@@ -1,10 +1,24 @@
-"""The reader: open a fixture case folder (its data layers only) or a run folder (its artifacts).
+"""The reader: open a run folder (a review of its artifacts) or a fixture case folder (its data).
 
-- ``<tree>/<namespace>/<case_id>/`` holding ``case.json``: the case's *data* is read from the
-  tree (checked against the tree's manifest) and shown as the case presents it; when no case
-  in this suite has that label, each data key is shown as an image. Truth is never read.
-- ``run-*/`` holding ``run.json``: the PNG artifacts of every sample its journal vouches for, as
-  image layers sharing one contrast range (a tampered or unjournaled sample is named, not shown).
+napari offers this reader for two file names only, ``run.json`` and ``case.json`` (see
+``napari.yaml``), never for a folder: npe2 offers a reader that accepts folders for *every*
+folder whatever its ``filename_patterns`` (npe2 applies them to files only), which made napari
+ask which reader to use for each plain folder of TIFFs or ``.zarr`` folder dropped on it. So a
+bench folder is opened through the record that makes it one:
+
+- ``run-*/run.json``: the PNG artifacts of every sample its journal vouches for, as image layers
+  sharing one contrast range, each titled ``<case label> s<n> [<status>]: <artifact>`` with its
+  verdict in its metadata; when a viewer window is active they are laid out in its grid mode,
+  contrast linked, and each sample's verdict is said in a notification (a tampered or
+  unjournaled sample is named in a warning, not shown).
+- ``<tree>/<namespace>/<case_id>/case.json``: the case's *data* read from the tree (checked
+  against the tree's manifest) and shown as the case presents it; when no case in this suite
+  has that label, each data key is shown as an image. Truth is never read.
+
+:func:`napari_get_reader` also takes the folder itself (what a direct call or a script passes)
+and declines (returns None) what is not a bench folder: a ``case.json`` whose tree has no
+``manifest.json`` listing that case, a ``run.json`` that is not a run record outside a
+``run-<UTC stamp>`` folder.
 """
 
 from __future__ import annotations
@@ -18,55 +32,122 @@ from napari_imagebench._layers import LayerData, fixture_layer_data, present_fix
 
 ReaderFunction = Callable[[Any], list[LayerData]]
 
+RUN_RECORD = "run.json"
+CASE_LAYOUT = "case.json"
 
-def _as_dir(path: Any) -> Path | None:
+
+def _one_path(path: Any) -> Path | None:
     if isinstance(path, (list, tuple)):
         if len(path) != 1:
             return None
         path = path[0]
     try:
-        folder = Path(path)
+        return Path(path)
     except TypeError:
         return None
-    return folder if folder.is_dir() else None
+
+
+def _bench_folder(path: Any, record: str) -> Path | None:
+    """The folder ``path`` names through ``record`` (the folder holding it, or the record file
+    itself), or None when ``path`` is neither."""
+    given = _one_path(path)
+    if given is None:
+        return None
+    if given.is_dir():
+        return given if (given / record).is_file() else None
+    if given.name == record and given.is_file():
+        return given.parent
+    return None
+
+
+def run_folder_of(path: Any) -> Path | None:
+    """The run folder ``path`` names (the folder or its ``run.json``), or None when it is not one:
+    its ``run.json`` must be a run record, unless the folder bears a run folder's name
+    (``run-<UTC stamp>``), where a broken record is then reported when read, not passed over."""
+    from imagebench.runs.layout import RunFolderError, is_run_folder_name
+    from imagebench.runs.reader import read_record_of_run
+
+    folder = _bench_folder(path, RUN_RECORD)
+    if folder is None:
+        return None
+    if is_run_folder_name(folder.name):
+        return folder
+    try:
+        read_record_of_run(folder)
+    except RunFolderError:
+        return None  # somebody else's run.json
+    return folder
+
+
+def case_folder_of(path: Any) -> Path | None:
+    """The fixture case folder ``path`` names (the folder or its ``case.json``), or None when it is
+    not one: ``<tree>/<namespace>/<case_id>`` whose tree's ``manifest.json`` lists
+    ``<namespace>/<case_id>``. A manifest that is missing, not a fixture manifest, or silent about
+    the case means the ``case.json`` is somebody else's."""
+    from imagebench.fixtures.fixture import FixtureError
+    from imagebench.fixtures.tree import MANIFEST, load_manifest
+
+    folder = _bench_folder(path, CASE_LAYOUT)
+    if folder is None:
+        return None
+    folder = folder.resolve()
+    tree = folder.parent.parent
+    if not (tree / MANIFEST).is_file():
+        return None
+    try:
+        manifest = load_manifest(tree)
+    except FixtureError:
+        return None
+    if manifest.entry(folder.parent.name, folder.name) is None:
+        return None
+    return folder
 
 
 def napari_get_reader(path: Any) -> ReaderFunction | None:
-    """A reader for a fixture case folder or a run folder; None for anything else."""
-    folder = _as_dir(path)
-    if folder is None:
-        return None
-    if (folder / "run.json").is_file():
+    """A reader for a run folder or a fixture case folder (or its ``run.json`` / ``case.json``);
+    None for anything else."""
+    if run_folder_of(path) is not None:
         return run_folder_layers
-    if (folder / "case.json").is_file():
+    if case_folder_of(path) is not None:
         return read_case_folder
     return None
 
 
 def run_folder_layers(path: Any) -> list[LayerData]:
-    """The artifacts of every sample whose summary its run's journal vouches for; each sample left
-    out (a summary changed or added after the run) is named in a warning."""
-    from napari_imagebench._artifacts import artifact_layer_data, run_pngs
+    """The artifacts of every sample whose summary its run's journal vouches for, titled with the
+    case, the sample and its verdict; each sample left out (a summary changed or added after the
+    run) is named in a warning. With a viewer window active, the panes are arranged in its grid
+    mode once it has added them, and the verdicts are said in a notification
+    (:func:`napari_imagebench._artifacts.review_on_arrival`)."""
+    from napari_imagebench._artifacts import review_layer_data, review_on_arrival, run_samples, verdict_lines
 
-    folder = _as_dir(path)
+    folder = run_folder_of(path)
     if folder is None:
-        raise ValueError(f"{path}: not a run folder")
-    pngs, excluded = run_pngs(folder)
+        raise ValueError(f"{path}: not a run folder (run-<UTC timestamp>/ holding run.json) nor its run.json")
+    samples, excluded = run_samples(folder)
     if excluded:
         listed = "; ".join(excluded[:5]) + (f"; and {len(excluded) - 5} more" if len(excluded) > 5 else "")
         warnings.warn(f"{folder}: {len(excluded)} sample(s) not shown: {listed}", stacklevel=2)
-    return artifact_layer_data(pngs, relative_to=folder)
+    datas = review_layer_data(samples)
+    subjects = sorted({s.subject for s in samples})
+    lines = verdict_lines(samples)
+    notice = f"{folder.name} ({', '.join(subjects) or 'no samples'}): " + ("; ".join(lines) or "no sample to show")
+    review_on_arrival(datas, notice)
+    return datas
 
 
 def read_case_folder(path: Any) -> list[LayerData]:
-    """The data layers of the fixture case folder ``path`` (``<tree>/<namespace>/<case_id>``)."""
+    """The data layers of the fixture case folder ``path`` (``<tree>/<namespace>/<case_id>``, or
+    its ``case.json``)."""
     from imagebench.case.model import Layer
     from imagebench.fixtures.tree import load_fixture
 
-    folder = _as_dir(path)
+    folder = case_folder_of(path)
     if folder is None:
-        raise ValueError(f"{path}: not a fixture case folder")
-    folder = folder.resolve()
+        raise ValueError(
+            f"{path}: not a fixture case folder (<tree>/<namespace>/<case_id>/ holding case.json, "
+            "listed in <tree>/manifest.json) nor its case.json"
+        )
     namespace, case_id, root = folder.parent.name, folder.name, folder.parent.parent
     fixture = load_fixture(root, namespace, case_id)  # FixtureError names the file and field
     case = _known_case(f"{namespace}/{case_id}")

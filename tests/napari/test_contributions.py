@@ -23,7 +23,7 @@ from imagebench.case.model import Layer  # noqa: E402
 from imagebench.executor import run_cases  # noqa: E402
 from imagebench.runs.artifacts import shared_range  # noqa: E402
 from imagebench.subjects import ReferenceSubject  # noqa: E402
-from napari_imagebench._artifacts import ARTIFACT_KEY  # noqa: E402
+from napari_imagebench._artifacts import ARTIFACT_KEY, VERDICT_KEY  # noqa: E402
 from napari_imagebench._model import BenchModel  # noqa: E402
 from napari_imagebench._reader import napari_get_reader  # noqa: E402
 from napari_imagebench._widget import BenchPanel  # noqa: E402
@@ -128,7 +128,7 @@ def test_reader_opens_a_fixture_case_folder_as_its_data_layers_only(make_napari_
     assert not truth_leaks({k: np.asarray(v) for k, v in fixture.truth.items()}, array=layers[0][0])
 
     viewer = make_napari_viewer()
-    added = viewer.open(DSB_FOLDER, plugin="napari-imagebench")
+    added = viewer.open(DSB_FOLDER / "case.json", plugin="napari-imagebench")  # napari never offers it a folder
     assert [layer.name for layer in added] == ["nuclei"]
 
 
@@ -145,22 +145,25 @@ def test_reader_opens_a_run_folder_s_artifacts_with_one_contrast_range(tmp_path:
     assert all(v.dtype == np.float32 for v in values)
     assert {kw["contrast_limits"] for _, kw, _ in layers} == {shared_range(*values)}
     assert {tuple(np.asarray(data).shape) for data, _, _ in layers} == {v.shape for v in values}
-    assert {kw["name"] for _, kw, _ in layers} == {"reference/toy/rectangle/sample-0/mask", "reference/toy/rectangle/sample-0/truth"}
+    assert {kw["name"] for _, kw, _ in layers} == {"toy/rectangle s0 [ok]: mask", "toy/rectangle s0 [ok]: truth"}
     assert all(ARTIFACT_KEY in kw["metadata"] for _, kw, _ in layers)
 
 
-def test_the_reader_is_offered_for_bench_folders_only(tmp_path: Path) -> None:
-    """A plain .tif never makes napari ask which reader to use: ours only takes folders."""
+def test_the_reader_is_offered_for_a_case_json_only_never_a_plain_file_or_folder(tmp_path: Path) -> None:
+    """A plain .tif, or any folder, never makes napari ask which reader to use (tests/plugin/test_reader_claims.py
+    has the rest: run.json, .zarr and TIFF folders, foreign case.json)."""
     from npe2 import PluginManager
 
     pm = PluginManager.instance()
     pm.discover()
     tif = tmp_path / "plain.tif"
     tif.write_bytes(b"")
-    ours = [r for r in pm.iter_compatible_readers([str(tif)]) if r.plugin_name == "napari-imagebench"]
-    assert ours == []
-    folders = [r for r in pm.iter_compatible_readers([str(DSB_FOLDER)]) if r.plugin_name == "napari-imagebench"]
-    assert len(folders) == 1
+
+    def ours(path: Path) -> list[Any]:
+        return [r for r in pm.iter_compatible_readers([str(path)]) if r.plugin_name == "napari-imagebench"]
+
+    assert ours(tif) == [] and ours(DSB_FOLDER) == [] and ours(tmp_path) == []
+    assert len(ours(DSB_FOLDER / "case.json")) == 1
     assert napari_get_reader(str(tmp_path)) is None  # a folder that is neither a case nor a run
 
 
@@ -175,7 +178,8 @@ def test_reader_names_and_leaves_out_a_forged_summary(tmp_path: Path) -> None:
     forged.write_text(json.dumps(raw))
     with pytest.warns(UserWarning, match=r"1 sample\(s\) not shown: toy/rectangle sample 1: .*journal"):
         layers = napari_get_reader(str(result.run_dir))(str(result.run_dir))  # type: ignore[misc]
-    assert {kw["name"].split("/")[3] for _, kw, _ in layers} == {"sample-0"}
+    assert {kw["metadata"][VERDICT_KEY]["sample"] for _, kw, _ in layers} == {0}
+    assert all(kw["name"].startswith("toy/rectangle s0 ") for _, kw, _ in layers)
 
 
 @needs_display

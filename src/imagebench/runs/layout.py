@@ -94,6 +94,15 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+#: the name :func:`new_run_dir` gives a run folder: ``run-<UTC stamp>``, ``-<n>`` when that was taken
+RUN_FOLDER_NAME = re.compile(r"run-\d{8}T\d{6}Z(?:-\d+)?")
+
+
+def is_run_folder_name(name: str) -> bool:
+    """Whether ``name`` is a name :func:`new_run_dir` gives (``run-20250101T120000Z``, ``...Z-2``)."""
+    return RUN_FOLDER_NAME.fullmatch(name) is not None
+
+
 def new_run_dir(root: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
     """A fresh ``run-<UTC timestamp>`` folder under ``root`` (default ``artifact_root()``) and its start time."""
     if root is None:
