@@ -104,9 +104,11 @@ def test_a_module_in_a_package_is_identified_by_the_whole_package_without_import
     first = identity_of(subject)
     assert top not in sys.modules
     (tree,) = first["parts"]["package"]
-    assert tree["name"] == top and tree["files"] == 4  # every .py of the top-level package, not notes.txt
-    (pkg / "notes.txt").write_text("still not code")
+    assert tree["name"] == top and tree["files"] == 5  # every file of the top-level package: its data too
     assert identity_of(subject) == first
+    (pkg / "notes.txt").write_text("read at import, it can change what runs")
+    assert identity_of(subject)["code"] != first["code"]
+    (pkg / "notes.txt").write_text("not code")
     (pkg / "helper.py").write_text("K = 2\n")  # a module the function does not name, in its package
     changed = identity_of(subject)
     assert changed["code"] != first["code"] and top not in sys.modules
@@ -337,3 +339,19 @@ def test_resume_refuses_a_command_whose_exposed_tree_changed(tmp_path: Path) -> 
     with pytest.raises(ex.ResumeError, match=r"code changed since the run started.*parts\.expose\[0\]\.digest"):
         ex.resume_run(first.run_dir, cases=cases, subject=subject, progress=False)
     assert not summary.exists()
+
+
+def test_a_single_file_module_is_identified_with_the_code_beside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module outside any package imports its neighbours as top-level modules: editing one is
+    editing what the subject runs (a red-team pass changed ``rtsolvelib.py`` unseen)."""
+    folder = tmp_path / "solver"
+    folder.mkdir()
+    (folder / "rtsolve_x.py").write_text("import rtsolvelib_x\n\ndef run(session):\n    rtsolvelib_x.go(session)\n")
+    (folder / "rtsolvelib_x.py").write_text("def go(session):\n    pass\n")
+    monkeypatch.syspath_prepend(str(folder))
+    subject = PythonSubject(target="rtsolve_x:run", function=None, isolate=SandboxPolicy())
+    first = identity_of(subject)
+    assert first["parts"]["beside"]["files"] == 1
+    (folder / "rtsolvelib_x.py").write_text("def go(session):\n    raise RuntimeError('edited')\n")
+    changed = identity_of(subject)
+    assert changed["code"] != first["code"] and identity_change(first, changed).startswith("parts.beside.digest:")

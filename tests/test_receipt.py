@@ -205,8 +205,11 @@ def test_the_source_tree_hash_changes_with_any_file_and_not_with_bytecode(tmp_pa
     assert first == _tree_hash_by_hand([pkg])
     (pkg / "__pycache__").mkdir()
     (pkg / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
-    (pkg / "b.pyc").write_bytes(b"\0")
+    (pkg / "a.pyc").write_bytes(b"\0")  # bytecode beside its source
     assert compute() == first
+    (pkg / "b.pyc").write_bytes(b"\0")  # a sourceless .pyc is code Python imports: it counts
+    assert compute() != first
+    (pkg / "b.pyc").unlink()
     (pkg / "data" / "table.csv").write_text("1,3\n")  # not only code: every file the package ships
     assert compute() != first
     assert rc.source_tree_hash() == rc.source_tree_hash() and rc.source_tree_hash.cache_info().hits >= 1

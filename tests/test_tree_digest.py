@@ -43,8 +43,10 @@ def test_bytecode_is_left_out_and_keep_chooses_files(tmp_path: Path) -> None:
     first = tree_digest(a)
     (a / "__pycache__").mkdir()
     (a / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")
-    (a / "sub" / "old.pyc").write_bytes(b"\0")
     assert tree_digest(a) == first
+    (a / "sub" / "old.pyc").write_bytes(b"\0")  # no old.py beside it: Python imports it as it is
+    assert tree_digest(a) != first
+    (a / "sub" / "old.pyc").unlink()
     code = tree_digest(a, keep=lambda rel: rel.endswith(".py"))
     assert code.files == 2
     (a / "weights.bin").write_bytes(b"other")

@@ -81,12 +81,35 @@ def python_code(target: str) -> dict[str, Any]:
     parts: dict[str, Any] = {"module": top}
     locations = list(spec.submodule_search_locations or [])
     if locations:
-        parts["package"] = [code_tree(p, role=f"the package of python:{target}", python=True) for p in locations]
+        # every file of the package: its code, a sourceless .pyc, the data it reads at import
+        parts["package"] = [code_tree(p, role=f"the package of python:{target}") for p in locations]
     elif spec.origin and spec.origin not in ("built-in", "frozen") and Path(spec.origin).is_file():
         parts["file"] = code_tree(spec.origin, role=f"the module of python:{target}")
+        # a module outside any package imports its neighbours as top-level modules: their code too
+        parts["beside"] = _neighbours(Path(spec.origin), target)
     else:
         parts["origin"] = str(spec.origin or "none")  # built-in or frozen: the interpreter's own
     return parts
+
+
+def _neighbours(origin: Path, target: str) -> dict[str, Any]:
+    """The code files beside a single-file module (what it can import as top-level modules), by
+    name, without descending into folders: a folder of scripts stays a folder of scripts."""
+    from imagebench.fixtures.digest import TreeError, tree_digest
+
+    folder = origin.resolve().parent
+    names = {
+        p.name
+        for p in folder.iterdir()
+        if p.name != origin.name and p.is_file() and not p.is_symlink() and p.name.endswith(CODE_SUFFIXES)
+    } if folder.is_dir() else set()
+    if len(names) > MAX_TREE_FILES:
+        raise SubjectError(f"the folder of python:{target} holds more than {MAX_TREE_FILES} code files")
+    try:
+        digest = tree_digest(folder, what=f"the folder of python:{target}", keep=lambda rel: rel in names, max_bytes=MAX_TREE_BYTES)
+    except TreeError as exc:
+        raise SubjectError(f"cannot digest the code beside python:{target}: {exc}") from None
+    return {"files": digest.files, "digest": digest.digest}
 
 
 def module_found(target: str) -> bool:
