@@ -315,7 +315,7 @@ def test_a_run_folder_hands_on_no_machine_path_and_resume_checks_the_subject(
 
     agent = tmp_path / "agent"
     agent.mkdir()
-    (agent / "solve.py").write_text("import json\njson.dump({'count': 7}, open('outputs/answer.json', 'w'))\n")
+    (agent / "solve.py").write_text("import json\njson.dump({'count': 1000000}, open('outputs/answer.json', 'w'))\n")
     spec = f"command:{PY} {agent / 'solve.py'}"
     out = tmp_path / "out"
     base = ["run", "-k", "count-nuclei", "--subject", spec, "--subject-expose", str(agent), "--out", str(out)]

@@ -63,6 +63,10 @@ class ReviewSample:
         return f"{self.status} ({self.reason})" if self.reason and self.status != "ok" else self.status
 
 
+#: How :func:`run_samples` marks what it says of the whole run folder, not of one sample.
+FOLDER_NOTE = "the run folder: "
+
+
 def run_samples(run_dir: str | Path) -> tuple[list[ReviewSample], list[str]]:
     """Every usable sample of a run folder with its verdict and PNG artifacts, in a stable order,
     and the samples left out: the run folder's one reader checks each summary against the run's
@@ -72,7 +76,8 @@ def run_samples(run_dir: str | Path) -> tuple[list[ReviewSample], list[str]]:
 
     contents = read_run(run_dir)  # RunFolderError names a missing or unreadable run.json / journal
     out: list[ReviewSample] = []
-    excluded: list[str] = list(contents.integrity)  # a forged or unverifiable journal, named first
+    # a forged or unverifiable run folder, named first (FOLDER_NOTE: not a sample)
+    excluded: list[str] = [f"{FOLDER_NOTE}{p}" for p in contents.integrity]
     for label in contents.labels:
         for entry in contents.entries(label):
             if entry.usable and entry.summary is not None:

@@ -119,15 +119,25 @@ def run_folder_layers(path: Any) -> list[LayerData]:
     run) is named in a warning. With a viewer window active, the panes are arranged in its grid
     mode once it has added them, and the verdicts are said in a notification
     (:func:`napari_imagebench._artifacts.review_on_arrival`)."""
-    from napari_imagebench._artifacts import review_layer_data, review_on_arrival, run_samples, verdict_lines
+    from napari_imagebench._artifacts import (
+        FOLDER_NOTE,
+        review_layer_data,
+        review_on_arrival,
+        run_samples,
+        verdict_lines,
+    )
 
     folder = run_folder_of(path)
     if folder is None:
         raise ValueError(f"{path}: not a run folder (run-<UTC timestamp>/ holding run.json) nor its run.json")
     samples, excluded = run_samples(folder)
-    if excluded:
-        listed = "; ".join(excluded[:5]) + (f"; and {len(excluded) - 5} more" if len(excluded) > 5 else "")
-        warnings.warn(f"{folder}: {len(excluded)} sample(s) not shown: {listed}", stacklevel=2)
+    said = [e for e in excluded if e.startswith(FOLDER_NOTE)]
+    left = [e for e in excluded if not e.startswith(FOLDER_NOTE)]
+    if said:
+        warnings.warn(f"{folder}: does not check out: {'; '.join(e[len(FOLDER_NOTE):] for e in said[:5])}", stacklevel=2)
+    if left:
+        listed = "; ".join(left[:5]) + (f"; and {len(left) - 5} more" if len(left) > 5 else "")
+        warnings.warn(f"{folder}: {len(left)} sample(s) not shown: {listed}", stacklevel=2)
     datas = review_layer_data(samples)
     subjects = sorted({s.subject for s in samples})
     lines = verdict_lines(samples)

@@ -11,9 +11,11 @@ flushed and fsync'd before the run goes on:
 The order of writes is what makes a resume safe: a unit's ``summary.json`` is written atomically
 (and is the last file of its sample folder) *before* its journal line. So a run killed at any
 moment leaves, for each unit, either a complete summary or none; at worst a complete summary
-whose journal line never made it (the resume keeps it and writes the line), or a torn last
-journal line (dropped on the next open). A journal line whose digest no longer matches its
-summary means the summary was changed afterwards: the unit is run again.
+whose journal line never made it (the resume runs that unit again: the journal never vouched for
+that summary, which could have been put there), or a torn last journal line (dropped on the next
+open). A journal line whose digest no longer matches its summary means the summary was changed
+afterwards: the folder is named forged until a resume runs the unit again, and that resume's
+signed line lists it.
 
 **The journal is anchored.** Every line carries ``key`` (the id of the journal key) and ``mac``:
 HMAC-SHA256 under the journal key of the previous line's ``mac`` (the run's id for the first
@@ -21,10 +23,13 @@ line), a newline, and the line's own bytes without its ``mac``. The key is 32 ra
 the user's state folder (:mod:`imagebench.state`, ``journal.key``, made on first use), never in a
 run folder and hidden from subjects. So a run folder whose summaries and journal were rewritten
 together (a ``nop`` run forged to ``ok``, its digests recomputed) no longer verifies: whoever does
-not hold the key cannot make a line that does. :func:`check_journal` names every line that fails,
-a line without a ``mac`` in an anchored journal, and a journal shorter than the anchor its run's
+not hold the key cannot make a line that does. The ``start`` line signs ``run.json``'s fixed
+fields (:func:`record_fields`); the state folder keeps every journal's anchor, updated at each
+line (:data:`ANCHORS_DIR`). :func:`check_journal` names every line that fails, a line without a
+``mac`` in an anchored journal, a journal shorter than the state folder's anchor, and one shorter than the anchor its run's
 receipt records (``receipt.json`` ``journal``: the key id, the last line's ``mac`` and the line
-count, rewritten at the end of every pass). Whoever holds the key can forge; a subject cannot.
+count and ``sig``, their MAC: rewritten at the end of every pass). Whoever holds the key can
+forge; a subject cannot.
 
 :class:`RunLock` is an exclusive ``flock`` on ``<run>/.lock``, held by whoever writes the run,
 so two processes never resume the same folder at once. A killed process releases it.
