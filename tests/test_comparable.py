@@ -476,3 +476,15 @@ def test_the_closure_follows_what_a_verifier_reaches(tmp_path: Path, monkeypatch
 
     closure._MODULES.clear()  # a new process reads the changed file; this one is told to
     assert code_closure([rtverify.v.verify])["modules"]["rtverify.sub"] != before["modules"]["rtverify.sub"]
+
+
+def test_the_tool_environment_is_an_execution_condition(tmp_path: Path) -> None:
+    from imagebench.subjects import execution_of
+
+    envs = []
+    for name, version in (("env-a", "3.11.7"), ("env-b", "3.12.1")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "pyvenv.cfg").write_text(f"version = {version}\n")
+        envs.append(execution_of(CommandSubject("true", sandbox=SandboxPolicy(env_prefix=tmp_path / name)))["tool_env"])
+    assert envs[0] != envs[1] and envs[0].startswith("env-a (")
+    assert execution_of(CommandSubject("true"))["tool_env"] is None

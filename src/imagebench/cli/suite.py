@@ -60,7 +60,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         default=[],
         metavar="NAME",
         help="let the execution condition NAME differ between the runs (sandbox, network, limits, env_pass, "
-        "isolate, mcp, sealing, harness; repeat for several): the difference is noted, not refused",
+        "isolate, mcp, tool_env, sealing, harness; repeat for several): the difference is noted, not refused",
     )
     cmp_.set_defaults(func=_cmd_compare)
 

@@ -363,7 +363,7 @@ EXECUTION_KEY = "execution"
 
 def execution_record(subject: Subject, extra: Mapping[str, Any]) -> dict[str, Any]:
     """The conditions a run's subject ran under, each a name ``compare --allow-conditions`` takes:
-    ``sandbox``, ``network``, ``limits``, ``env_pass``, ``isolate``, ``mcp``
+    ``sandbox``, ``network``, ``limits``, ``env_pass``, ``isolate``, ``mcp``, ``tool_env``
     (:func:`imagebench.subjects.execution_of`), ``sealing`` (:func:`imagebench.runs.sealed.sealing_of`)
     and ``harness`` (the imagebench version and the digest of its source tree that ran it)."""
     from imagebench.runs.receipt import source_tree_hash

@@ -152,7 +152,8 @@ def is_trusted(subject: object) -> bool:
 def execution_of(subject: object) -> dict[str, Any]:
     """The conditions ``subject`` ran under, as a run records them and ``compare`` checks them:
     how it was confined (``sandbox``), whether it had the network, its limits, the names of the host
-    variables passed to it, whether it was an isolated function or reached through MCP."""
+    variables passed to it, whether it was an isolated function or reached through MCP, and the
+    tool environment it ran in (``--subject-env``)."""
     options = subject_options(subject)
     policy = options.get("sandbox")
     return {
@@ -162,7 +163,24 @@ def execution_of(subject: object) -> dict[str, Any]:
         "env_pass": sorted(env_pass_of(subject)),
         "isolate": bool(options.get("isolate")),
         "mcp": bool(options.get("mcp")) or getattr(subject, "prefix", "") == "mcp",
+        "tool_env": _tool_env(policy.env_prefix if policy is not None else None),
     }
+
+
+def _tool_env(prefix: Any) -> str | None:
+    """The tool environment a command ran in (``--subject-env``), by its folder's name and the
+    digest of its ``pyvenv.cfg`` (its Python); None: the harness's own interpreter."""
+    if prefix is None:
+        return None
+    import hashlib
+    from pathlib import Path
+
+    cfg = Path(prefix) / "pyvenv.cfg"
+    try:
+        tag = hashlib.sha256(cfg.read_bytes()).hexdigest()[:16]
+    except OSError:
+        tag = "no pyvenv.cfg"
+    return f"{Path(prefix).name} ({tag})"
 
 
 def options_record(subject: object) -> dict[str, Any]:

@@ -15,7 +15,7 @@ Two runs are compared only when all four conditions hold:
 - **C4 the same execution conditions**: both runs complete, with the same samples per case, the
   same time-limit override, the same fixture selection and the same platform class, and the
   subject run under the same conditions (``run.json`` ``extra["execution"]``: ``sandbox``,
-  ``network``, ``limits``, ``env_pass``, ``isolate``, ``mcp``, ``sealing``, ``harness``). Each
+  ``network``, ``limits``, ``env_pass``, ``isolate``, ``mcp``, ``tool_env``, ``sealing``, ``harness``). Each
   execution condition that differs is named; ``allow`` (``--allow-conditions NAME``) turns the
   named ones into notes.
 
@@ -67,7 +67,7 @@ COMPARISON_SCHEMA_VERSION = 2  # 2: replicates (fixtures), per-case scoring clos
 EXECUTION_KEY = "execution"
 #: The execution conditions C4 checks, each a name ``--allow-conditions`` takes.
 EXECUTION_CONDITIONS: tuple[str, ...] = (
-    "sandbox", "network", "limits", "env_pass", "isolate", "mcp", "sealing", "harness",
+    "sandbox", "network", "limits", "env_pass", "isolate", "mcp", "tool_env", "sealing", "harness",
 )  # fmt: skip
 PASS = SUCCESS
 FAIL = FAILURE  # the same denominators as every aggregate
