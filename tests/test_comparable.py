@@ -488,3 +488,28 @@ def test_the_tool_environment_is_an_execution_condition(tmp_path: Path) -> None:
         envs.append(execution_of(CommandSubject("true", sandbox=SandboxPolicy(env_prefix=tmp_path / name)))["tool_env"])
     assert envs[0] != envs[1] and envs[0].startswith("env-a (")
     assert execution_of(CommandSubject("true"))["tool_env"] is None
+
+
+def test_an_extra_key_added_to_run_json_later_is_named(tmp_path: Path) -> None:
+    """A plain run given a suite run's conditions after the fact (a second red-team pass)."""
+    suite = suite_run(tmp_path / "a", [make_toy_case("alpha")], ReferenceSubject())
+    plain = run_cases([make_toy_case("alpha")], ReferenceSubject(), out=tmp_path / "p", progress=False).run_dir
+    raw = json.loads((plain / "run.json").read_text())
+    raw["extra"]["suite"] = json.loads((suite / "run.json").read_text())["extra"]["suite"]
+    (plain / "run.json").write_text(json.dumps(raw))
+    assert any("extra.suite changed after the run's start line" in p for p in read_run(plain).integrity)
+    assert not compare_runs(suite, plain).comparable
+
+
+def test_a_case_summary_s_means_and_limits_are_held_to_its_samples(tmp_path: Path) -> None:
+    run = run_cases([make_toy_case("alpha")], NopSubject(), out=tmp_path, progress=False).run_dir
+    path = run / "nop" / "toy" / "alpha" / "summary.json"
+    honest = path.read_text()
+    raw = json.loads(honest)
+    raw["metric_means"] = {k: 0.0 for k in raw["metric_means"]}
+    path.write_text(json.dumps(raw))
+    assert read_run(run).forged
+    raw = json.loads(honest)
+    raw["extra"]["limits"] = {k: 1.0 for k in raw["extra"]["limits"]}
+    path.write_text(json.dumps(raw))
+    assert any("limit of 1.0" in p for p in read_run(run).integrity)

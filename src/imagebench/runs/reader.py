@@ -13,6 +13,7 @@ against the samples it summarises. The report, ``compare``,
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -270,7 +271,8 @@ def _against_journal(record: RunRecord, journal: list[JournalEntry], has_receipt
     if start is None:
         problems.append("the journal has no start line: its beginning was cut off")
     elif isinstance(signed, dict):
-        now = record_fields(record, tuple(k for k in signed if "." not in k), tuple(k[6:] for k in signed if k.startswith("extra.")))
+        # every extra key a pass does not rewrite, those added since the start included
+        now = record_fields(record, tuple(k for k in signed if "." not in k), True)
         changed = sorted(k for k in set(signed) | set(now) if signed.get(k) != now.get(k))
         if changed:
             problems.append(f"run.json's {', '.join(changed)} changed after the run's start line signed them")
@@ -294,6 +296,23 @@ def _disagreement(summary: CaseSummary, samples: list[SampleSummary]) -> str:
     passed = sum(1 for s in samples if s.status == "ok")
     if summary.passed != passed:
         return f"it says {summary.passed} passed, its samples {passed}"
+    values: dict[str, list[float]] = {}
+    limits: dict[str, float] = {}
+    for s in samples:
+        for m in s.metrics:
+            limits[m.name] = m.limit
+            values.setdefault(m.name, [])
+            if m.value is not None:
+                values[m.name].append(m.value)
+    for name in sorted(set(values) | set(summary.metric_means)):
+        got, said = values.get(name), summary.metric_means.get(name)
+        mean = sum(got) / len(got) if got else None
+        if (mean is None) != (said is None) or (mean is not None and not math.isclose(mean, said, rel_tol=1e-9, abs_tol=1e-12)):
+            return f"it gives {name} a mean of {said}, its samples {mean}"
+    said_limits = summary.extra.get("limits", {}) if isinstance(summary.extra, dict) else {}
+    for name, limit in limits.items():
+        if name in said_limits and said_limits[name] != limit:
+            return f"it gives {name} a limit of {said_limits[name]}, its samples {limit}"
     return ""
 
 
