@@ -123,16 +123,8 @@ class WorkbenchModel:
         self.deleted = []
         return loaded
 
-    def load(self, label: str) -> Loaded:
-        """:meth:`loadable`, :meth:`build` and :meth:`adopt` in one call (a failure is also a notice)."""
-        case = self.loadable(label)
-        try:
-            loaded = self.build(case)
-        except PanelError as exc:
-            raise self.notices.fail(str(exc)) from None
-        return self.adopt(loaded)
-
     def need_loaded(self) -> Loaded:
+        """The loaded case; else a notice and PanelError."""
         if self.loaded is None:
             raise self.notices.fail("load a case first", "warning")
         return self.loaded
