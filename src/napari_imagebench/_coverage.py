@@ -1,4 +1,9 @@
-"""The Coverage tab's table: one skill's claims, joined with the runs this panel wrote."""
+"""The Coverage tab's model: one skill's claims, joined with the runs this panel wrote. Qt-free.
+
+:meth:`CoverageModel.coverage` is the coverage table ``imagebench coverage`` prints for a skill,
+joined with the run folders this panel has written; it only asks
+:func:`imagebench.bundle.coverage.coverage_report` for it.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from imagebench.bundle.coverage import Row
+    from napari_imagebench._browser_model import BrowserModel
+    from napari_imagebench._results_model import ResultsModel
 
 
 @dataclass(frozen=True)
@@ -55,3 +62,59 @@ class CoverageView:
         passed, failed = len(row.passed_samples), len(row.failed_samples)
         samples = f"{passed} passed, {failed} failed" if passed + failed else "-"
         return (row.claim_id, row.band or "?", row.coverage, row.validation, "\n".join(lines), samples)
+
+
+class CoverageModel:
+    """Which runs the coverage view counts, and the view of one skill."""
+
+    def __init__(self, browser: BrowserModel, ledger: ResultsModel) -> None:
+        self.browser, self.ledger = browser, ledger
+        #: the coverage view also counts every run folder under the outcome root, not only this panel's
+        self.all_runs = False
+
+    def coverage_runs(self) -> list[Path]:
+        """The run folders the coverage view reads: this panel's, then (when ``all_runs``)
+        every other ``run-*`` folder holding a run.json under the outcome root."""
+        runs = [f.path for f in self.ledger.run_folders.values()]
+        if self.all_runs:
+            root = self.ledger.outcome_root
+            if root.is_dir():
+                runs += [p for p in sorted(root.glob("run-*")) if (p / "run.json").is_file() and p not in runs]
+        return runs
+
+    def coverage(self, skill: str) -> CoverageView:
+        """The coverage table of ``skill`` (a namespace) against :meth:`coverage_runs`.
+
+        With a bundle open for the skill, the rows and warnings are exactly what
+        ``imagebench coverage BUNDLE --runs RUN...`` prints. Without one there are no claims:
+        the view says so and carries the presentation-coverage warning of the skill's cases.
+        Never raises: a bundle that can no longer be read is a note.
+        """
+        runs = tuple(self.coverage_runs())
+        bundle = self.browser.bundles.get(skill)
+        if bundle is None:
+            note = f"no bundle is open for {skill}: its claims come from a skill bundle (open one with Bundle…)"
+            return CoverageView(skill, None, "none", (), tuple(self._presentation_warnings(skill)), runs, note)
+        from imagebench.bundle.coverage import coverage_report
+
+        try:
+            report = coverage_report(bundle.path, runs)
+        except Exception as exc:
+            note = f"the bundle {bundle.path} cannot be read now: {type(exc).__name__}: {exc}"
+            return CoverageView(skill, None, bundle.claims.source, (), (), runs, note)
+        return CoverageView(
+            skill, bundle.path, report.bundle.claims.source, tuple(report.rows), tuple(report.warnings), runs
+        )
+
+    def _presentation_warnings(self, skill: str) -> list[str]:
+        """The presentation-coverage warning of ``skill`` over the panel's cases of that namespace."""
+        from imagebench.case.model import presentation_warnings
+
+        try:
+            from imagebench import cases as builtin
+
+            skills = builtin.skills()
+        except Exception as exc:
+            return [f"the built-in skills could not be read ({type(exc).__name__}: {exc}); no presentation check"]
+        cases = [r.case for r in self.browser.rows() if r.namespace == skill and r.case is not None]
+        return presentation_warnings(skills, cases)

@@ -16,7 +16,7 @@ from napari_imagebench._model import INTERACTIVE, BenchModel, PanelError
 
 def test_the_model_imports_no_qt_and_no_napari() -> None:
     code = (
-        "import sys, napari_imagebench._model, napari_imagebench._layers\n"
+        "import sys, napari_imagebench._model, napari_imagebench._controls, napari_imagebench._viewer, napari_imagebench._layers\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('qtpy', 'PyQt5', 'napari', 'vispy'))\n"
         "print(bad)\n"
         "sys.exit(1 if bad else 0)\n"

@@ -1,0 +1,126 @@
+"""Agent serving: Serve to an agent (a toggle: Stop serving), the ``mcp.json`` an MCP client is
+pointed at, and the log of the agent's tool calls. The layers it adds appear as it works
+(:meth:`napari_imagebench._viewer.PanelLayers.show_agent_layer`); Score scores what it left.
+Its model is :class:`napari_imagebench._agent_model.AgentModel`."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from qtpy.QtCore import QObject, Qt, Signal
+from qtpy.QtWidgets import QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+
+from napari_imagebench._model import BenchModel, PanelError
+from napari_imagebench._style import name_children
+
+if TYPE_CHECKING:
+    from napari_imagebench._controls import Controls
+    from napari_imagebench._viewer import PanelLayers
+
+AGENT_LAYER_WAIT_S = 5.0  # how long an agent's add_layer waits for the viewer to show the layer
+SERVE = "Serve to an agent"
+
+
+class _AgentSignals(QObject):
+    """Tool calls and layers of an agent served over MCP: emitted from the server's thread,
+    handled on the GUI thread (a queued connection)."""
+
+    call = Signal(object)
+    layer = Signal(object)
+
+
+class AgentPane(QWidget):
+    """``changed`` fires when an agent starts or stops being served."""
+
+    changed = Signal()
+
+    def __init__(self, model: BenchModel, layers: PanelLayers) -> None:
+        super().__init__()
+        self.model, self.layers = model, layers
+        col = QVBoxLayout(self)
+        col.setContentsMargins(0, 0, 0, 0)
+        self.serve_button = QPushButton(SERVE)
+        self.serve_button.setCheckable(True)
+        self.serve_button.setToolTip(
+            "serve the loaded case to an agent over MCP (the folder's mcp.json says how to reach it); its layers "
+            "appear as it works, and Score scores what it left as subject mcp:<client name>"
+        )
+        self.serve_button.clicked.connect(self._serve_clicked)
+        col.addWidget(self.serve_button)
+        self.agent_label = QLabel("")
+        self.agent_label.setWordWrap(True)
+        self.agent_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.agent_label.setVisible(False)  # shown while an agent is served (the dock fits 1366x768)
+        self.agent_log = QPlainTextEdit()
+        self.agent_log.setReadOnly(True)
+        self.agent_log.setMaximumHeight(110)
+        self.agent_log.setPlaceholderText("the agent's tool calls appear here")
+        self.agent_log.setVisible(False)
+        col.addWidget(self.agent_label)
+        col.addWidget(self.agent_log)
+        self._signals = _AgentSignals()
+        self._signals.call.connect(self._agent_call)
+        self._signals.layer.connect(self._agent_layer)
+        self.setObjectName("agent_pane")
+        name_children(self)
+
+    def show_controls(self, controls: Controls) -> None:
+        self.serve_button.setEnabled(controls.serve.enabled)
+
+    def serve_agent(self) -> bool:
+        """Serve the loaded case to an agent over MCP; False when it cannot start."""
+        import numpy as np
+
+        signals = self._signals
+
+        def on_layer(layer: Any) -> None:  # the server's thread: show it, and wait until it is shown
+            shown = threading.Event()
+            signals.layer.emit((layer.name, layer.kind, np.array(layer.data, copy=True), layer.like, shown))
+            shown.wait(AGENT_LAYER_WAIT_S)
+
+        try:
+            serve = self.model.serve_agent(on_layer=on_layer, on_call=signals.call.emit)
+        except PanelError:
+            self.serve_button.setChecked(False)
+            return False
+        self.agent_log.clear()
+        self.agent_log.setVisible(True)
+        self.agent_label.setVisible(True)
+        self.agent_label.setText(f"mcp.json: {serve.config}")
+        self.agent_label.setToolTip(f"e.g. claude -p '<task>' --mcp-config {serve.config}")
+        self.serve_button.setChecked(True)
+        self.serve_button.setText("Stop serving")
+        self.changed.emit()
+        return True
+
+    def stop_agent(self) -> None:
+        """Stop serving the agent without scoring it."""
+        self.model.stop_agent()
+        self.agent_stopped()
+
+    def agent_stopped(self) -> None:
+        """The agent is no longer served (stopped or scored)."""
+        self.serve_button.setChecked(False)
+        self.serve_button.setText(SERVE)
+        self.agent_label.setText("")
+        self.agent_label.setVisible(False)  # the log stays until the next agent: the person reads it
+        self.changed.emit()
+
+    def _serve_clicked(self, checked: bool) -> None:
+        if checked:
+            self.serve_agent()
+        else:
+            self.stop_agent()
+
+    def _agent_call(self, call: Any) -> None:
+        outcome = "ok" if call.ok else f"error: {call.error}"
+        args = ", ".join(f"{k}={v}" for k, v in call.arguments.items())
+        self.agent_log.appendPlainText(f"#{call.seq} {call.tool}({args[:120]}) {outcome} [{call.seconds * 1000:.1f} ms]")
+
+    def _agent_layer(self, payload: Any) -> None:
+        name, kind, data, like, shown = payload
+        try:
+            self.layers.show_agent_layer(name, kind, data, like)
+        finally:
+            shown.set()

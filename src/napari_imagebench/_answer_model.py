@@ -1,0 +1,92 @@
+"""The Answer tab's model: how a person gives each leaving of the loaded case, the answers set in
+its forms, and where a person's leavings are found when Score asks for them. Qt-free."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from napari_imagebench._answers import AnswerError, AnswerSlot, answer_layer_data, answer_slots, form_value
+from napari_imagebench._base import Notices
+
+if TYPE_CHECKING:
+    from napari_imagebench._workbench_model import WorkbenchModel
+
+
+class AnswerModel:
+    """The leavings of the loaded case a person gives: by a layer, a form or the console."""
+
+    def __init__(self, notices: Notices, workbench: WorkbenchModel) -> None:
+        self.notices, self.workbench = notices, workbench
+
+    def answer_slots(self) -> list[AnswerSlot]:
+        """How a person gives each leaving of the loaded case (:mod:`napari_imagebench._answers`)."""
+        return answer_slots(self.workbench.need_loaded().case)
+
+    def _slot(self, name: str) -> AnswerSlot:
+        slot = next((s for s in self.answer_slots() if s.name == name), None)
+        if slot is None:
+            raise self.notices.fail(f"{self.workbench.need_loaded().case.label} asks for no leaving named {name!r}")
+        return slot
+
+    def set_answer(self, name: str, values: Mapping[str, Any]) -> Any:
+        """Set the form answer ``name`` from ``values`` ({field: value}); PanelError names a bad field."""
+        slot = self._slot(name)
+        try:
+            value = form_value(slot, values)
+        except AnswerError as exc:
+            raise self.notices.fail(str(exc), "warning") from None
+        self.workbench.need_loaded().answers[name] = value
+        self.notices.notify("info", f"answer set: {name} = {value}")
+        return value
+
+    def answer_layer(self, name: str) -> tuple[Any, dict[str, Any], str]:
+        """An empty layer for the layer slot ``name``, shaped, typed and scaled like its data layer."""
+        loaded = self.workbench.need_loaded()
+        data = {n: sl.data for n, sl in loaded.session.layers.items()}
+        try:
+            return answer_layer_data(self._slot(name), loaded.case.layers, data)
+        except AnswerError as exc:
+            raise self.notices.fail(str(exc)) from None
+
+    def missing_answers(self, layers: Mapping[str, Any], console: Mapping[str, Any] | None) -> dict[str, str]:
+        """``{leaving: why it is missing}`` for each leaving a person has not given yet (Score waits
+        for every one), in the case's order."""
+        loaded = self.workbench.need_loaded()
+        lookup = self.interactive_lookup(layers, console)
+        missing: dict[str, str] = {}
+        for c in loaded.case.collect:
+            if c.recorded:  # the harness keeps it (a trigger case's trace): nobody gives it
+                continue
+            try:
+                lookup(c.name)
+            except KeyError as exc:
+                missing[c.name] = str(exc.args[0]) if exc.args else "not given"
+        return missing
+    def interactive_lookup(
+        self, layers: Mapping[str, Any], console: Mapping[str, Any] | None
+    ) -> Callable[[str], Any]:
+        """Where a person's leavings are found: an answer set in the Answer tab's form, a viewer
+        layer of that name (or the one picked for it), then the console namespace, then the
+        panel's own session namespace."""
+        loaded = self.workbench.need_loaded()
+        deleted = set(self.workbench.deleted)
+
+        def lookup(name: str) -> Any:
+            if name in loaded.answers:
+                return loaded.answers[name]
+            if name in layers:
+                return layers[name]
+            if console is not None and name in console:
+                return console[name]
+            try:
+                return loaded.session.lookup(name)
+            except KeyError:
+                if name in deleted:
+                    raise KeyError(f"the layer {name!r} was deleted before scoring") from None
+                where = "no layer, no console name and no panel binding" if console is not None else (
+                    "no layer and no panel binding (the console is not open)"
+                )
+                raise KeyError(f"you left nothing named {name!r}: {where}") from None
+
+        return lookup

@@ -1,0 +1,124 @@
+"""What to do with a scored sample: View artifacts (its images side by side, one contrast range
+for all, :mod:`napari_imagebench._artifacts`), Back to the case, Open run folder, Export CSV."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qtpy.QtCore import QUrl, Signal
+from qtpy.QtGui import QDesktopServices
+from qtpy.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
+
+from napari_imagebench._artifacts import back_to_the_case, hide_others, sample_pngs, show_artifacts
+from napari_imagebench._model import BenchModel, PanelError
+from napari_imagebench._runs import ResultRow
+from napari_imagebench._style import name_children
+
+if TYPE_CHECKING:
+    import napari
+
+    from napari_imagebench._controls import Controls
+
+
+class ArtifactButtons(QWidget):
+    """Two rows of two buttons (the dock fits a 1366x768 screen); ``selected()`` names the sample
+    they act on. ``changed`` fires when the artifact panes come or go."""
+
+    changed = Signal()
+
+    def __init__(self, viewer: napari.Viewer, model: BenchModel, selected: Callable[[], ResultRow | None]) -> None:
+        super().__init__()
+        self.viewer, self.model, self.selected = viewer, model, selected
+        self.case_visibility: dict[str, bool] | None = None  # the case as it was, while the panes are up
+        col = QVBoxLayout(self)
+        col.setContentsMargins(0, 0, 0, 0)
+        self.artifacts_button = QPushButton("View artifacts")
+        self.artifacts_button.setToolTip("the selected sample's images side by side, one contrast range for all")
+        self.artifacts_button.clicked.connect(self.view_artifacts)
+        self.folder_button = QPushButton("Open run folder")
+        self.folder_button.clicked.connect(self.open_run_folder)
+        self.back_button = QPushButton("Back to the case")
+        self.back_button.setToolTip("remove the artifact panes and show the case's layers as they were")
+        self.back_button.clicked.connect(self.back_to_the_case)
+        self.export_button = QPushButton("Export CSV…")
+        self.export_button.setToolTip("every result of this session, one row per metric, as CSV")
+        self.export_button.clicked.connect(lambda: self.export_results())
+        for pair in ((self.artifacts_button, self.back_button), (self.folder_button, self.export_button)):
+            row = QHBoxLayout()
+            for button in pair:
+                row.addWidget(button)
+            col.addLayout(row)
+        self.setObjectName("artifact_buttons")
+        name_children(self)
+
+    @property
+    def reviewing(self) -> bool:
+        """The artifact panes are up."""
+        return self.case_visibility is not None
+
+    def show_controls(self, controls: Controls) -> None:
+        self.artifacts_button.setEnabled(controls.artifacts.enabled)
+        self.back_button.setEnabled(controls.back.enabled)
+        self.folder_button.setEnabled(controls.folder.enabled)
+
+    def view_artifacts(self) -> list[Any]:
+        result = self.selected()
+        if result is None:
+            self.model.notify("warning", "score a sample first: its artifacts are what this shows")
+            return []
+        pngs = sample_pngs(result.sample_dir)
+        if not pngs:
+            self.model.notify("info", f"{result.label} sample {result.sample} wrote no images")
+            return []
+        prefix = f"{result.subject} s{result.sample}: "
+        if self.case_visibility is None:  # the case as it was, for Back to the case
+            self.case_visibility = hide_others(self.viewer)
+        layers = show_artifacts(self.viewer, pngs, relative_to=result.sample_dir, prefix=prefix)
+        self.model.artifacts_shown(result)
+        self.changed.emit()
+        return layers
+
+    def back_to_the_case(self) -> bool:
+        """Leave the artifact panes: remove them and show the case's layers as they were."""
+        if self.case_visibility is None:
+            return False
+        back_to_the_case(self.viewer, self.case_visibility)
+        self.case_visibility = None
+        self.changed.emit()
+        return True
+
+    def leave(self) -> None:
+        """Remove the artifact panes (another case is loading: its layers replace the old ones)."""
+        if self.case_visibility is not None:
+            back_to_the_case(self.viewer, {})
+            self.case_visibility = None
+
+    def run_folder_path(self) -> Path | None:
+        result = self.selected()
+        return result.run_dir if result is not None else None
+
+    def open_run_folder(self) -> Path | None:
+        path = self.run_folder_path()
+        if path is None:
+            self.model.notify("warning", "no run folder yet: score a sample first")
+            return None
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
+            self.model.notify("info", f"no file browser could open it; the run folder is {path}")
+        return path
+
+    def export_results(self, path: str | Path | None = None) -> Path | None:
+        """Write every result of this session as CSV to ``path`` (asked for when not given)."""
+        if path is None:
+            chosen, _ = QFileDialog.getSaveFileName(self, "Export results", "imagebench-results.csv", "CSV (*.csv)")
+            if not chosen:
+                return None
+            path = chosen
+        try:
+            written = self.model.export_results(Path(path))
+        except PanelError as exc:
+            self.model.notify("error", str(exc))
+            return None
+        self.model.notify("info", f"results written to {written}")
+        return written

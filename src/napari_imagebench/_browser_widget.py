@@ -1,0 +1,139 @@
+"""The case browser: the fixture tree in use (a folder picker changes it), the skill bundles
+(another picker opens one) and the tree of cases by namespace (kind, class, availability,
+source). An unavailable case is greyed with its reason as a tooltip; a bundle's case is italic.
+Its model is :class:`napari_imagebench._browser_model.BrowserModel` (through the panel's façade)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qtpy.QtCore import Qt, Signal
+from qtpy.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from napari_imagebench._model import BenchModel, PanelError
+from napari_imagebench._style import GREY, LABEL_ROLE, fit_columns, name_children
+
+CASE_COLUMNS = ("case", "kind", "class", "available", "source")
+
+
+class CaseBrowser(QWidget):
+    """The fixture tree's row and the case tree; ``refreshed`` fires after the tree is redrawn."""
+
+    refreshed = Signal()
+
+    def __init__(self, model: BenchModel) -> None:
+        super().__init__()
+        self.model = model
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        self.tree_label = QLabel()
+        self.tree_label.setWordWrap(True)
+        self.tree_label.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        self.choose_button = QPushButton("Fixture tree…")
+        self.choose_button.setToolTip("choose the folder holding manifest.json ($IMAGEBENCH_FIXTURES)")
+        self.choose_button.clicked.connect(self._choose_tree)
+        self.bundle_button = QPushButton("Bundle…")
+        self.bundle_button.setToolTip("open a skill bundle (evals.json, evals/fixtures/): its cases join the tree")
+        self.bundle_button.clicked.connect(self._choose_bundle)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.clicked.connect(self.refresh)
+        for widget in (self.tree_label, self.choose_button, self.bundle_button, self.refresh_button):
+            row.addWidget(widget)
+        layout.addLayout(row)
+        self.case_tree = QTreeWidget()
+        self.case_tree.setHeaderLabels(list(CASE_COLUMNS))
+        fit_columns(self.case_tree, stretch=0)
+        layout.addWidget(self.case_tree, 1)
+        self.setObjectName("case_browser")
+        name_children(self)
+
+    def refresh(self) -> None:
+        """Re-read the rows (the tree, the bundles) and redraw them, keeping the selection."""
+        root = self.model.fixtures_root
+        self.tree_label.setText(
+            f"fixture tree: {root}" if root else "fixture tree: none (curated cases read the data shipped in the package)"
+        )
+        selected = self.selected_label()
+        self.case_tree.clear()
+        groups: dict[str, QTreeWidgetItem] = {}
+        for r in self.model.refresh():
+            group = groups.get(r.namespace)
+            if group is None:
+                group = groups[r.namespace] = QTreeWidgetItem(self.case_tree, [r.namespace])
+                group.setFlags(group.flags() & ~Qt.ItemIsSelectable)
+                group.setExpanded(True)
+            available = "yes" if r.available else "no"
+            item = QTreeWidgetItem(group, [r.case_id, r.kind, r.case_class, available, r.source])
+            item.setData(0, LABEL_ROLE, r.label)
+            tip = r.label if r.available else f"{r.label}: cannot run here: {r.reason}"
+            if r.bundle is not None:
+                tip += f"\n(from the bundle {r.bundle})"
+            for col in range(len(CASE_COLUMNS)):
+                item.setToolTip(col, tip)
+                if not r.available:
+                    item.setForeground(col, GREY)
+            if r.source == "bundle":
+                font = item.font(0)
+                font.setItalic(True)
+                item.setFont(0, font)
+            if r.label == selected:
+                item.setSelected(True)
+        self.refreshed.emit()
+
+    def case_items(self) -> dict[str, QTreeWidgetItem]:
+        out = {}
+        for i in range(self.case_tree.topLevelItemCount()):
+            group = self.case_tree.topLevelItem(i)
+            for j in range(group.childCount()):
+                item = group.child(j)
+                out[item.data(0, LABEL_ROLE)] = item
+        return out
+
+    def select_case(self, label: str) -> None:
+        item = self.case_items().get(label)
+        if item is None:
+            raise KeyError(label)
+        self.case_tree.setCurrentItem(item)
+
+    def selected_label(self) -> str | None:
+        items = self.case_tree.selectedItems()
+        return items[0].data(0, LABEL_ROLE) if items else None
+
+    def _choose_tree(self) -> None:
+        start = str(self.model.fixtures_root or Path.home())
+        folder = QFileDialog.getExistingDirectory(self, "Fixture tree (the folder holding manifest.json)", start)
+        if folder:
+            self.set_fixtures_root(folder)
+
+    def set_fixtures_root(self, folder: str | Path) -> bool:
+        ok = self.model.set_fixtures_root(folder)
+        if ok:
+            self.refresh()
+        return ok
+
+    def _choose_bundle(self) -> None:
+        start = str(next(iter(self.model.bundles.values())).path.parent if self.model.bundles else Path.cwd())
+        folder = QFileDialog.getExistingDirectory(self, "Skill bundle (the folder holding evals.json)", start)
+        if folder:
+            self.open_bundle(folder)
+
+    def open_bundle(self, folder: str | Path) -> bool:
+        """Open the skill bundle at ``folder``: its cases join the tree. False (with a notice) when
+        the folder is not a bundle; the panel then keeps what it had."""
+        try:
+            self.model.open_bundle(folder)
+        except PanelError:
+            return False
+        self.refresh()
+        return True

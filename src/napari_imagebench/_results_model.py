@@ -1,0 +1,82 @@
+"""The results' model: the panel's run folders (one per subject), the scored samples and their
+CSV export. Qt-free."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from napari_imagebench._base import Notices, PanelError
+from napari_imagebench._runs import ResultRow, RunFolder
+
+if TYPE_CHECKING:
+    from imagebench.case.model import Case
+    from imagebench.records import SampleSummary
+
+#: The columns of :meth:`ResultsModel.export_results`.
+RESULT_COLUMNS = (
+    "subject", "case", "sample", "status", "reason", "metric", "value", "limit", "verdict", "note", "run folder",
+)  # fmt: skip
+
+
+class ResultsModel:
+    """Every subject's samples go into one run folder per subject under
+    :func:`imagebench.runs.layout.artifact_root` (or the outcome root the model is given)."""
+
+    def __init__(self, notices: Notices, outcome_root: str | os.PathLike[str] | None = None) -> None:
+        self.notices = notices
+        self._outcome_root = Path(outcome_root) if outcome_root is not None else None
+        self.results: list[ResultRow] = []
+        self.run_folders: dict[str, RunFolder] = {}
+
+    @property
+    def outcome_root(self) -> Path:
+        if self._outcome_root is not None:
+            return self._outcome_root
+        from imagebench.runs.layout import artifact_root
+
+        return Path(artifact_root())
+
+    def run_folder(self, subject_name: str, subject: Any = None) -> RunFolder:
+        """The run folder of ``subject_name``, made at its first sample."""
+        folder = self.run_folders.get(subject_name)
+        if folder is None:
+            folder = self.run_folders[subject_name] = RunFolder.create(self.outcome_root, subject_name, subject)
+        return folder
+
+    def add(self, folder: RunFolder, case: Case, summary: SampleSummary) -> list[SampleSummary]:
+        """Write ``summary`` into ``folder`` (each problem the folder finds is a warning); the
+        subject's samples of ``case`` so far."""
+        done = folder.add(case, summary)
+        for problem in folder.problems:
+            self.notices.notify("warning", f"{folder.path.name}: {problem}")
+        return done
+
+    def record(self, result: ResultRow) -> ResultRow:
+        """A scored sample: kept, and told to the results pane."""
+        self.results.append(result)
+        self.notices.events.result.emit(result)
+        return result
+
+    def export_results(self, path: Path) -> Path:
+        """Every result of this session as CSV (one row per metric; a sample without metrics gets
+        one row), written atomically; PanelError naming the file when it cannot be written."""
+        import csv
+        import io
+
+        from imagebench.records import atomic_write_text
+
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(RESULT_COLUMNS)
+        for r in self.results:
+            base = [r.subject, r.label, "" if r.sample is None else r.sample, r.status, r.reason]
+            cells = r.metric_cells() or [("", "", "", "", "")]
+            for name, value, limit, verdict, why in cells:
+                writer.writerow([*base, name, value, limit, verdict, why, str(r.run_dir)])
+        try:
+            atomic_write_text(path, out.getvalue())
+        except OSError as exc:
+            raise PanelError(f"{path}: the results could not be written ({exc.strerror or exc})") from None
+        return path

@@ -1,0 +1,163 @@
+"""The workbench's model: the one loaded case (its fixture, the person's unit and session) and
+what the panel showed of it on the viewer. Qt-free.
+
+One panel holds at most one loaded case. Loading builds the fixture once (as a run does) and
+opens a session on its data; the fixture stays private to this model and is used only to
+verify. The interactive subject (a person at the viewer) works the session opened at Load.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from imagebench.case.model import Case
+from imagebench.fixtures.fixture import Fixture
+from napari_imagebench._base import INTERACTIVE_NAME, Notices, PanelError
+from napari_imagebench._runs import ResultRow
+
+if TYPE_CHECKING:
+    from imagebench.case.session import Session
+    from imagebench.runs.runner import Unit
+    from imagebench.subjects import SubjectRun
+    from napari_imagebench._browser_model import BrowserModel
+
+
+@dataclass
+class Loaded:
+    """The case on the viewer: the person's unit, opened at Load (its fixture is private: only the
+    verifier reads it), and the units other subjects ran on the same fixture until they are scored."""
+
+    case: Case
+    unit: Unit  # the interactive unit: its session is what the viewer shows
+    # the last unit and SubjectRun of each non-interactive subject, until it is scored
+    runs: dict[str, tuple[Unit, SubjectRun | None]] = field(default_factory=dict)
+    # what this load has shown a person beyond the data: flags on their later samples
+    seen: set[str] = field(default_factory=set)
+    # the answers a person set in the Answer tab's forms, by leaving name
+    answers: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fixture(self) -> Fixture:
+        assert self.unit.fixture is not None
+        return self.unit.fixture
+
+    @property
+    def session(self) -> Session:
+        assert self.unit.session is not None
+        return self.unit.session
+
+    @property
+    def build_s(self) -> float:
+        return self.unit.prepared.build_s
+
+    @property
+    def plane(self) -> Any:
+        return self.unit.plane
+
+    @property
+    def tensors(self) -> Mapping[str, str] | None:
+        return self.unit.tensors
+
+    def release(self) -> None:
+        """Remove what this load holds on disk (the read-only files copy); idempotent."""
+        self.unit.release()
+
+
+class WorkbenchModel:
+    """The loaded case, how it is loaded (:meth:`build` off the GUI thread, then :meth:`adopt`), and
+    which of its layers the panel showed and a person deleted since Load."""
+
+    def __init__(
+        self, notices: Notices, browser: BrowserModel, *, plane_provider: Callable[[], Any] | None = None
+    ) -> None:
+        self.notices, self.browser = notices, browser
+        self._plane_provider = plane_provider
+        self.loaded: Loaded | None = None
+        self.shown: set[str] = set()  # layer names this panel put on the viewer for the loaded case
+        self.deleted: list[str] = []  # of those (and of leaving names), deleted since Load
+
+    def _plane(self) -> Any:
+        if self._plane_provider is not None:
+            return self._plane_provider()
+        from imagebench.plane import PlaneUnavailable, shared_plane
+
+        try:
+            return shared_plane()
+        except PlaneUnavailable as exc:
+            raise PanelError(f"no data plane can run here, so tensor layers cannot load: {exc.reason}") from None
+
+    def loadable(self, label: str) -> Case:
+        """The case ``label`` when it can be loaded here; else a notice and PanelError."""
+        r = self.browser.row(label)
+        if r.case is None or not r.available:
+            raise self.notices.fail(f"{label} cannot run here: {r.reason}")
+        return r.case
+
+    def build(self, case: Case) -> Loaded:
+        """Build ``case``'s fixture and open the person's unit on its data (:func:`imagebench.runs.runner.open_unit`).
+
+        The slow half of loading (a builder, a curated read, the data plane's start and upload),
+        safe to call from a worker thread: it changes no state and raises no notice; a failure is
+        a PanelError whose message says why. :meth:`adopt` makes the result the loaded case.
+        """
+        from imagebench.runs.runner import open_unit, presents_tensor
+
+        plane = self._plane() if presents_tensor(case) else None
+        unit = open_unit(case, INTERACTIVE_NAME, plane=plane)
+        if unit.failure is not None:
+            unit.release()
+            status, reason = unit.failure
+            raise PanelError(f"{case.label}: {status}: {reason}" if unit.fixture is None else f"{case.label}: {reason}")
+        return Loaded(case=case, unit=unit)
+
+    def adopt(self, loaded: Loaded) -> Loaded:
+        """Make ``loaded`` (from :meth:`build`) the loaded case, forgetting the previous one."""
+        if self.loaded is not None and self.loaded is not loaded:
+            self.loaded.release()
+        self.loaded = loaded
+        loaded.unit.started = time.perf_counter()  # the person's turn starts when the layers are shown
+        self.shown = set()
+        self.deleted = []
+        return loaded
+
+    def need_loaded(self) -> Loaded:
+        """The loaded case; else a notice and PanelError."""
+        if self.loaded is None:
+            raise self.notices.fail("load a case first", "warning")
+        return self.loaded
+
+    # ---------------------------------------------------------------- layers on the viewer
+
+    def layer_shown(self, name: str) -> None:
+        """The panel put a layer named ``name`` on the viewer for the loaded case."""
+        self.shown.add(name)
+        if name in self.deleted:
+            self.deleted.remove(name)
+
+    def layer_removed(self, name: str) -> None:
+        """A layer left the viewer: remembered when the panel showed it or a leaving has its name."""
+        if self.loaded is None:
+            return
+        leaving = name in {c.name for c in self.loaded.case.collect}
+        if (name in self.shown or leaving) and name not in self.deleted:
+            self.deleted.append(name)
+
+    def layer_added(self, name: str) -> None:
+        if name in self.deleted:
+            self.deleted.remove(name)
+
+    def artifacts_shown(self, result: ResultRow) -> None:
+        """A sample's artifacts were put on the viewer; for the loaded case they may show its truth."""
+        if self.loaded is not None and result.label == self.loaded.case.label:
+            self.loaded.seen.add("saw-artifacts")
+
+    def close(self) -> None:
+        """Forget the loaded case (and its fixture, and its copy of a bundle case's files)."""
+        if self.loaded is not None:
+            self.loaded.release()
+        self.loaded = None
+        self.shown = set()
+        self.deleted = []
