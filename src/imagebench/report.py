@@ -560,6 +560,16 @@ SANDBOX_MEANINGS = {
 }
 
 
+#: What the bench panel records as its runs' source, and as the name of a person scoring their own work.
+PANEL_SOURCE, PERSON = "napari-imagebench panel", "interactive"
+
+
+def _sandbox_text(rec: Any) -> str:
+    if rec.sandbox is None and rec.selection.get("source") == PANEL_SOURCE and rec.subject == PERSON:
+        return "none (a person at the viewer: they can see whatever the viewer shows, never the truth)"
+    return SANDBOX_MEANINGS.get(rec.sandbox or "", "not recorded (a run before sandboxes were recorded)")
+
+
 def _head(run: RunPage) -> dict[str, Any]:
     rec = run.record
     verdicts = [v.verdict for v in run.cases]
@@ -567,7 +577,7 @@ def _head(run: RunPage) -> dict[str, Any]:
     rows = [
         ("run", rec.run_id),
         ("subject", rec.subject),
-        ("sandbox", SANDBOX_MEANINGS.get(rec.sandbox or "", "not recorded (a run before sandboxes were recorded)")),
+        ("sandbox", _sandbox_text(rec)),
         ("samples per case", str(rec.samples)),
         ("cases", f"{len(rec.cases)} ({failed} failed, {passed} passed, {skipped} skipped)"),
         ("started", rec.started),

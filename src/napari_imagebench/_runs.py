@@ -84,9 +84,13 @@ class RunFolder:
         extra: dict[str, Any] = {} if is_trusted(who) else {UNSEALED_KEY: True}
         # what compare checks of a run: the conditions its subject ran under (a person: in-process)
         extra[EXECUTION_KEY] = execution_record(who, extra)
+        from imagebench.subjects import confinement_of
+
         writer, record = RunWriter.create(
             root,
             subject_name,
+            # how the subject was confined (a person at the viewer is no program: the report says so)
+            sandbox=None if isinstance(who, str) else confinement_of(who),
             samples=0,
             selection={"source": PANEL_SOURCE},
             complete=False,

@@ -56,6 +56,15 @@ def test_model_runs_scores_and_accumulates_samples_without_a_viewer(tmp_path: Pa
     assert set(folders) == {"reference", "interactive"} and len(set(folders.values())) == 2
     cs = read_record(folders["interactive"] / "interactive" / "toy" / "rectangle" / "summary.json", CaseSummary)
     assert cs.samples == 2 and cs.counts == {"ok": 1, "wrong-answer": 1}
+    # both run folders check out, and their pages say how each subject was held
+    from imagebench.report import page_view, read_page
+    from imagebench.runs.reader import read_run
+
+    assert read_run(folders["interactive"]).verified and read_run(folders["reference"]).verified
+    person = dict(page_view(read_page(folders["interactive"]))["head"]["rows"])["sandbox"]
+    assert person.startswith("none (a person at the viewer")
+    program = dict(page_view(read_page(folders["reference"]))["head"]["rows"])["sandbox"]
+    assert program.startswith("in-process")
 
 
 def test_a_subject_that_raises_is_scored_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
