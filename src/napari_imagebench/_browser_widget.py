@@ -83,15 +83,20 @@ class CaseBrowser(QWidget):
         """Re-read the rows (the tree, the bundles) and redraw them, keeping the selection."""
         root = self.model.fixtures_root
         self.tree_label.tip = "" if root else "(the built-in curated cases read the data shipped in the package)"
+        self.tree_label.elide = Qt.ElideLeft if root else Qt.ElideRight  # a path keeps its last folders
         self.tree_label.setText(f"fixture tree: {root}" if root else "fixture tree: none")
         selected = self.selected_label()
         self.case_tree.clear()
         groups: dict[str, QTreeWidgetItem] = {}
-        for r in self.model.refresh():
+        rows = self.model.refresh()
+        # the source column only when some row is not built-in: the case ids keep the width
+        self.case_tree.setColumnHidden(CASE_COLUMNS.index("source"), all(r.source == "built-in" for r in rows))
+        for r in rows:
             group = groups.get(r.namespace)
             if group is None:
                 group = groups[r.namespace] = QTreeWidgetItem(self.case_tree, [r.namespace])
                 group.setFlags(group.flags() & ~Qt.ItemIsSelectable)
+                group.setFirstColumnSpanned(True)  # the namespace in full, across the columns
                 group.setExpanded(True)
             available = "yes" if r.available else "no"
             item = QTreeWidgetItem(group, [r.case_id, r.kind, r.case_class, available, r.source])

@@ -87,6 +87,8 @@ class RunControls(QWidget):
         self.subject_combo = QComboBox()
         self.subject_combo.addItems(self.model.subject_specs)
         self.subject_combo.setToolTip("who works the loaded case: you in the viewer, the reference, or a solver added below")
+        self.subject_combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.subject_combo.setMinimumContentsLength(6)  # a long solver name does not widen the dock
         self.subject_combo.currentTextChanged.connect(lambda _: self.changed.emit())
         self.run_button = QPushButton("Run")
         self.run_button.clicked.connect(self.run)

@@ -46,12 +46,13 @@ def name_children(widget: Any) -> None:
 
 class ElidedLabel(QLabel):
     """A one-line label that keeps its whole text (``text()``; the tooltip, unless one is given)
-    but draws only what fits, with an ellipsis at the start: a long folder path does not widen the
-    dock, and its last folders stay in sight."""
+    but draws only what fits, with an ellipsis (``elide``: at the start by default, so that a long
+    folder path keeps its last folders in sight) and never widens the dock."""
 
     def __init__(self, text: str = "") -> None:
         super().__init__(text)
         self.tip = ""
+        self.elide = Qt.ElideLeft
         self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.setMinimumWidth(40)
 
@@ -61,5 +62,5 @@ class ElidedLabel(QLabel):
 
     def paintEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
         painter = QPainter(self)
-        shown = self.fontMetrics().elidedText(self.text(), Qt.ElideLeft, self.width())
+        shown = self.fontMetrics().elidedText(self.text(), self.elide, self.width())
         painter.drawText(self.rect(), int(self.alignment()), shown)
