@@ -86,10 +86,19 @@ class AnswerPanel(QWidget):
         title.setWordWrap(True)
         col.addWidget(title)
         if slot.kind == "layer":
-            picker = ComboBox(name=f"pick_{slot.name}", label="layer", choices=lambda _w, s=slot: self._choices(s))
+            picker = ComboBox(
+                name=f"pick_{slot.name}",
+                label="layer",
+                choices=lambda _w, s=slot: self._choices(s),
+                tooltip=f"the viewer's {slot.layer or ''} layer that is your `{slot.name}` (Score reads it)",
+            )
             picker.native.setObjectName(f"pick_{slot.name}")
             picker.changed.connect(lambda _v: self.changed.emit())
-            create = PushButton(name=f"create_{slot.name}", text=f"Create `{slot.name}`")
+            create = PushButton(
+                name=f"create_{slot.name}",
+                text=f"Create `{slot.name}`",
+                tooltip=f"add an empty {slot.layer or ''} layer named `{slot.name}` to draw your answer in",
+            )
             create.native.setObjectName(f"create_{slot.name}")
             create.changed.connect(lambda _v, s=slot: self.create_layer(s.name))
             self.pickers[slot.name] = picker
@@ -97,7 +106,7 @@ class AnswerPanel(QWidget):
             col.addWidget(Container(widgets=[picker, create], layout="horizontal", labels=False).native)
         elif slot.kind == "form":
             widgets = [self._field(slot, f) for f in slot.fields]
-            set_button = PushButton(name=f"set_{slot.name}", text="Set")
+            set_button = PushButton(name=f"set_{slot.name}", text="Set", tooltip=f"give the values above as `{slot.name}`")
             set_button.native.setObjectName(f"set_{slot.name}")
             set_button.changed.connect(lambda _v, s=slot: self.set_answer(s.name))
             form = Container(widgets=[*widgets, set_button])
@@ -108,15 +117,19 @@ class AnswerPanel(QWidget):
     def _field(self, slot: AnswerSlot, f: FormField) -> Any:
         name = f"field_{slot.name}_{f.name}"
         if f.kind == "int":
-            widget: Any = SpinBox(name=name, label=f.name, min=-(10**9), max=10**9, value=0)
+            widget: Any = SpinBox(name=name, label=f.name, min=-(10**9), max=10**9, value=0, tooltip=f"{f.name}: an integer")
         elif f.kind == "bool":
-            widget = CheckBox(name=name, label=f.name, value=False)
+            widget = CheckBox(name=name, label=f.name, value=False, tooltip=f"{f.name}: yes or no")
         else:
             hint = {"vector": f"{f.length} numbers, comma-separated", "voxel": "z, y, x: or click a point"}.get(f.kind, "")
-            widget = LineEdit(name=name, label=f.name, tooltip=hint)
+            widget = LineEdit(name=name, label=f.name, tooltip=f"{f.name}: {hint}" if hint else f.name)
         widget.native.setObjectName(name)
         if f.kind == "voxel":
-            pick = PushButton(name=f"point_{slot.name}", text="From the last clicked point")
+            pick = PushButton(
+                name=f"point_{slot.name}",
+                text="From the last clicked point",
+                tooltip="fill z, y, x from the point last clicked on the canvas",
+            )
             pick.native.setObjectName(f"point_{slot.name}")
             pick.changed.connect(lambda _v, w=widget: self._fill_from_point(w))
             return Container(widgets=[widget, pick], layout="horizontal", labels=False, name=f"voxel_{slot.name}")

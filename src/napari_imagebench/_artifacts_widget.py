@@ -38,6 +38,7 @@ class ArtifactButtons(QWidget):
         self.artifacts_button.setToolTip("the selected sample's images side by side, one contrast range for all")
         self.artifacts_button.clicked.connect(self.view_artifacts)
         self.folder_button = QPushButton("Open run folder")
+        self.folder_button.setToolTip("open the selected sample's run folder (its run.json, receipts, artifacts)")
         self.folder_button.clicked.connect(self.open_run_folder)
         self.back_button = QPushButton("Back to the case")
         self.back_button.setToolTip("remove the artifact panes and show the case's layers as they were")

@@ -24,6 +24,13 @@ if TYPE_CHECKING:
     from imagebench.bundle.load import Bundle
 
 
+def row_matches(row: CaseRow, text: str) -> bool:
+    """Whether ``row`` passes the case filter ``text``: every word of it (case-insensitive) is a
+    substring of the row's label, kind or class; an empty filter passes every row."""
+    haystack = f"{row.label}\n{row.kind}\n{row.case_class}".lower()
+    return all(word in haystack for word in text.lower().split())
+
+
 def builtin_cases() -> list[Case]:
     from imagebench.cases import all_cases
 
@@ -115,6 +122,10 @@ class BrowserModel:
         rows.extend(self._tree_rows(known))
         self._rows = rows
         return rows
+
+    def filtered(self, text: str) -> list[CaseRow]:
+        """The rows the case filter ``text`` keeps (:func:`row_matches`), in the tree's order."""
+        return [r for r in self.rows() if row_matches(r, text)]
 
     def _bundle_rows(self, taken: set[str]) -> list[CaseRow]:
         """Each open bundle's cases (runnable or not), under the bundle's skill as namespace."""

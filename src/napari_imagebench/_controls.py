@@ -25,6 +25,21 @@ SCORE_TIP = "score the leavings as a sample"
 SCORE_AGENT_TIP = "score what the agent left (and stop serving it)"
 STOP_TIP = "end the running subject now (its processes too); the sample is recorded as stopped"
 
+# The panel's keyboard shortcuts ({action: Qt key sequences}), live while the focus is in the panel.
+# Qt shortcuts, not npe2 keybindings: napari registers a plugin's commands with no keybindings
+# (npe2's `keybindings` contribution is ignored), and a command would not reach this dock's buttons.
+SHORTCUTS: dict[str, tuple[str, ...]] = {
+    "load": ("Ctrl+L",),
+    "score": ("Ctrl+Return", "Ctrl+Enter"),
+    "artifacts": ("Ctrl+Shift+A",),  # View artifacts, and Back to the case while the panes are up
+}
+
+
+def with_key(tip: str, action: str) -> str:
+    """``tip`` followed by the action's shortcut, as the button's tooltip shows it."""
+    keys = SHORTCUTS.get(action)
+    return f"{tip} ({keys[0]})" if keys and tip else tip
+
 
 class PanelModel(Protocol):
     """What the rules read of the panel's model (:class:`napari_imagebench._model.BenchModel` has it)."""

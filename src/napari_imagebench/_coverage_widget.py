@@ -38,6 +38,7 @@ class CoverageTab(QWidget):
         self.coverage_warnings.setTextInteractionFlags(Qt.TextSelectableByMouse)
         col.addWidget(self.coverage_warnings)
         self.coverage_all_runs = QCheckBox("also count earlier runs under the outcome root")
+        self.coverage_all_runs.setToolTip("count the samples of every run under the outcome root, not only this session's")
         self.coverage_all_runs.setChecked(self.model.coverage_all_runs)
         self.coverage_all_runs.toggled.connect(self._all_runs_toggled)
         col.addWidget(self.coverage_all_runs)

@@ -149,6 +149,10 @@ class BenchModel:
     def rows(self) -> list[CaseRow]:
         return self.browser.rows()
 
+    def filtered(self, text: str) -> list[CaseRow]:
+        """The rows the case filter ``text`` keeps (:func:`._browser_model.row_matches`)."""
+        return self.browser.filtered(text)
+
     def row(self, label: str) -> CaseRow:
         return self.browser.row(label)
 

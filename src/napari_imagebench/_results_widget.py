@@ -20,7 +20,7 @@ class ResultsPane(QTreeWidget):
         super().__init__()
         self.model = model
         self.setHeaderLabels(list(RESULT_HEADERS))
-        fit_columns(self, stretch=4, first_width=250)
+        fit_columns(self, stretch=4, first_width=170)  # the verdicts stay in sight in a 373 px dock
 
     def show_message(self, msg: Message) -> None:
         from napari.utils.notifications import show_error, show_info, show_warning

@@ -1,4 +1,4 @@
-"""Subjects and Run: Load, the subject list (you, ``reference``, a ``python:`` solver added in the
+"""Subjects and Run: the subject list (you, ``reference``, a ``python:`` solver added in the
 field below it), Run, Score, Stop and the busy bar. Loading and a subject's work happen in a worker
 thread (napari's ``create_worker``), so the viewer never freezes; each piece of work closes the
 data-plane connections it opened on its thread (:func:`closing_connections`).
@@ -18,7 +18,6 @@ from qtpy.QtWidgets import (
     QApplication,
     QComboBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QProgressBar,
     QPushButton,
@@ -84,38 +83,37 @@ class RunControls(QWidget):
         self.job: RunJob | None = None
         col = QVBoxLayout(self)
         col.setContentsMargins(0, 0, 0, 0)
-        row = QHBoxLayout()
-        self.load_button = QPushButton("Load")
-        self.load_button.setToolTip("add the case's data layers to the viewer")
+        row = QHBoxLayout()  # one row: the subject and what it does (the dock fits 1366x768)
         self.subject_combo = QComboBox()
         self.subject_combo.addItems(self.model.subject_specs)
+        self.subject_combo.setToolTip("who works the loaded case: you in the viewer, the reference, or a solver added below")
+        self.subject_combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.subject_combo.setMinimumContentsLength(6)  # a long solver name does not widen the dock
         self.subject_combo.currentTextChanged.connect(lambda _: self.changed.emit())
-        row.addWidget(self.load_button)
-        row.addWidget(QLabel("subject"))
-        row.addWidget(self.subject_combo, 1)
-        col.addLayout(row)
-        row = QHBoxLayout()
-        self.solver_edit = QLineEdit()
-        self.solver_edit.setPlaceholderText("python:package.module:function")
-        self.solver_edit.returnPressed.connect(self.add_solver)
-        self.add_solver_button = QPushButton("Add solver")
-        self.add_solver_button.clicked.connect(self.add_solver)
-        row.addWidget(self.solver_edit, 1)
-        row.addWidget(self.add_solver_button)
-        col.addLayout(row)
-        row = QHBoxLayout()
         self.run_button = QPushButton("Run")
         self.run_button.clicked.connect(self.run)
         self.score_button = QPushButton("Score")
         self.stop_button = QPushButton("Stop")
         self.stop_button.clicked.connect(self.stop)
+        row.addWidget(self.subject_combo, 1)
+        for button in (self.run_button, self.score_button, self.stop_button):
+            row.addWidget(button)
+        col.addLayout(row)
+        row = QHBoxLayout()
+        self.solver_edit = QLineEdit()
+        self.solver_edit.setPlaceholderText("python:package.module:function")
+        self.solver_edit.setToolTip("a solver to add to the subjects: python:package.module:function (Enter adds it)")
+        self.solver_edit.returnPressed.connect(self.add_solver)
+        self.add_solver_button = QPushButton("Add solver")
+        self.add_solver_button.setToolTip("add the solver named in the field beside it to the subject list")
+        self.add_solver_button.clicked.connect(self.add_solver)
+        row.addWidget(self.solver_edit, 1)
+        row.addWidget(self.add_solver_button)
+        col.addLayout(row)
         self.progress = QProgressBar()
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
         self.progress.setTextVisible(False)
-        for button in (self.run_button, self.score_button, self.stop_button):
-            row.addWidget(button)
-        col.addLayout(row)
         col.addWidget(self.progress)  # its own row: the busy text is readable
         self.setObjectName("run_controls")
         name_children(self)
@@ -196,9 +194,8 @@ class RunControls(QWidget):
         self.changed.emit()
 
     def show_controls(self, controls: Controls) -> None:
-        """Enable Load, Run, Score and Stop as ``controls`` say; grey each subject that cannot work the case."""
+        """Enable Run, Score and Stop as ``controls`` say; grey each subject that cannot work the case."""
         for button, control in (
-            (self.load_button, controls.load),
             (self.run_button, controls.run),
             (self.score_button, controls.score),
             (self.stop_button, controls.stop),

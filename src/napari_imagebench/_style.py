@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from qtpy.QtCore import Qt
-from qtpy.QtGui import QBrush, QColor
-from qtpy.QtWidgets import QHeaderView, QTreeWidget, QWidget
+from qtpy.QtGui import QBrush, QColor, QPainter
+from qtpy.QtWidgets import QHeaderView, QLabel, QSizePolicy, QTreeWidget, QWidget
 
 LABEL_ROLE = Qt.UserRole  # a case item's label, a result item's index into model.results
 GREY = QBrush(QColor(128, 128, 128))
@@ -42,3 +42,25 @@ def name_children(widget: Any) -> None:
     for attr, child in vars(widget).items():
         if isinstance(child, QWidget) and not child.objectName():
             child.setObjectName(attr)
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that keeps its whole text (``text()``; the tooltip, unless one is given)
+    but draws only what fits, with an ellipsis (``elide``: at the start by default, so that a long
+    folder path keeps its last folders in sight) and never widens the dock."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__(text)
+        self.tip = ""
+        self.elide = Qt.ElideLeft
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.setMinimumWidth(40)
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt's name)
+        super().setText(text)
+        self.setToolTip(f"{text}\n{self.tip}" if self.tip else text)
+
+    def paintEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
+        painter = QPainter(self)
+        shown = self.fontMetrics().elidedText(self.text(), self.elide, self.width())
+        painter.drawText(self.rect(), int(self.alignment()), shown)

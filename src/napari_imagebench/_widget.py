@@ -1,11 +1,14 @@
 """The bench panel: the Imagebench dock widget, composed of small widgets over one headless model.
 
-From top to bottom: the case browser (the fixture tree in use, the skill bundles, the tree of
-cases; :mod:`._browser_widget`), the tabs Detail (:mod:`._detail_widget`), Answer
-(:mod:`._answer_panel`) and Coverage (:mod:`._coverage_widget`), then Load, the subject, Run,
-Score, Stop and the busy bar (:mod:`._run_widget`), agent serving (:mod:`._agent_widget`), the
-results (:mod:`._results_widget`) and the artifact buttons (:mod:`._artifacts_widget`). What the
-panel put on the viewer is :class:`._viewer.PanelLayers`.
+From top to bottom, in two parts a splitter divides: the case browser (the fixture tree in use,
+the skill bundles, the tree of cases, the case filter and Load under it; :mod:`._browser_widget`)
+and the tabs Detail (:mod:`._detail_widget`), Answer (:mod:`._answer_panel`) and Coverage
+(:mod:`._coverage_widget`), folded to their bar until asked; then the subject, Run, Score, Stop
+and the busy bar (:mod:`._run_widget`), agent serving (:mod:`._agent_widget`), the results
+(:mod:`._results_widget`) and the artifact buttons (:mod:`._artifacts_widget`). It fits a
+1366x768 laptop screen (``tests/napari/test_laptop.py``). Ctrl+L loads, Ctrl+Enter scores and
+Ctrl+Shift+A views the artifacts or goes back (:mod:`._keys`). What the panel put on the viewer
+is :class:`._viewer.PanelLayers`.
 
 Every action goes through the model (:class:`napari_imagebench._model.BenchModel`); which
 buttons are enabled is the model's answer (:meth:`BenchModel.controls`), which this panel only
@@ -20,16 +23,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qtpy.QtCore import Qt, QTimer
-from qtpy.QtWidgets import QSplitter, QTabWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QSplitter, QTreeWidgetItem, QVBoxLayout, QWidget
 
+from napari_imagebench import _keys
 from napari_imagebench._agent_widget import AgentPane
 from napari_imagebench._answer_panel import AnswerPanel
 from napari_imagebench._artifacts_widget import ArtifactButtons
 from napari_imagebench._browser_widget import CaseBrowser
-from napari_imagebench._controls import PanelState
+from napari_imagebench._controls import PanelState, with_key
 from napari_imagebench._coverage import CoverageView
 from napari_imagebench._coverage_widget import CoverageTab
-from napari_imagebench._detail_widget import CaseDetailView
+from napari_imagebench._detail_widget import CaseDetailView, CaseTabs
 from napari_imagebench._layers import PresentationError, session_layer_data
 from napari_imagebench._model import INTERACTIVE, BenchModel, Loaded, PanelError
 from napari_imagebench._results_widget import ResultsPane
@@ -69,13 +73,13 @@ class BenchPanel(QWidget):
                 if isinstance(widget, QWidget) and not attr.startswith("_"):
                     setattr(self, attr, widget)
 
-        self.tabs = QTabWidget()
-        self.tabs.addTab(self.detail, "Detail")
-        self.tabs.addTab(self.answer_panel, "Answer")
-        self.tabs.addTab(self.coverage_tab, "Coverage")
-        top = QSplitter(Qt.Vertical)
-        top.addWidget(self.browser)
-        top.addWidget(self.tabs)
+        self.tabs = CaseTabs([(self.detail, "Detail"), (self.answer_panel, "Answer"), (self.coverage_tab, "Coverage")])
+        self.detail_toggle = self.tabs.detail_toggle
+        top = QWidget()  # the case browser and, folded to their bar until asked, the tabs
+        col = QVBoxLayout(top)
+        col.setContentsMargins(0, 0, 0, 0)
+        col.addWidget(self.browser, 1)
+        col.addWidget(self.tabs, 1)
         controls = QWidget()
         col = QVBoxLayout(controls)
         col.setContentsMargins(0, 0, 0, 0)
@@ -83,9 +87,12 @@ class BenchPanel(QWidget):
         col.addWidget(self.agent_pane)
         col.addWidget(self.results, 1)
         col.addWidget(self.artifact_buttons)
-        split = QSplitter(Qt.Vertical)
+        self.splitter = split = QSplitter(Qt.Vertical)  # drag it to give the results or the cases more room
         split.addWidget(top)
         split.addWidget(controls)
+        split.setChildrenCollapsible(False)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(split, 1)
@@ -98,7 +105,8 @@ class BenchPanel(QWidget):
         self.browser.refreshed.connect(self._refreshed)
         self.answer_panel.changed.connect(self._update_buttons)
         self.run_controls.changed.connect(self._update_buttons)
-        self.run_controls.load_button.clicked.connect(self.load_selected)
+        self.browser.load_button.clicked.connect(self.load_selected)
+        self.browser.case_tree.itemDoubleClicked.connect(lambda *_: _keys.press(self.load_button)())
         self.run_controls.score_button.clicked.connect(self.score)
         self.run_controls.ran.connect(self._run_done)
         self.agent_pane.changed.connect(self._update_buttons)
@@ -110,6 +118,16 @@ class BenchPanel(QWidget):
         self._answer_timer.setInterval(1000)
         self._answer_timer.timeout.connect(self._poll_answers)
         self._answer_timer.start()
+        for button, action in ((self.artifacts_button, "artifacts"), (self.back_button, "artifacts")):
+            button.setToolTip(with_key(button.toolTip(), action))
+        self.shortcuts = _keys.install(
+            self,
+            {
+                "load": _keys.press(self.load_button),
+                "score": _keys.press(self.score_button),
+                "artifacts": self._artifacts_key,
+            },
+        )
         self.setObjectName("bench_panel")
         name_children(self)
         self.refresh()
@@ -286,6 +304,11 @@ class BenchPanel(QWidget):
     def view_artifacts(self) -> list[Any]:
         return self.artifact_buttons.view_artifacts()
 
+    def _artifacts_key(self) -> None:
+        """Ctrl+Shift+A: Back to the case while the artifact panes are up, else View artifacts."""
+        reviewing = self.artifact_buttons.reviewing
+        _keys.press(self.back_button if reviewing else self.artifacts_button)()
+
     def back_to_the_case(self) -> bool:
         return self.artifact_buttons.back_to_the_case()
 
@@ -323,7 +346,10 @@ class BenchPanel(QWidget):
 
     def _update_buttons(self) -> None:
         controls = self.model.controls(self.panel_state())
+        self.browser.show_controls(controls)
         self.run_controls.show_controls(controls)
+        self.load_button.setToolTip(with_key(controls.load.why, "load"))
+        self.score_button.setToolTip(with_key(controls.score.why, "score"))
         self.agent_pane.show_controls(controls)
         self.artifact_buttons.show_controls(controls)
 
