@@ -77,7 +77,9 @@ def _shoot(out: Path, label: str) -> int:
     try:
         settle(1.0)
         panel.select_case(label)
+        panel.tabs.set_folded(False)  # the Detail page, unfolded: what the case asks and where its pixels come from
         save(panel, "panel-case.png")
+        panel.tabs.set_folded(True)
 
         def wait(what: str) -> None:
             deadline = time.monotonic() + 120
@@ -138,6 +140,7 @@ def _shoot(out: Path, label: str) -> int:
             print(f"make_screenshots: scoring the bundle case failed: {panel.model.messages[-1].text}", file=sys.stderr)
             return 1
         panel.tabs.setCurrentIndex(panel.tabs.indexOf(panel.coverage_title.parentWidget()))
+        panel.tabs.set_folded(False)  # the tabs start folded to their bar (a laptop screen); show the page
         save(panel, "panel-coverage.png")
     finally:
         viewer.close()
