@@ -288,6 +288,7 @@ def _against_journal(record: RunRecord, journal: list[JournalEntry], has_receipt
 def _disagreement(summary: CaseSummary, samples: list[SampleSummary]) -> str:
     """How a case's summary differs from what its usable samples say ('' when it does not)."""
     from imagebench.runs.verdict import status_counts
+    from imagebench.runs.writer import metric_means
 
     said = {k: v for k, v in summary.counts.items() if v}
     found = {k: v for k, v in status_counts(samples).items() if v}
@@ -296,17 +297,9 @@ def _disagreement(summary: CaseSummary, samples: list[SampleSummary]) -> str:
     passed = sum(1 for s in samples if s.status == "ok")
     if summary.passed != passed:
         return f"it says {summary.passed} passed, its samples {passed}"
-    values: dict[str, list[float]] = {}
-    limits: dict[str, float] = {}
-    for s in samples:
-        for m in s.metrics:
-            limits[m.name] = m.limit
-            values.setdefault(m.name, [])
-            if m.value is not None:
-                values[m.name].append(m.value)
-    for name in sorted(set(values) | set(summary.metric_means)):
-        got, said = values.get(name), summary.metric_means.get(name)
-        mean = sum(got) / len(got) if got else None
+    means, limits = metric_means(samples)
+    for name in sorted(set(means) | set(summary.metric_means)):
+        mean, said = means.get(name), summary.metric_means.get(name)
         if (mean is None) != (said is None) or (mean is not None and not math.isclose(mean, said, rel_tol=1e-9, abs_tol=1e-12)):
             return f"it gives {name} a mean of {said}, its samples {mean}"
     said_limits = summary.extra.get("limits", {}) if isinstance(summary.extra, dict) else {}

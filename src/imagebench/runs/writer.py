@@ -14,11 +14,9 @@ if TYPE_CHECKING:
     from imagebench.records import CaseSummary, RunRecord, SampleSummary
     from imagebench.runs.journal import Journal
 
-def summarize_case(case: Any, subject_name: str, samples: Sequence[SampleSummary], build_s: float) -> CaseSummary:
-    """The case's ``summary.json``: counts, metric means, the first reasons and its verdict (which a
-    check across samples, as a bundle's rerun class has, may turn to ``fail``)."""
-    from imagebench.records import CaseSummary
-
+def metric_means(samples: Sequence[SampleSummary]) -> tuple[dict[str, float | None], dict[str, float]]:
+    """``({metric: mean of its values over samples, or None}, {metric: its limit})``: what a case's
+    summary says of its metrics (and what the reader holds it to)."""
     values: dict[str, list[float]] = {}
     limits: dict[str, float] = {}
     for s in samples:
@@ -27,7 +25,15 @@ def summarize_case(case: Any, subject_name: str, samples: Sequence[SampleSummary
             values.setdefault(m.name, [])
             if m.value is not None:
                 values[m.name].append(m.value)
-    means = {k: (sum(v) / len(v) if v else None) for k, v in values.items()}
+    return {k: (sum(v) / len(v) if v else None) for k, v in values.items()}, limits
+
+
+def summarize_case(case: Any, subject_name: str, samples: Sequence[SampleSummary], build_s: float) -> CaseSummary:
+    """The case's ``summary.json``: counts, metric means, the first reasons and its verdict (which a
+    check across samples, as a bundle's rerun class has, may turn to ``fail``)."""
+    from imagebench.records import CaseSummary
+
+    means, limits = metric_means(samples)
     reasons: list[str] = []
     for s in samples:
         if s.reason and s.reason not in reasons:
