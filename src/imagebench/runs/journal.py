@@ -196,17 +196,15 @@ class Journal:
         key, key_id = journal_key()
         created = not path.exists()
         run_id = run_id_of(run_dir)
-        previous, first = run_id, None
+        previous, first, existing = run_id, None, 0
         if not created:
             _cut_torn_tail(path)
-            last = _last_line(path)
+            head, last, existing = _ends(path)
             found = _MAC_TAIL.search(last) if last else None
             if found is not None:
                 previous = found.group(1).decode("ascii")
-            head = _first_line(path)
             found = _MAC_TAIL.search(head) if head else None
             first = found.group(1).decode("ascii") if found is not None else None
-        existing = 0 if created else _count_lines(path)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         if created:
             _fsync_dir(path.parent)
@@ -342,31 +340,10 @@ def state_anchors(run_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def _first_line(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.readline().rstrip(b"\n")
-
-
-def _count_lines(path: Path) -> int:
-    with open(path, "rb") as fh:
-        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
-
-
-def _last_line(path: Path) -> bytes:
-    """The last complete line of ``path`` without its newline (b"" for an empty file)."""
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        end = fh.tell()
-        pos, tail = end, b""
-        while pos > 0:
-            start = max(0, pos - 4096)
-            fh.seek(start)
-            tail = fh.read(pos - start) + tail
-            pos = start
-            stripped = tail.rstrip(b"\n")
-            if b"\n" in stripped:
-                return stripped.rsplit(b"\n", 1)[1]
-        return tail.rstrip(b"\n")
+def _ends(path: Path) -> tuple[bytes, bytes, int]:
+    """``(first line, last line, how many lines)`` of a journal whose torn tail was cut, in one read."""
+    lines = path.read_bytes().split(b"\n")[:-1]
+    return (lines[0], lines[-1], len(lines)) if lines else (b"", b"", 0)
 
 
 def _cut_torn_tail(path: Path) -> None:
