@@ -380,14 +380,6 @@ def run_suite(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- compare, printed
 
 
-def _shown(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} {v}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(map(str, value)) + "]"
-    return str(value)
-
-
 def _f(value: float | None, digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{digits}g}"
 
@@ -408,6 +400,8 @@ def render(result: Comparison, console: Any) -> None:
     from rich.markup import escape as esc
     from rich.table import Table
 
+    from imagebench.suite.compare import shown_value
+
     for p in result.problems:
         console.print(f"[red]cannot compare:[/red] {esc(p)}")
     if result.problems:
@@ -418,7 +412,7 @@ def render(result: Comparison, console: Any) -> None:
     )
     for side, name in ((result.a, "A"), (result.b, "B")):
         if side.execution:
-            shown = ", ".join(f"{k} {_shown(v)}" for k, v in side.execution.items() if k != "limits")
+            shown = ", ".join(f"{k} {shown_value(v)}" for k, v in side.execution.items() if k != "limits")
             console.print(f"  {name} ran under: {shown}", markup=False)
     console.print(f"code A: {_code(result.a.identity)}    code B: {_code(result.b.identity)}", markup=False)
     table = Table(title="comparability")

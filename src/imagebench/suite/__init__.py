@@ -7,7 +7,9 @@
   :class:`Cohort`, :class:`Assignment`, :func:`assign`, :func:`verify_assignment`,
   :func:`assignment_mismatches`;
 - :mod:`~imagebench.suite.record`: what a suite run records in ``run.json``;
-- :mod:`~imagebench.suite.compare`: conditions C1-C4, McNemar's exact test, paired bootstrap;
+- :mod:`~imagebench.suite.compare`: conditions C1-C4 and the pairing of replicates, over
+  :mod:`~imagebench.suite.statistics` (McNemar's exact test, paired bootstrap) and the result's
+  models in :mod:`~imagebench.suite.comparison`;
 
 Case fingerprints live in :mod:`imagebench.runs.fingerprint`. See ``docs/suites.md``.
 Names load on first use so that ``imagebench --help`` stays fast.
@@ -24,12 +26,8 @@ __getattr__, __dir__, __all__ = lazy_package(__name__, __file__)
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from imagebench.suite.compare import (
-        Comparison,
-        compare_runs,
-        mcnemar_exact,
-        paired_bootstrap,
-    )
+    from imagebench.suite.compare import compare_runs
+    from imagebench.suite.comparison import Comparison
     from imagebench.suite.model import (
         AliasFile,
         SuiteError,
@@ -64,3 +62,4 @@ if TYPE_CHECKING:  # pragma: no cover
         parse_policy,
         verify_assignment,
     )
+    from imagebench.suite.statistics import mcnemar_exact, paired_bootstrap

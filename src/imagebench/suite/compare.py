@@ -43,26 +43,31 @@ case into one replicate: never more evidence than it could be.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
-
-from imagebench.records import Record
 from imagebench.runs.fingerprint import scrub
 from imagebench.runs.sealed import recorded_commitment
 from imagebench.scoring.aggregates import FAILURE, SUCCESS
+from imagebench.suite.comparison import (
+    CaseComparison,
+    Comparison,
+    Condition,
+    MetricDiff,
+    Overall,
+    RunSide,
+    Unmatched,
+)
 from imagebench.suite.record import SuiteRunInfo, run_info
 from imagebench.suite.sampling import (
     AssignmentError,
     assignment_mismatches,
     verify_assignment,
 )
+from imagebench.suite.statistics import mcnemar_exact, paired_bootstrap
 
-COMPARISON_SCHEMA_VERSION = 2  # 2: replicates (fixtures), per-case scoring closures, execution conditions
 #: run.json ``extra`` key of the conditions a run's subject ran under (imagebench.executor.run.execution_record)
 EXECUTION_KEY = "execution"
 #: The execution conditions C4 checks, each a name ``--allow-conditions`` takes.
@@ -77,152 +82,6 @@ CONDITION_NAMES = {
     "C3": "same scoring rules and units",
     "C4": "the same execution conditions",
 }
-
-
-# --------------------------------------------------------------------------- statistics
-
-
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value for ``b`` pairs that pass only in A and ``c`` only in B.
-
-    Under the null each discordant pair is a fair coin, so this is the exact binomial test of
-    ``b`` successes in ``b + c`` trials with p = 1/2 (``scipy.stats.binomtest``). Its two-sided p
-    sums the outcomes no likelier than ``b``; the distribution being symmetric, that is
-    min(1, 2 * P[X <= min(b, c)]) with X ~ Binomial(b + c, 1/2). 1.0 when no pair is discordant.
-    """
-    for name, v in (("b", b), ("c", c)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"{name} must be a count >= 0, got {v!r}")
-    if b + c == 0:
-        return 1.0  # binomtest needs a trial; with no discordant pair nothing argues either way
-    from scipy.stats import binomtest
-
-    return float(binomtest(b, b + c, 0.5).pvalue)
-
-
-def _mean_difference(x: Any, y: Any, axis: int = -1) -> Any:
-    import numpy as np
-
-    return np.mean(y - x, axis=axis)
-
-
-def paired_bootstrap(
-    a: Sequence[float], b: Sequence[float], *, seed: int, resamples: int = 2000, level: float = 0.95
-) -> tuple[float, float] | None:
-    """Percentile interval of mean(b - a), resampling the pairs together: ``scipy.stats.bootstrap``
-    (``paired=True``, ``method="percentile"``) with ``numpy.random.default_rng(seed)``.
-
-    None with fewer than two pairs (no spread to resample).
-    """
-    if len(a) != len(b):
-        raise ValueError(f"paired samples differ in length ({len(a)} and {len(b)})")
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
-    if resamples < 1:
-        raise ValueError(f"resamples must be at least 1, got {resamples}")
-    if len(a) < 2:
-        return None
-    import numpy as np
-    from scipy import stats
-
-    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    with warnings.catch_warnings():
-        # scipy also takes the standard deviation of the resampled means, which has no degrees
-        # of freedom with a single resample (numpy warns twice); that number is not used here
-        warnings.filterwarnings("ignore", "Degrees of freedom <= 0", RuntimeWarning)
-        warnings.filterwarnings("ignore", "invalid value encountered in scalar divide", RuntimeWarning)
-        result = stats.bootstrap(
-            (x, y),
-            _mean_difference,
-            paired=True,
-            vectorized=True,
-            n_resamples=resamples,
-            # about 2M resampled values at a time, as before: the same draws, bounded memory
-            batch=max(1, 2_000_000 // x.size),
-            confidence_level=level,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
-# --------------------------------------------------------------------------- models of the result
-
-
-class Condition(Record):
-    id: str
-    name: str
-    holds: bool
-    problems: list[str] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-
-
-class MetricDiff(Record):
-    metric: str
-    unit: str = ""
-    pairs: int  # replicates (per case) or cases (overall) the means are over
-    mean_a: float
-    mean_b: float
-    diff: float
-    ci: tuple[float, float] | None = None
-
-
-class CaseComparison(Record):
-    label: str
-    pairs: int  # sample pairs
-    fixtures: int = 0  # distinct fixtures behind them: the replicates every test counts
-    passed_a: int
-    passed_b: int
-    rate_a: float
-    rate_b: float
-    rate_diff: float
-    only_a: int  # replicates whose pass rate is higher in A than in B
-    only_b: int
-    metrics: list[MetricDiff] = Field(default_factory=list)
-    excluded: list[str] = Field(default_factory=list)
-
-
-class Unmatched(Record):
-    label: str
-    reason: str
-
-
-class Overall(Record):
-    cases: int
-    pairs: int  # sample pairs
-    fixtures: int = 0  # distinct fixtures (replicates) behind them
-    passed_a: int
-    passed_b: int
-    rate_a: float
-    rate_b: float
-    rate_diff: float
-    only_a: int  # discordant replicates favouring A
-    only_b: int
-    # McNemar's exact test over the discordant replicates; None with fewer than 2 distinct fixtures
-    mcnemar_p: float | None
-    metrics: list[MetricDiff] = Field(default_factory=list)
-
-
-class RunSide(Record):
-    run_id: str
-    subject: str
-    samples: int | None = None
-    execution: dict[str, Any] | None = None  # the conditions its subject ran under (run.json extra.execution)
-    identity: dict[str, Any] | None = None  # run.json's extra.subject_identity: its name and code digest
-
-
-class Comparison(Record):
-    schema_version: Literal[2] = COMPARISON_SCHEMA_VERSION
-    a: RunSide | None = None
-    b: RunSide | None = None
-    problems: list[str] = Field(default_factory=list)  # a run that could not be read at all
-    conditions: list[Condition] = Field(default_factory=list)
-    comparable: bool = False
-    direction: str = "B - A"
-    bootstrap: dict[str, Any] = Field(default_factory=dict)
-    cases: list[CaseComparison] = Field(default_factory=list)
-    unmatched: list[Unmatched] = Field(default_factory=list)
-    overall: Overall | None = None
 
 
 # --------------------------------------------------------------------------- reading a run
@@ -492,7 +351,7 @@ def check_conditions(
             va, vb = ea.get(name), eb.get(name)
             if va == vb:
                 continue
-            text = f"{name}: A {_shown(va)}, B {_shown(vb)}"
+            text = f"{name}: A {shown_value(va)}, B {shown_value(vb)}"
             if name in allow:
                 conds["C4"].notes.append(f"{text} (allowed by --allow-conditions {name})")
             else:
@@ -500,7 +359,8 @@ def check_conditions(
     return list(conds.values())
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
+    """An execution condition's value in words: a mapping as ``key value, ...``, a list by its items."""
     if isinstance(value, Mapping):
         return ", ".join(f"{k} {v}" for k, v in value.items()) or "{}"
     if isinstance(value, list):
@@ -725,6 +585,3 @@ def compare_runs(
         )
     conditions = check_conditions(a, b, suite=suite, suite_explicit=suite_explicit, allow=allow)
     return compare_loaded(a, b, conditions, seed=seed, resamples=resamples)
-
-
-# --------------------------------------------------------------------------- presentation
