@@ -73,7 +73,7 @@ class RunFolder:
 
     @classmethod
     def create(cls, root: Path, subject_name: str, subject: Any = None) -> RunFolder:
-        from imagebench.executor.run import EXECUTION_KEY, execution_record
+        from imagebench.runs.conditions import EXECUTION_KEY, execution_record
         from imagebench.runs.sealed import UNSEALED_KEY
         from imagebench.runs.writer import RunWriter
         from imagebench.subjects import is_trusted

@@ -34,6 +34,7 @@ from imagebench.executor.serial import run_serial, serial_builds
 from imagebench.executor.sink import Sink
 from imagebench.executor.threads import run_threaded
 from imagebench.executor.workers import run_dask
+from imagebench.runs.conditions import EXECUTION_KEY, execution_record
 from imagebench.runs.layout import RunFolderError
 from imagebench.runs.sealed import RECORD_KEY as SEALED_KEY
 from imagebench.runs.sealed import SealedError, recorded_commitment
@@ -357,26 +358,6 @@ def run_cases(
 
 
 SUBJECT_DIGEST_KEY = "subject_sha256"
-#: ``run.json`` ``extra`` key of the conditions the subject ran under (:func:`execution_record`).
-EXECUTION_KEY = "execution"
-
-
-def execution_record(subject: Subject, extra: Mapping[str, Any]) -> dict[str, Any]:
-    """The conditions a run's subject ran under, each a name ``compare --allow-conditions`` takes:
-    ``sandbox``, ``network``, ``limits``, ``env_pass``, ``isolate``, ``mcp``, ``tool_env``
-    (:func:`imagebench.subjects.execution_of`), ``sealing`` (:func:`imagebench.runs.sealed.sealing_of`)
-    and ``harness`` (the imagebench version and the digest of its source tree that ran it)."""
-    from imagebench.runs.receipt import source_tree_hash
-    from imagebench.runs.sealed import sealing_of
-    from imagebench.scoring.manifest import package_version
-    from imagebench.subjects import execution_of
-
-    try:
-        tree = "sha256:" + source_tree_hash()
-    except Exception as exc:  # recorded as unknown: two such runs still differ from a known one
-        tree = f"unknown ({type(exc).__name__})"
-    harness = {"version": package_version(), "source_tree": tree}
-    return {**execution_of(subject), "sealing": sealing_of(extra), "harness": harness}
 IDENTITY_KEY = "subject_identity"
 
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagebench.runs.conditions import EXECUTION_CONDITIONS, EXECUTION_KEY
 from imagebench.runs.fingerprint import scrub
 from imagebench.runs.sealed import recorded_commitment
 from imagebench.scoring.aggregates import FAILURE, SUCCESS
@@ -68,12 +69,6 @@ from imagebench.suite.sampling import (
 )
 from imagebench.suite.statistics import mcnemar_exact, paired_bootstrap
 
-#: run.json ``extra`` key of the conditions a run's subject ran under (imagebench.executor.run.execution_record)
-EXECUTION_KEY = "execution"
-#: The execution conditions C4 checks, each a name ``--allow-conditions`` takes.
-EXECUTION_CONDITIONS: tuple[str, ...] = (
-    "sandbox", "network", "limits", "env_pass", "isolate", "mcp", "tool_env", "sealing", "harness",
-)  # fmt: skip
 PASS = SUCCESS
 FAIL = FAILURE  # the same denominators as every aggregate
 CONDITION_NAMES = {
