@@ -1,4 +1,4 @@
-"""A run as one static web page: ``<run>/report.html`` (the page's one view-model, read once: over 600 lines).
+"""A run as one static web page: ``<run>/report.html``.
 Long because it is the page's whole model (cases, figures, coverage, receipt); the markup is in templates/.
 
 ``imagebench report RUN_DIR`` (and ``imagebench run`` at its end) reads the run folder and
