@@ -52,6 +52,11 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -e ".[test]"
+# The binding is PyQt6 (the test extra); a PyQt5 left from an older set-up would win qtpy's choice.
+if "$VENV/bin/python" -m pip show -q PyQt5 >/dev/null 2>&1; then
+  echo "setup: removing PyQt5 from $VENV (the Qt binding is PyQt6 now)"
+  "$VENV/bin/python" -m pip uninstall -q -y PyQt5 PyQt5-Qt5 PyQt5_sip
+fi
 # The pinned stardist wheel the authoring scripts read real nuclei from (tests re-run them).
 "$VENV/bin/python" tools/sources.py >/dev/null
 if ! command -v bwrap >/dev/null 2>&1; then
