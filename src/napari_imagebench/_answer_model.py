@@ -68,10 +68,23 @@ class AnswerModel:
                 data,
                 point_size=session_marker_size(loaded.session),
                 style=point_styles(loaded.case).get(name, 0),
+                shapes=self._tensor_shapes(),
             )
         except AnswerError as exc:
             raise self.notices.fail(str(exc)) from None
         stamp(out[1]["metadata"], "answer", loaded.case.label, loaded.number)
+        return out
+
+    def _tensor_shapes(self) -> dict[str, tuple[int, ...]]:
+        """The shape of each tensor layer of the loaded case, as the data plane describes it."""
+        loaded = self.workbench.need_loaded()
+        out: dict[str, tuple[int, ...]] = {}
+        for name, sl in loaded.session.layers.items():
+            if sl.layer.presentation == "tensor" and loaded.session.client is not None:
+                try:
+                    out[name] = tuple(int(n) for n in loaded.session.client.describe(str(sl.data))["shape"])
+                except Exception:  # the plane is gone: the slot says it has no shape to take
+                    continue
         return out
 
     def offered(self, slot: AnswerSlot, layers: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[str]:
@@ -82,11 +95,11 @@ class AnswerModel:
         loaded = self.workbench.loaded
         if loaded is None:
             return []
-        wanted = LAYER_TYPES.get(slot.layer or "")
+        wanted, label, number = LAYER_TYPES.get(slot.layer or ""), loaded.case.label, loaded.number
         return [
             name
             for name, kind, metadata in layers
-            if kind == wanted and (o := owner(metadata)).of_load(loaded.number) and o.role in ("case", "answer", "person")
+            if kind == wanted and (o := owner(metadata)).of_load(label, number) and o.role in ("case", "answer", "person")
         ]
 
     def count(self, name: str, given: int) -> str:

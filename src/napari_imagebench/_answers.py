@@ -194,10 +194,12 @@ def answer_layer_data(
     *,
     point_size: float | None = None,
     style: int = 0,
+    shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> tuple[Any, dict, str]:
     """An empty layer for ``slot``: named after it, of its kind, shaped and scaled like the data
-    layer it is ``like`` (``data`` maps layer names to the session's arrays); points sized like the
-    case's (``point_size``) in their own colour and symbol (``style``, :data:`._layers.POINT_STYLES`)."""
+    layer it is ``like`` (``data`` maps layer names to the session's arrays; ``shapes`` gives the
+    shape of a tensor layer, which the session holds as an id); points sized like the case's
+    (``point_size``) in their own colour and symbol (``style``, :data:`._layers.POINT_STYLES`)."""
     from napari_imagebench._layers import points_kwargs, presentation_kwargs
 
     if slot.kind != "layer" or slot.layer is None:
@@ -205,9 +207,9 @@ def answer_layer_data(
     like = next((layer for layer in layers if layer.name == slot.like), None)
     shape = tuple(np.shape(data[like.name])) if like is not None and like.name in data else None
     if like is not None and like.presentation == "tensor":
-        shape = None
+        shape = tuple(int(n) for n in shapes[like.name]) if shapes and like.name in shapes else None
     if shape is None and slot.layer in ("labels", "image"):
-        raise AnswerError(f"{slot.name}: the case names no in-memory layer to take the shape from")
+        raise AnswerError(f"{slot.name}: the case names no layer whose shape it can take")
     ndim = len(shape) if shape is not None else 2
     kwargs: dict[str, Any] = {"name": slot.name, "metadata": {"imagebench": {"answer": slot.name}}}
     if like is not None:

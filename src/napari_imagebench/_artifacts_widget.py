@@ -12,6 +12,7 @@ from qtpy.QtGui import QDesktopServices
 from qtpy.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from napari_imagebench._artifacts import back_to_the_case, hide_others, sample_pngs, show_artifacts
+from napari_imagebench._layers import case_colormaps
 from napari_imagebench._model import BenchModel, PanelError
 from napari_imagebench._runs import ResultRow
 from napari_imagebench._style import name_children
@@ -76,7 +77,9 @@ class ArtifactButtons(QWidget):
         prefix = f"{result.subject} s{result.sample}: "
         if self.case_visibility is None:  # the case as it was, for Back to the case
             self.case_visibility = hide_others(self.viewer)
-        layers = show_artifacts(self.viewer, pngs, relative_to=result.sample_dir, prefix=prefix)
+        case = next((row.case for row in self.model.rows() if row.label == result.label), None)
+        colormaps = case_colormaps(case) if case is not None else {}  # a channel's pane keeps its colour
+        layers = show_artifacts(self.viewer, pngs, relative_to=result.sample_dir, prefix=prefix, colormaps=colormaps)
         self.model.artifacts_shown(result)
         self.changed.emit()
         return layers

@@ -68,11 +68,13 @@ def _shapes_data(value: Any, name: str) -> list[np.ndarray]:
         raise PresentationError(f"layer {name!r}: shapes data is not a list of vertex arrays ({exc})") from None
 
 
-def shown_levels(levels: Sequence[Any], dim_labels: Sequence[str] | None, limit: int = TEXTURE_LIMIT) -> list[Any]:
+def shown_levels(levels: Sequence[Any], dim_labels: Sequence[str] | None, limit: int | None = None) -> list[Any]:
     """The levels of a pyramid (finest first) worth showing: up to the first whose spatial axes all
-    fit ``limit``, so a stack that fits a texture is one level (full resolution, in 2D and 3D) and a
-    larger one a pyramid whose coarsest level still fits."""
+    fit ``limit`` (:data:`TEXTURE_LIMIT`), so a stack that fits a texture is one level (full
+    resolution, in 2D and 3D) and a larger one a pyramid whose coarsest level still fits."""
     from imagebench.plane.protocol import spatial_axes
+
+    limit = TEXTURE_LIMIT if limit is None else limit
 
     out: list[Any] = []
     for level in levels:

@@ -52,9 +52,9 @@ class Owner:
         """The person made it while a case was loaded (Create, or a layer of their own)."""
         return self.role in PERSON_ROLES and self.case is not None
 
-    def of_load(self, load: int | None) -> bool:
-        """It belongs to the load numbered ``load`` (the case on the viewer now)."""
-        return load is not None and self.load == load and self.role is not None and self.case is not None
+    def of_load(self, case: str | None, load: int | None) -> bool:
+        """It belongs to the load numbered ``load`` of ``case`` (the case on the viewer now)."""
+        return load is not None and case is not None and self.load == load and self.case == case and self.role is not None
 
 
 def owner(metadata: Mapping[str, Any] | None) -> Owner:

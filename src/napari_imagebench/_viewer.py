@@ -112,7 +112,7 @@ class PanelLayers:
         label, number = loaded.case.label, loaded.number
         layers = [layer for layer in self.viewer.layers if ARTIFACT_KEY not in layer.metadata]
         owners = {id(layer): owner(layer.metadata) for layer in layers}
-        leftovers = [lay for lay in layers if owners[id(lay)].persons and not owners[id(lay)].of_load(number)]
+        leftovers = [lay for lay in layers if owners[id(lay)].persons and not owners[id(lay)].of_load(label, number)]
         staying = [lay for lay in layers if not owners[id(lay)].panel and lay not in leftovers]  # the person's own
         choice = KEEP
         if leftovers:
@@ -266,12 +266,12 @@ class PanelLayers:
         layer made on another case); a layer ``picked`` for a leaving (``{leaving: layer name}``)
         stands for it."""
         loaded = self.model.loaded
-        number = loaded.number if loaded is not None else None
+        label, number = (loaded.case.label, loaded.number) if loaded is not None else (None, None)
         found = {
             layer.name: layer_value(layer)
             for layer in self.viewer.layers
             if ARTIFACT_KEY not in layer.metadata
-            and (o := owner(layer.metadata)).of_load(number)
+            and (o := owner(layer.metadata)).of_load(label, number)
             and o.role != "result"
         }
         for name, layer_name in picked.items():

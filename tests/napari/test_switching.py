@@ -82,8 +82,8 @@ SCRIPT = textwrap.dedent(
             # what may stand for an answer: this load's layers only, never a leftover nor the person's own
             for slot, picker in panel.answer_panel.pickers.items():
                 for name in picker.choices[1:]:
-                    assert owner(viewer.layers[name].metadata).of_load(number), (label, slot, name)
-            assert set(panel.viewer_leavings()) <= {l.name for l in viewer.layers if owner(l.metadata).of_load(number)}
+                    assert owner(viewer.layers[name].metadata).of_load(label, number), (label, slot, name)
+            assert set(panel.viewer_leavings()) <= {l.name for l in viewer.layers if owner(l.metadata).of_load(label, number)}
             viewer.screenshot(canvas_only=True, flash=False)  # a real draw of the new layers
             # the person works: every answer layer created and painted, a layer of each kind of their own
             grid = next(l for l in case_layers if type(l).__name__ in ("Image", "Labels"))
