@@ -11,7 +11,7 @@ from qtpy.QtCore import QUrl, Signal
 from qtpy.QtGui import QDesktopServices
 from qtpy.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
-from napari_imagebench._artifacts import back_to_the_case, hide_others, sample_pngs, show_artifacts
+from napari_imagebench._artifacts import back_to_the_case, hide_others, sample_pngs, show_artifacts, viewer_grid
 from napari_imagebench._model import BenchModel, PanelError
 from napari_imagebench._runs import ResultRow
 from napari_imagebench._style import name_children
@@ -82,7 +82,7 @@ class ArtifactButtons(QWidget):
         return layers
 
     def back_to_the_case(self) -> bool:
-        """Leave the artifact panes: remove them and show the case's layers as they were."""
+        """Leave the artifact panes: hide them and show the case's layers as they were."""
         if self.case_visibility is None:
             return False
         back_to_the_case(self.viewer, self.case_visibility)
@@ -91,9 +91,10 @@ class ArtifactButtons(QWidget):
         return True
 
     def leave(self) -> None:
-        """Remove the artifact panes (another case is loading: its layers replace the old ones)."""
+        """Leave review mode: another case is loading, and the layers it replaces (the panes, shown
+        or hidden, among them: see :meth:`PanelLayers.show_case`) go with one removal."""
         if self.case_visibility is not None:
-            back_to_the_case(self.viewer, {})
+            viewer_grid(self.viewer).enabled = False
             self.case_visibility = None
 
     def run_folder_path(self) -> Path | None:

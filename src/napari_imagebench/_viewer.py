@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from napari_imagebench._artifacts import ARTIFACT_KEY
+from napari_imagebench._artifacts import ARTIFACT_KEY, artifact_layers
 from napari_imagebench._canvas import remove_layers
 from napari_imagebench._layers import add_layer_data, layer_value, point_size, result_kind, result_layer_data
 
@@ -64,7 +64,8 @@ class PanelLayers:
 
     def show_case(self, loaded: Loaded, tuples: list[Any]) -> None:
         """Replace what the panel showed with the loaded case's data layers; the console gets its session."""
-        remove_layers(self.viewer, self.case + list(self.results.values()))
+        # one removal for all (napari collects garbage after each): the case, the results, the panes
+        remove_layers(self.viewer, self.case + list(self.results.values()) + artifact_layers(self.viewer))
         self.case, self.results, self.console_results = [], {}, {}
         for data in tuples:
             layer = add_layer_data(self.viewer, data)
