@@ -30,6 +30,9 @@ from napari_imagebench._style import LABEL_ROLE, STATUS_COLORS, VERDICT_COLORS, 
 
 RESULT_HEADERS = ("result", "value", "limit", "verdict", "note")
 UNFOLD, FOLD = "▸ why", "▾ why"
+SHOW_TRUTH, HIDE_TRUTH = "Show the truth", "Hide the truth"
+MIN_LINES = 8  # of an unfolded explanation
+TREE_ROWS = 6  # result rows kept in sight beside an unfolded explanation
 
 
 def _reason_item(parent: QTreeWidgetItem, reason: Reason) -> QTreeWidgetItem:
@@ -63,7 +66,7 @@ class ResultExplanation(QWidget):
         self.explain_title.elide = Qt.TextElideMode.ElideRight
         self.explain_title.tip = "the sample explained below"
         self.truth_button = QToolButton()
-        self.truth_button.setText("Show the truth")
+        self.truth_button.setText(SHOW_TRUTH)
         self.truth_button.setCheckable(True)
         self.truth_button.setEnabled(False)
         self.truth_button.setToolTip(
@@ -81,6 +84,8 @@ class ResultExplanation(QWidget):
         self.result_explanation.setPlaceholderText("score a sample: why it passed or failed is explained here")
         self.result_explanation.setToolTip("the selected sample's explanation, from the summary.json its verifier wrote")
         col.addWidget(self.result_explanation, 1)
+        # unfolded, it shows at least this many lines: the panel's splitter gives it the room
+        self.result_explanation.setMinimumHeight(MIN_LINES * self.result_explanation.fontMetrics().lineSpacing() + 12)
         self.folded = False
         self.set_folded(True)
         name_children(self)
@@ -104,6 +109,7 @@ class ResultExplanation(QWidget):
         self.truth_button.blockSignals(True)
         self.truth_button.setChecked(False)
         self.truth_button.blockSignals(False)
+        self.truth_button.setText(SHOW_TRUTH)
         self.truth_button.setEnabled(bool(self.explained and self.explained.truth))
         self.explain_title.setText(self.explained.title if self.explained else "")
         self.result_explanation.setPlainText(self.explained.text if self.explained else "")
@@ -113,7 +119,11 @@ class ResultExplanation(QWidget):
             return
         if shown:
             self.model.truth_shown(self.result)
+        self.truth_button.setText(HIDE_TRUTH if shown else SHOW_TRUTH)
         self.result_explanation.setPlainText(self.explained.with_truth() if shown else self.explained.text)
+        if shown:  # where the truth was added, at the end
+            bar = self.result_explanation.verticalScrollBar()
+            bar.setValue(bar.maximum())
 
     def text(self) -> str:
         return self.result_explanation.toPlainText()
@@ -137,6 +147,46 @@ class ResultsPane(QTreeWidget):
         self.area.setStretchFactor(0, 3)
         self.area.setStretchFactor(1, 2)
         self.itemSelectionChanged.connect(self._selection_changed)
+        self.explanation.explain_toggle.toggled.connect(self._make_room)
+
+    def _make_room(self, shown: bool) -> None:
+        """An unfolded explanation takes the larger part of the area (drag the handle to change it),
+        and the area asks the splitter it sits in for the room of :data:`TREE_ROWS` result rows
+        beside it, taken from the other side (the case browser) down to that side's minimum."""
+        if not shown:
+            return
+        row = self.sizeHintForRow(0) if self.topLevelItemCount() else self.fontMetrics().height() + 6
+        tree = TREE_ROWS * max(row, 1) + self.header().height() + 2 * self.frameWidth()
+        explanation = self.explanation.minimumSizeHint().height()
+        self._borrow(tree + explanation + self.area.handleWidth() - self.area.height())
+        total = sum(self.area.sizes())
+        rows = total - max(explanation, total * 11 // 20)
+        if rows < tree:  # the rows' share, as far as the explanation's minimum leaves it
+            rows = max(rows, min(tree, total - explanation))
+        self.area.setSizes([rows, total - rows])
+        current = self.currentItem()
+        if current is not None:  # the sample's rows stay in sight
+            self.scrollToItem(current, QAbstractItemView.ScrollHint.PositionAtTop)
+
+    def _borrow(self, px: int) -> None:
+        """``px`` more height for the area from the enclosing splitter's other panes, as far as they can give."""
+        inner: QWidget = self.area
+        outer = inner.parentWidget()
+        while outer is not None and not isinstance(outer, QSplitter):
+            inner, outer = outer, outer.parentWidget()
+        if px <= 0 or outer is None:
+            return
+        mine = outer.indexOf(inner)
+        sizes = outer.sizes()
+        for i in range(len(sizes)):
+            if i == mine or px <= 0:
+                continue
+            spare = sizes[i] - max(outer.widget(i).minimumSizeHint().height(), 0)
+            give = max(0, min(px, spare))
+            sizes[i] -= give
+            sizes[mine] += give
+            px -= give
+        outer.setSizes(sizes)
 
     def show_message(self, msg: Message) -> None:
         from napari.utils.notifications import show_error, show_info, show_warning
@@ -180,8 +230,9 @@ class ResultsPane(QTreeWidget):
         self.setCurrentItem(item)
         self.scrollToItem(item, QAbstractItemView.ScrollHint.PositionAtTop)
         self.explanation.show_result(result)
-        if result.status != "ok":  # why it failed, in full
+        if result.status != "ok" and self.explanation.folded:  # why it failed, in full
             self.explanation.set_folded(False)
+            self._make_room(True)
 
     def _selection_changed(self) -> None:
         result = self.selected_result()
