@@ -158,7 +158,10 @@ def test_a_wrong_structured_answer_says_why_and_the_truth_waits_for_score_and_a_
     assert text.isVisible() and toggle.isChecked()  # a failed sample unfolds its explanation by itself
     assert text.lineWrapMode() == QPlainTextEdit.LineWrapMode.WidgetWidth
     assert "[0] off by 1.668 (tolerance 0.1)" in text.toPlainText() and "green the truth" in text.toPlainText()
-    assert text.height() > 3 * text.fontMetrics().lineSpacing()  # readable, not one cut-off line
+    lines = text.viewport().height() / text.fontMetrics().lineSpacing()
+    rows = tree.viewport().height() / max(tree.visualItemRect(row).height(), 1)
+    print(f"dock {panel.width()}x{panel.height()}: the explanation shows {lines:.1f} lines beside {rows:.1f} result rows")
+    assert lines >= 7.5 and rows >= 3.5  # readable, not one cut-off line, and the rows still in sight
     # scored, and still no truth anywhere until asked for
     assert not [t for t in panel_texts(panel) if "Fourier-shifted" in t]
     _shoot(panel, "score-results-wrong.png")
