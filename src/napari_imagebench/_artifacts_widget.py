@@ -12,6 +12,7 @@ from qtpy.QtGui import QDesktopServices
 from qtpy.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from napari_imagebench._artifacts import back_to_the_case, hide_others, sample_pngs, show_artifacts, viewer_grid
+from napari_imagebench._explain import sample_number
 from napari_imagebench._model import BenchModel, PanelError
 from napari_imagebench._runs import ResultRow
 from napari_imagebench._style import name_children
@@ -71,9 +72,9 @@ class ArtifactButtons(QWidget):
             return []
         pngs = sample_pngs(result.sample_dir)
         if not pngs:
-            self.model.notify("info", f"{result.label} sample {result.sample} wrote no images")
+            self.model.notify("info", f"{result.label} sample {sample_number(result.sample)} wrote no images")
             return []
-        prefix = f"{result.subject} s{result.sample}: "
+        prefix = f"{result.subject} s{sample_number(result.sample)}: "
         if self.case_visibility is None:  # the case as it was, for Back to the case
             self.case_visibility = hide_others(self.viewer)
         layers = show_artifacts(self.viewer, pngs, relative_to=result.sample_dir, prefix=prefix)
@@ -106,6 +107,7 @@ class ArtifactButtons(QWidget):
         if path is None:
             self.model.notify("warning", "no run folder yet: score a sample first")
             return None
+        self.model.run_folder_opened(self.selected())  # it shows the truth, as the artifacts do: flagged alike
         if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
             self.model.notify("info", f"no file browser could open it; the run folder is {path}")
         return path

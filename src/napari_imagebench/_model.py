@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from imagebench.subjects import Subject, SubjectRun
     from napari_imagebench._answers import AnswerSlot
     from napari_imagebench._cases import CaseDetail, CaseRow
+    from napari_imagebench._explain import Explanation
     from napari_imagebench._runs import ResultRow, RunFolder
 
 __all__ = [
@@ -254,6 +255,15 @@ class BenchModel:
 
     def export_results(self, path: Path) -> Path:
         return self.ledger.export_results(path)
+
+    def explanation(self, result: ResultRow) -> Explanation:
+        return self.ledger.explanation(result)
+
+    def truth_shown(self, result: ResultRow) -> str:
+        return self.scoring.truth_shown(result)
+
+    def run_folder_opened(self, result: ResultRow | None) -> Path | None:
+        return self.scoring.run_folder_opened(result)
 
     # ---------------------------------------------------------------- an agent over MCP
 

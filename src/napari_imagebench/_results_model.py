@@ -1,5 +1,5 @@
-"""The results' model: the panel's run folders (one per subject), the scored samples and their
-CSV export. Qt-free."""
+"""The results' model: the panel's run folders (one per subject), the scored samples, what each
+sample's summary explains (:mod:`._explain`) and their CSV export. Qt-free."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from napari_imagebench._base import Notices, PanelError
+from napari_imagebench._explain import Explanation, explain
 from napari_imagebench._runs import ResultRow, RunFolder
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ class ResultsModel:
         self._outcome_root = Path(outcome_root) if outcome_root is not None else None
         self.results: list[ResultRow] = []
         self.run_folders: dict[str, RunFolder] = {}
+        self._explained: dict[Path, Explanation] = {}  # by sample folder: a summary is written once
 
     @property
     def outcome_root(self) -> Path:
@@ -58,6 +60,29 @@ class ResultsModel:
         self.results.append(result)
         self.notices.events.result.emit(result)
         return result
+
+    def explanation(self, result: ResultRow) -> Explanation:
+        """What ``result``'s summary says beyond its metric table (:func:`._explain.explain`): read
+        from the ``summary.json`` in its sample folder; a summary that cannot be read is explained
+        from the row alone, and says so."""
+        known = self._explained.get(result.sample_dir)
+        if known is not None:
+            return known
+        from imagebench.records import SampleSummary, read_record
+
+        try:
+            summary = read_record(result.sample_dir / "summary.json", SampleSummary)
+        except Exception as exc:  # an explanation never fails the pane
+            namespace, _, case_id = result.label.partition("/")
+            summary = SampleSummary(
+                label=result.label, namespace=namespace, case_id=case_id, subject=result.subject,
+                sample=result.sample, status=result.status,  # type: ignore[arg-type]
+                reason=result.reason, metrics=list(result.metrics),
+                detail={"why": f"its summary.json could not be read ({type(exc).__name__}: {exc})"},
+            )  # fmt: skip
+            return explain(summary, result.sample_dir)
+        known = self._explained[result.sample_dir] = explain(summary, result.sample_dir)
+        return known
 
     def export_results(self, path: Path) -> Path:
         """Every result of this session as CSV (one row per metric; a sample without metrics gets

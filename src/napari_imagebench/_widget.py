@@ -85,7 +85,7 @@ class BenchPanel(QWidget):
         col.setContentsMargins(0, 0, 0, 0)
         col.addWidget(self.run_controls)
         col.addWidget(self.agent_pane)
-        col.addWidget(self.results, 1)
+        col.addWidget(self.results.area, 1)  # the results and, under them, the selected sample explained
         col.addWidget(self.artifact_buttons)
         self.splitter = split = QSplitter(Qt.Vertical)  # drag it to give the results or the cases more room
         split.addWidget(top)

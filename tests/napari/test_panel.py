@@ -208,7 +208,7 @@ def test_run_reference_then_score_shows_ok_and_each_metric(make_napari_viewer: A
     result = panel.score()
     assert result is not None and result.status == "ok"
     row = panel.results.topLevelItem(panel.results.topLevelItemCount() - 1)
-    assert row.text(1) == "ok" and row.text(0) == "reference #0: toy/rectangle"
+    assert row.text(1) == "ok" and row.text(0) == "reference #1: toy/rectangle"  # sample-0, counted from 1
     metrics = {row.child(i).text(0): [row.child(i).text(c) for c in range(1, 4)] for i in range(row.childCount())}
     assert metrics == {"mask_error": ["0", "0.05", "pass"], "area_error": ["0", "0.05 rel", "pass"]}
     on_disk = read_record(result.sample_dir / "summary.json", SampleSummary)
