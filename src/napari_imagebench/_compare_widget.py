@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from qtpy.QtCore import Qt, Signal
 from qtpy.QtGui import QBrush
 from qtpy.QtWidgets import (
+    QAbstractButton,
     QAbstractItemView,
     QComboBox,
     QFileDialog,
@@ -328,6 +329,8 @@ def _table(
     table.setWordWrap(True)
     table.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
     table.verticalHeader().setVisible(False)
+    for corner in table.findChildren(QAbstractButton):  # the corner button: it selects the whole table
+        corner.setToolTip("select the whole table")
     header = table.horizontalHeader()
     header.setStretchLastSection(False)
     for c in range(len(columns)):

@@ -2,8 +2,8 @@
 
 From top to bottom, in two parts a splitter divides: the case browser (the fixture tree in use,
 the skill bundles, the tree of cases, the case filter and Load under it; :mod:`._browser_widget`)
-and the tabs Detail (:mod:`._detail_widget`), Answer (:mod:`._answer_panel`) and Coverage
-(:mod:`._coverage_widget`), folded to their bar until asked; then the subject, Run, Score, Stop
+and the tabs Detail (:mod:`._detail_widget`), Answer (:mod:`._answer_panel`), Coverage
+(:mod:`._coverage_widget`) and Compare (:mod:`._compare_widget`), folded to their bar until asked; then the subject, Run, Score, Stop
 and the busy bar (:mod:`._run_widget`), agent serving (:mod:`._agent_widget`), the results
 (:mod:`._results_widget`) and the artifact buttons (:mod:`._artifacts_widget`). It fits a
 1366x768 laptop screen (``tests/napari/test_laptop.py``). Ctrl+L loads, Ctrl+Enter scores and
