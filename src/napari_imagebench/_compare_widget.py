@@ -7,6 +7,7 @@ Its model is :class:`napari_imagebench._compare_model.CompareModel`."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,7 @@ from qtpy.QtWidgets import (
 )
 
 from napari_imagebench._artifacts import arrange_panes, viewer_grid
-from napari_imagebench._canvas import remove_layers
+from napari_imagebench._canvas import settle_canvas
 from napari_imagebench._compare_model import (
     CASE_COLUMNS,
     COMPARE_KEY,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from napari_imagebench._model import BenchModel
 
 PICK = "pick a run folder…"
+ROOMY = 60  # pixels: a page at least this high is unfolded (folded, the tabs show their bar alone)
 
 
 def _swatch(rgba: Sequence[float]) -> str:
@@ -150,16 +152,40 @@ class CompareTab(QWidget):
             shown=bench.artifacts_shown,
         )
         tab = cls(viewer, model, before_show=before_show)
-        bench.events.result.connect(lambda _row: tab.refresh_choices())
+        bench.events.result.connect(lambda row: tab.reload(row.run_dir))
         return tab
+
+    def reload(self, folder: Path) -> None:
+        """A sample was written into ``folder``: offer it, and read it again where it is picked."""
+        for side, run in list(self.model.runs.items()):
+            if run.folder == Path(folder):
+                self.model.set_run(side, folder)
+        self.refresh()
 
     def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
         super().showEvent(event)
-        self.make_room()
+        if self.height() >= ROOMY:
+            self.make_room()
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        if event.oldSize().height() < ROOMY <= event.size().height():  # the tabs were just unfolded
+            self.make_room()
+
+    def _in_sight(self) -> bool:
+        """This page is the one shown, in tabs that are not folded to their bar."""
+        part: Any = self
+        while part is not None:
+            if getattr(part, "folded", False):
+                return False
+            part = part.parentWidget()
+        return self.isVisible()
 
     def make_room(self, share: float = 0.75) -> None:
         """Give the part of the panel this tab sits in ``share`` of the panel's splitter (the pickers
         and both tables need the height; drag the handle back at will)."""
+        if not self._in_sight():
+            return
         part: Any = self
         while part.parentWidget() is not None and not isinstance(part.parentWidget(), QSplitter):
             part = part.parentWidget()
@@ -223,8 +249,13 @@ class CompareTab(QWidget):
         """Redraw the pickers, the status, the case list and the tables from the model."""
         self.refresh_choices()
         refused = any(side in self.model.refused for side in SIDES)
-        self.compare_status.setText("\n".join(self.model.status()))
-        self.compare_status.setStyleSheet("color: rgb(220, 70, 70)" if refused else "")
+        reasons = {line for lines in self.model.refused.values() for line in lines}
+        self.compare_status.setText(
+            "<br>".join(
+                f'<span style="color: rgb(220, 70, 70)">{html.escape(line)}</span>' if line in reasons else html.escape(line)
+                for line in self.model.status()
+            )
+        )
         self.compare_status.setVisible(refused or not self.model.ready)  # else the pickers say it
         for side, combo in self.combos.items():
             run = self.model.runs.get(side)
@@ -267,14 +298,17 @@ class CompareTab(QWidget):
         view = self.model.side_by_side(label, int(sample))
         if self.before_show is not None and not self.comparing:
             self.before_show()  # the panel's own artifact panes go first (Back to the case)
-        remove_layers(self.viewer, self.panes)
+        self._remove_panes()
         if self.visibility is None:  # the viewer's layers as they were, for Back
             self.visibility = {}
             for layer in self.viewer.layers:
                 if COMPARE_KEY not in layer.metadata:
                     self.visibility[layer.name] = bool(layer.visible)
                     layer.visible = False
-        self.panes = [add_layer_data(self.viewer, data) for data in view.layers]
+        # added hidden, then shown at once: each pane added in sight would be drawn (a second a pane on Mesa)
+        self.panes = [add_layer_data(self.viewer, (d[0], {**d[1], "visible": False}, d[2])) for d in view.layers]
+        for layer in self.panes:
+            layer.visible = True
         grey = [
             layer
             for layer, pane in zip(self.panes, view.panes, strict=True)
@@ -295,19 +329,34 @@ class CompareTab(QWidget):
         """Remove the compare panes and show the viewer's layers as they were."""
         if self.visibility is None:
             return False
-        remove_layers(self.viewer, self.panes)
-        grid = viewer_grid(self.viewer)
-        grid.shape = (-1, -1)
-        grid.enabled = False
+        self._remove_panes()
+        viewer_grid(self.viewer).shape = (-1, -1)
         for layer in self.viewer.layers:
             if layer.name in self.visibility:
                 layer.visible = self.visibility[layer.name]
-        self.panes, self.visibility, self.view = [], None, None
+        self.visibility, self.view = None, None
         self.compare_legend.setText(LEGEND_HTML)
         self.viewer.reset_view()
         self._update_buttons()
         self.changed.emit()
         return True
+
+    def _remove_panes(self) -> None:
+        """Remove the compare panes: out of grid mode and out of sight first (removing a layer in
+        grid mode re-places every pane, and each removal draws the canvas)."""
+        if not self.panes:
+            return
+        viewer_grid(self.viewer).enabled = False
+        for layer in self.panes:
+            layer.visible = False
+        going = [layer for layer in self.panes if layer in self.viewer.layers]
+        # one scene-graph update (and one garbage collection) for them all, not one per pane; no
+        # Labels among them, so no pane needs the slow road of napari_imagebench._canvas
+        with self.viewer.layers.batched_update():
+            for layer in sorted(going, key=self.viewer.layers.index, reverse=True):
+                self.viewer.layers.remove(layer)
+        settle_canvas()
+        self.panes = []
 
     def table_cells(self, table: QTableWidget) -> list[list[str]]:
         """A table as shown: one list of cell texts per row."""

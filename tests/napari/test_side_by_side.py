@@ -65,8 +65,15 @@ def test_two_runs_side_by_side_in_the_grid_with_the_compare_table(
     viewer.window._qt_window.resize(1500, 950)
     own = viewer.add_image(np.zeros((5, 5)), name="my own image")  # a person's layer: hidden, then restored
     tab = panel.compare_tab
-    panel.tabs.setCurrentWidget(tab)
-    panel.tabs.set_folded(False)
+    qtbot.wait(200)
+    folded = panel.splitter.sizes()
+    panel.tabs.setCurrentWidget(tab)  # folded, the tab takes no room from the results
+    qtbot.wait(100)
+    assert panel.tabs.folded and panel.splitter.sizes() == folded
+    panel.tabs.set_folded(False)  # unfolded, it takes the most of the panel's height the rest leaves it
+    qtbot.wait(100)
+    top, rest = panel.splitter.sizes()
+    assert top > max(rest, folded[0]), (folded, top, rest)
     show = find(panel, QPushButton, "compare_show")
     back = find(panel, QPushButton, "compare_back")
     assert not show.isEnabled() and "pick run folder A, B first" in show.toolTip()
@@ -191,6 +198,13 @@ def test_two_runs_of_the_sitting_and_the_panel_s_own_views(
     rows = cells(find(panel, QTableWidget, "compare_conditions"))
     assert [r[2] for r in rows] == ["no"] * 4 and "records no cohort" in rows[0][3]
     assert find(panel, QTableWidget, "compare_cases").rowCount() == 0
+    # a sample more in run A: it is read again (and checked again) where it is picked
+    panel.subject_combo.setCurrentText("reference")
+    assert panel.run()
+    qtbot.waitUntil(lambda: not panel.running, timeout=30_000)
+    assert panel.score() is not None
+    assert sorted(panel.compare_tab.model.runs["A"].samples("toy/rectangle")) == [0, 1]
+    assert panel.compare_tab.model.samples("toy/rectangle") == [0]  # B holds sample 0 alone
     # View artifacts takes over: the compare panes go first, the case's layers are kept for its Back
     panel.results.setCurrentItem(panel.results.topLevelItem(0))
     panel.artifacts_button.click()
