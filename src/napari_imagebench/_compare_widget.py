@@ -358,13 +358,6 @@ class CompareTab(QWidget):
         settle_canvas()
         self.panes = []
 
-    def table_cells(self, table: QTableWidget) -> list[list[str]]:
-        """A table as shown: one list of cell texts per row."""
-        return [
-            [table.item(r, c).text() if table.item(r, c) else "" for c in range(table.columnCount())]
-            for r in range(table.rowCount())
-        ]
-
 
 def _table(
     columns: Sequence[str], tip: str, *, wrap: dict[int, int] | None = None, stretch: int | None = None
