@@ -2,8 +2,8 @@
 
 From top to bottom, in two parts a splitter divides: the case browser (the fixture tree in use,
 the skill bundles, the tree of cases, the case filter and Load under it; :mod:`._browser_widget`)
-and the tabs Detail (:mod:`._detail_widget`), Answer (:mod:`._answer_panel`) and Coverage
-(:mod:`._coverage_widget`), folded to their bar until asked; then the subject, Run, Score, Stop
+and the tabs Detail (:mod:`._detail_widget`), Answer (:mod:`._answer_panel`), Coverage
+(:mod:`._coverage_widget`) and Compare (:mod:`._compare_widget`), folded to their bar until asked; then the subject, Run, Score, Stop
 and the busy bar (:mod:`._run_widget`), agent serving (:mod:`._agent_widget`), the results
 (:mod:`._results_widget`) and the artifact buttons (:mod:`._artifacts_widget`). It fits a
 1366x768 laptop screen (``tests/napari/test_laptop.py``). Ctrl+L loads, Ctrl+Enter scores and
@@ -30,6 +30,7 @@ from napari_imagebench._agent_widget import AgentPane
 from napari_imagebench._answer_panel import AnswerPanel
 from napari_imagebench._artifacts_widget import ArtifactButtons
 from napari_imagebench._browser_widget import CaseBrowser
+from napari_imagebench._compare_widget import CompareTab
 from napari_imagebench._controls import PanelState, with_key
 from napari_imagebench._coverage import CoverageView
 from napari_imagebench._coverage_widget import CoverageTab
@@ -73,7 +74,11 @@ class BenchPanel(QWidget):
                 if isinstance(widget, QWidget) and not attr.startswith("_"):
                     setattr(self, attr, widget)
 
-        self.tabs = CaseTabs([(self.detail, "Detail"), (self.answer_panel, "Answer"), (self.coverage_tab, "Coverage")])
+        # two runs side by side; the panel's own artifact panes go first, and View artifacts or a Load ends it
+        self.compare_tab = CompareTab.of_panel(self.viewer, self.model, self.artifact_buttons.back_to_the_case)
+        self.artifacts_button.pressed.connect(self.compare_tab.back)
+        pages = [(self.detail, "Detail"), (self.answer_panel, "Answer"), (self.coverage_tab, "Coverage")]
+        self.tabs = CaseTabs([*pages, (self.compare_tab, "Compare")])
         self.detail_toggle = self.tabs.detail_toggle
         top = QWidget()  # the case browser and, folded to their bar until asked, the tabs
         col = QVBoxLayout(top)
@@ -215,6 +220,7 @@ class BenchPanel(QWidget):
         loaded, tuples = built
         self.model.adopt(loaded)
         self.artifact_buttons.leave()  # leave the previous case's artifact panes first
+        self.compare_tab.back()
         self.layers.show_case(loaded, tuples)
         if loaded.plane is not None:
             close_on_quit(loaded.plane)
@@ -302,6 +308,7 @@ class BenchPanel(QWidget):
         return self.results.selected_result()
 
     def view_artifacts(self) -> list[Any]:
+        self.compare_tab.back()
         return self.artifact_buttons.view_artifacts()
 
     def _artifacts_key(self) -> None:
