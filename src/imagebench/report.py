@@ -1,5 +1,5 @@
 """A run as one static web page: ``<run>/report.html``.
-Long because it is the page's whole model (cases, figures, coverage, receipt); the markup is in templates/.
+Long because it is the page's whole model (cases, figures, coverage, receipt; and a sitting's page over its runs); the markup is in templates/.
 
 ``imagebench report RUN_DIR`` (and ``imagebench run`` at its end) reads the run folder and
 writes a single self-contained HTML file: no server, no network, no external script or style.
@@ -18,6 +18,11 @@ The page holds, failures first:
 - per case and sample: metrics, reason and the verifier's images side by side, with their names
   and the one contrast range they share;
 - the receipt (``receipt.json``) when the run wrote one.
+
+A bench panel's sitting (:mod:`imagebench.runs.sitting`, a folder of run folders, one per subject)
+gets one page too (:func:`read_sitting_page`, template ``sitting.html.j2``): a row per subject (how
+it was held, its verdicts, whether its journal verified), then each subject's run as its own page
+shows it (``_run_body.html.j2``, every id prefixed by the subject's ``s<n>-``).
 
 The markup is the Jinja2 template ``imagebench/templates/report.html.j2``; this module gathers
 what it shows into a view-model of plain text and numbers (:func:`page_view`), and the template's

@@ -163,6 +163,7 @@ class AgentPane(QWidget):
 
     def _agent_call(self, call: Any) -> None:
         if self.model.serving.heard(call) is not None:  # its submit, told once by the model
+            self.agent_label.setVisible(False)  # in its place: the client is done with mcp.json
             self.submitted_label.setVisible(True)
         outcome = "ok" if call.ok else f"error: {call.error}"
         args = ", ".join(f"{k}={v}" for k, v in call.arguments.items())

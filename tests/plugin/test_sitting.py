@@ -164,3 +164,33 @@ def test_the_sittings_runs_record_how_each_subject_was_held(tmp_path: Path, monk
     assert solver.sandbox == "in-process" and solver.extra["subject_spec"] == "python:sitting_solver_mod:solve"
     assert solver.extra["subject_identity"]["name"] == "python-sitting_solver_mod.solve"
     assert solver.extra["execution"]["sandbox"] == "in-process" and solver.extra["execution"]["sealing"] == "public seeds"
+
+
+def test_the_sittings_page_is_written_by_the_cli_and_every_image_loads_in_a_browser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+    import subprocess
+
+    from imagebench.cli import main
+
+    model = _sitting(tmp_path, monkeypatch)
+    sitting = model.ledger.sitting_dir
+    assert sitting is not None
+    (sitting / "report.html").unlink()
+    assert main(["report", str(sitting), "--quiet"]) == 0
+    assert capsys.readouterr().out.strip() == str(sitting / "report.html")
+    text = (sitting / "report.html").read_text()
+    images = re.findall(r'<img src="([^"]+)"', text)
+    assert len(images) >= 6 and all((sitting / src).is_file() for src in images)  # each subject's, by its run folder
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("no chromium binary on this machine")
+    argv = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
+    url = (sitting / "report.html").as_uri()
+    dom = subprocess.run([*argv, "--virtual-time-budget=5000", "--dump-dom", url], capture_output=True, text=True, timeout=90).stdout
+    body = re.search(r"<body[^>]*>", dom)
+    assert body is not None and 'data-images="loaded"' in body.group(0), body
+    assert f'data-images-total="{len(images)}"' in body.group(0)
+    shot = Path("/tmp/sitting-report.png")
+    subprocess.run([*argv, "--window-size=1280,1400", f"--screenshot={shot}", url], capture_output=True, timeout=90, check=False)
