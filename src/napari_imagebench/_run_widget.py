@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 SOLVER_HINT = "python:package.module:function"
+SOLVER_TIP = "a solver to add to the subjects: python:package.module:function, or command:<command line> (Enter adds it)"
 COMMAND_HINT = "a command line, e.g. python3 /path/solve.py"
 COMMAND_TIP = (
     "a command line to add as a subject: it runs with bash in a fresh workspace (prompt.md, inputs/, outputs/), in "
@@ -114,9 +115,7 @@ class RunControls(QWidget):
         row = QHBoxLayout()
         self.solver_edit = QLineEdit()
         self.solver_edit.setPlaceholderText(SOLVER_HINT)
-        self.solver_edit.setToolTip(
-            "a solver to add to the subjects: python:package.module:function, or command:<command line> (Enter adds it)"
-        )
+        self.solver_edit.setToolTip(SOLVER_TIP)
         self.solver_edit.returnPressed.connect(self.add_solver)
         self.add_solver_button = QPushButton("Add solver")
         self.add_solver_button.setToolTip("add the solver named in the field beside it to the subject list")
@@ -154,8 +153,8 @@ class RunControls(QWidget):
         command = self.asking_command
         self.solver_edit.setPlaceholderText(COMMAND_HINT if command else SOLVER_HINT)
         self.add_solver_button.setText("Add command" if command else "Add solver")
+        self.solver_edit.setToolTip(COMMAND_TIP if command else SOLVER_TIP)
         if command:
-            self.solver_edit.setToolTip(COMMAND_TIP)
             self.solver_edit.setFocus()
         self.changed.emit()
 
