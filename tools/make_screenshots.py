@@ -7,9 +7,11 @@ Run it under a display, e.g.::
 (``make docs-shots`` does exactly that). It opens napari, docks the Imagebench panel from the
 plugin, selects a built-in case, loads it, runs the ``reference`` subject, scores it and shows
 the artifacts, then opens the example skill bundle, scores one of its cases with the example
-solver and shows the Coverage tab, saving a PNG after each step into ``docs/images/`` (or
-``--out``); last, two suite runs of the case (``reference`` and ``baseline``, run headless) side
-by side in the Compare tab (``--only compare`` takes that shot alone). The run folder
+solver and shows the Coverage tab, and (with the MCP SDK installed) serves ``count-nuclei`` to the
+example agent, connected by the command line the Serve pane shows, until it has submitted,
+saving a PNG after each step into ``docs/images/`` (or ``--out``); last, two suite runs of the
+case (``reference`` and ``baseline``, run headless) side by side in the Compare tab (``--only
+compare`` takes that shot alone). The run folder
 goes to a temporary outcome root, and napari's settings to a temporary file, so neither the
 checkout nor your napari settings change.
 """
@@ -210,9 +212,43 @@ def _shoot(out: Path, label: str) -> int:
         panel.tabs.setCurrentIndex(panel.tabs.indexOf(panel.coverage_title.parentWidget()))
         panel.tabs.set_folded(False)  # the tabs start folded to their bar (a laptop screen); show the page
         save(panel, "panel-coverage.png")
+        panel.tabs.set_folded(True)
+        if not _serve_the_example_agent(panel, settle, wait):
+            return 1
+        save(panel, "panel-serve.png")
     finally:
         viewer.close()
     return 0
+
+
+def _serve_the_example_agent(panel: object, settle: object, wait: object) -> bool:
+    """Serve ``count-nuclei`` and connect the example agent with the command line the Serve pane
+    shows, until the pane says it submitted (skipped, True, without the MCP SDK)."""
+    import importlib.util
+    import shlex
+    import subprocess
+
+    if importlib.util.find_spec("mcp") is None:
+        print("make_screenshots: no MCP SDK: panel-serve.png not made", file=sys.stderr)
+        return True
+    label = "segment-nuclei/count-nuclei"
+    panel.select_case(label)  # type: ignore[attr-defined]
+    panel.load(label)  # type: ignore[attr-defined]
+    wait(f"loading {label}")  # type: ignore[operator]
+    if not panel.serve_agent():  # type: ignore[attr-defined]
+        print(f"make_screenshots: serving failed: {panel.model.messages[-1].text}", file=sys.stderr)  # type: ignore[attr-defined]
+        return False
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    agent = subprocess.run(
+        shlex.split(panel.connect_edit.text()), env=env, capture_output=True, text=True, timeout=180, check=False  # type: ignore[attr-defined]
+    )
+    deadline = time.monotonic() + 10
+    while not panel.submitted_label.isVisible() and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        settle(0.05)  # type: ignore[operator]
+    if agent.returncode != 0 or not panel.submitted_label.isVisible():  # type: ignore[attr-defined]
+        print(f"make_screenshots: the example agent did not submit: {agent.stderr[-500:]}", file=sys.stderr)
+        return False
+    return True
 
 
 def _save_small(image: object, path: Path) -> None:

@@ -6,9 +6,9 @@ identical ``summary.json`` files. The interactive subject may score the session 
 as often as they like, each score a new sample.
 
 After a score the panel can show more than the score: what states the truth (the case's
-provenance, :meth:`ScoreModel.truth_shown`) and the run folder, whose summaries and artifacts do
-too (:meth:`ScoreModel.run_folder_opened`). Either, for the loaded case, flags the person's later
-samples of it, as viewing its artifacts does.
+provenance, :meth:`ScoreModel.truth_shown`), which for the loaded case flags the person's later
+samples of it, as viewing its artifacts does (the sitting's folder and report flag them too:
+:meth:`napari_imagebench._folder_model.FolderModel.handed_out`).
 """
 
 from __future__ import annotations
@@ -132,17 +132,3 @@ class ScoreModel:
         if truth:
             self._seen(SAW_TRUTH, result.label, "the panel showed how the case was made, which states its truth")
         return truth
-
-    def run_folder_opened(self, result: ResultRow | None) -> Path | None:
-        """Open run folder: ``result``'s run folder, about to be shown. Its summaries state each
-        case's truth (the provenance) and its artifacts draw it, so when it holds a sample of the
-        loaded case, the person's later samples of it are flagged as after View artifacts
-        (``saw-artifacts``)."""
-        if result is None:
-            return None
-        loaded = self.workbench.loaded
-        if loaded is not None:
-            case = loaded.case
-            if any(result.run_dir.glob(f"*/{case.namespace}/{case.case_id}/sample-*/summary.json")):
-                self._seen(SAW_ARTIFACTS, case.label, f"the run folder {result.run_dir.name} holds {case.label}'s summaries and artifacts")
-        return result.run_dir

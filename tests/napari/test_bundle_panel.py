@@ -231,7 +231,8 @@ def test_scoring_a_bundle_case_with_the_example_solver_updates_validation(
     run_and_wait(qtbot, panel, SOLVER)
     result = panel.score()
     assert result is not None and result.status == "ok", result.reason
-    assert result.run_dir.parent == tmp_path / "panel-out"
+    sitting = panel.model.ledger.sitting_dir  # one sitting holds the session's run folders
+    assert sitting is not None and result.run_dir.parent == sitting and sitting.parent == tmp_path / "panel-out"
     # the case's grading checklist is shown beside the scored result, never before
     checks = ("Reports an integer count", "The count matches the 25 nuclei drawn")
     assert result.checks == checks

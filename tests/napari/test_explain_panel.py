@@ -216,8 +216,11 @@ def test_open_run_folder_flags_the_next_sample_as_viewing_artifacts_does(
 ) -> None:
     from qtpy.QtGui import QDesktopServices
 
+    from napari_imagebench import _folder_widget
+
     opened: list[str] = []
-    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url.toLocalFile()) or True)
+    monkeypatch.setattr(_folder_widget, "open_command", lambda path: None)  # ask Qt, not xdg-open
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url.toLocalFile()) or False)
     viewer, panel = _panel(make_napari_viewer, tmp_path, BLOBS)
 
     def score_toy() -> list[str]:
@@ -230,7 +233,8 @@ def test_open_run_folder_flags_the_next_sample_as_viewing_artifacts_does(
     assert score_toy() == []
     _load(qtbot, panel, TOY)  # a fresh load: nothing seen yet
     qtbot.mouseClick(panel.findChild(QPushButton, "folder_button"), Qt.MouseButton.LeftButton)
-    assert opened == [str(panel.model.results[-1].run_dir)]
+    # the desktop could not open it (False): the path was told all the same, so it is flagged all the same
+    assert opened == [str(panel.model.results[-1].run_dir.parent)]
     by_folder = score_toy()
     _load(qtbot, panel, TOY)
     qtbot.mouseClick(panel.findChild(QPushButton, "artifacts_button"), Qt.MouseButton.LeftButton)

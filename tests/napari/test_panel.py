@@ -215,7 +215,9 @@ def test_run_reference_then_score_shows_ok_and_each_metric(make_napari_viewer: A
     assert on_disk.status == "ok" and on_disk.subject == "reference" and on_disk.sample == 0
     record = read_record(result.run_dir / "run.json", RunRecord)
     assert record.subject == "reference" and record.cases == [TOY] and record.counts == {"ok": 1} and record.complete
-    assert panel.run_folder_path() == result.run_dir and result.run_dir.parent == tmp_path / "panel-out"
+    # the run folder of the sitting: every subject's run in it, one report over them
+    sitting = panel.run_folder_path()
+    assert sitting is not None and result.run_dir.parent == sitting and sitting.parent == tmp_path / "panel-out"
     # a second sample needs a second run; the two accumulate as rows in one run folder
     assert panel.score() is None
     assert "run reference on toy/rectangle first" in result_lines(panel)[-1]
@@ -228,8 +230,9 @@ def test_run_reference_then_score_shows_ok_and_each_metric(make_napari_viewer: A
 
     receipt = json.loads((result.run_dir / "receipt.json").read_text())
     assert receipt["subject"]["form"] == "reference" and receipt["subject"]["sandbox"] == "in-process"
-    page = (result.run_dir / "report.html").read_text()
-    assert "toy/rectangle" in page and "sample 1" in page
+    assert not (result.run_dir / "report.html").exists()  # one page, the sitting's
+    page = (sitting / "report.html").read_text()
+    assert "toy/rectangle" in page and "sample 1" in page and 'data-subject="reference"' in page
 
 
 def _paint(labels: Any, where: np.ndarray) -> None:

@@ -130,11 +130,15 @@ def test_opening_the_run_folder_flags_the_next_sample_as_viewing_artifacts_does(
     model.artifacts_shown(row)
     by_artifacts = set(model.loaded.seen)  # type: ignore[union-attr]
     model.load(TOY)
-    assert model.run_folder_opened(row) == row.run_dir
+    assert model.folders.folder() == row.run_dir.parent  # the sitting holds the run folder
+    model.folders.handed_out()  # Open run folder, Open report or Copy path, before the desktop answers
     assert model.loaded.seen == by_artifacts == {SAW_ARTIFACTS}  # type: ignore[union-attr]
     after = model.score(INTERACTIVE, layers={}, console=_toy_answer(model))
     assert read_record(after.sample_dir / "summary.json", SampleSummary).flags == [SAW_ARTIFACTS]
-    # a run folder holding no sample of the loaded case shows nothing of it
+    # a sitting holding no sample of the loaded case shows nothing of it
     model.load(DRIFT)
-    assert model.run_folder_opened(row) == row.run_dir and model.loaded.seen == set()  # type: ignore[union-attr]
-    assert model.run_folder_opened(None) is None
+    model.folders.handed_out()
+    assert model.loaded.seen == set()  # type: ignore[union-attr]
+    model.load(TOY)
+    model.folders.copied(model.folders.folder())  # a copied path is as good as an opened folder
+    assert model.loaded.seen == {SAW_ARTIFACTS}  # type: ignore[union-attr]
