@@ -26,6 +26,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from napari_imagebench._busy import Busy
 from napari_imagebench._model import BenchModel, PanelError
 from napari_imagebench._style import name_children
 from napari_imagebench._subjects_model import COMMAND_ENTRY, COMMAND_PREFIX
@@ -87,10 +88,11 @@ class RunControls(QWidget):
     ran = Signal(object, object)
     changed = Signal()
 
-    def __init__(self, model: BenchModel) -> None:
+    def __init__(self, model: BenchModel, status: Callable[[str], None] | None = None) -> None:
         super().__init__()
         self.model = model
         self.worker: Any = None
+        self.busy_text = ""
         self.job: RunJob | None = None
         col = QVBoxLayout(self)
         col.setContentsMargins(0, 0, 0, 0)
@@ -128,6 +130,7 @@ class RunControls(QWidget):
         self.progress.setValue(0)
         self.progress.setTextVisible(False)
         col.addWidget(self.progress)  # its own row: the busy text is readable
+        self.busy = Busy(self.progress, status)  # the seconds gone by, here, in the status bar and activity dock
         self.setObjectName("run_controls")
         name_children(self)
 
@@ -194,7 +197,7 @@ class RunControls(QWidget):
         if self.job is None or not self.running:
             return False
         self.job.stop.set()
-        self.progress.setFormat("stopping…")
+        self.busy.retext("stopping…")
         self.stop_button.setEnabled(False)
         return True
 
@@ -211,18 +214,15 @@ class RunControls(QWidget):
         worker.errored.connect(failed)
         worker.finished.connect(self._work_finished)
         self.worker = worker
-        self.progress.setRange(0, 0)  # busy: neither a builder nor a subject reports progress of its own
-        self.progress.setFormat(busy_text)
-        self.progress.setTextVisible(True)
+        self.busy_text = busy_text
+        self.busy.start(busy_text)
         self.changed.emit()
         worker.start()
 
     def _work_finished(self) -> None:
         self.worker = None
         self.job = None
-        self.progress.setRange(0, 1)
-        self.progress.setValue(1)
-        self.progress.setTextVisible(False)
+        self.busy.stop(f"{self.busy_text.rstrip('…')}: done")
         self.changed.emit()
 
     def show_controls(self, controls: Controls) -> None:

@@ -14,7 +14,6 @@ samples of it, as viewing its artifacts does (the sitting's folder and report fl
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from napari_imagebench._base import INTERACTIVE, INTERACTIVE_NAME, Notices

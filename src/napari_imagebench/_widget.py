@@ -66,7 +66,7 @@ class BenchPanel(QWidget):
         self.detail = CaseDetailView(self.model)
         self.answer_panel = AnswerPanel(self.viewer, self.model)
         self.coverage_tab = CoverageTab(self.model)
-        self.run_controls = RunControls(self.model)
+        self.run_controls = RunControls(self.model, status=self._status)
         self.agent_pane = AgentPane(self.model, self.layers)
         self.results = ResultsPane(self.model)
         self.artifact_buttons = ArtifactButtons(self.viewer, self.model, self.results.selected_result)
@@ -286,13 +286,19 @@ class BenchPanel(QWidget):
                 self.agent_pane.agent_stopped()
         spec = self.run_controls.subject
         try:
-            if spec == INTERACTIVE:
-                return self.model.score(spec, layers=self.viewer_leavings(), console=console_namespace(self.viewer))
-            return self.model.score(spec)
+            with self.run_controls.busy.during(f"scoring {spec}…", done=f"scored {spec}"):
+                if spec == INTERACTIVE:
+                    layers, console = self.viewer_leavings(), console_namespace(self.viewer)
+                    return self.model.score(spec, layers=layers, console=console)
+                return self.model.score(spec)
         except PanelError:
             return None
         finally:
             self._update_buttons()
+
+    def _status(self, text: str) -> None:
+        """napari's status bar says ``text`` (what the panel is doing, and for how long)."""
+        self.viewer.status = text
 
     # ---------------------------------------------------------------- an agent over MCP
 
