@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -124,10 +125,12 @@ class Sitting:
                 continue
         else:
             raise RunFolderError(f"{root}: could not create a sitting folder (1000 sitting-{stamp}* folders exist)")
-        record = SittingRecord(sitting_id=path.name, started=started, source=source)
+        # the folder's name and a random part: two sittings begun in the same second (under two
+        # roots) are two sittings, so a run moved from one to the other is named
+        record = SittingRecord(sitting_id=f"{path.name}.{secrets.token_hex(6)}", started=started, source=source)
         write_record(path / SITTING_RECORD, record)
         sitting = cls(path, record)
-        sitting._sign({"mode": source, "sitting_id": path.name, "started": started})
+        sitting._sign({"mode": source, "sitting_id": record.sitting_id, "started": started})
         return sitting
 
     def _sign(self, detail: dict[str, Any]) -> None:
@@ -199,7 +202,7 @@ def read_sitting(path: str | os.PathLike[str], **read_options: Any) -> SittingCo
     contents.integrity.extend(check.problems)
     if not check.forged:
         contents.unverifiable.extend(check.problems)
-    if record.sitting_id != path.name:
+    if record.sitting_id.rpartition(".")[0] != path.name:
         contents.integrity.append(f"sitting.json names sitting {record.sitting_id!r}, its folder is {path.name!r}")
     signed = {
         str(e.detail.get("run")): str(e.detail.get("subject"))
