@@ -194,3 +194,21 @@ def test_the_sittings_page_is_written_by_the_cli_and_every_image_loads_in_a_brow
     assert f'data-images-total="{len(images)}"' in body.group(0)
     shot = Path("/tmp/sitting-report.png")
     subprocess.run([*argv, "--window-size=1280,1400", f"--screenshot={shot}", url], capture_output=True, timeout=90, check=False)
+
+
+def test_a_sitting_given_where_run_folders_are_asked_for_stands_for_each_of_its_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from imagebench.runs.sitting import expand_sittings
+
+    model = _sitting(tmp_path, monkeypatch)
+    sitting = model.ledger.sitting_dir
+    assert sitting is not None
+    runs = sorted(folder.path for folder in model.run_folders.values())
+    plain = tmp_path / "run-20990101T000000Z"  # a run folder given as it is stays as it is
+    assert expand_sittings([sitting, plain]) == [*runs, plain]
+    # a run dropped from sitting.json still counts where it lies (coverage never loses a failure)
+    record = json.loads((sitting / SITTING_RECORD).read_text())
+    record["runs"] = record["runs"][:1]
+    (sitting / SITTING_RECORD).write_text(json.dumps(record))
+    assert expand_sittings([sitting]) == runs

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -88,6 +89,18 @@ def run_folders_under(root: str | os.PathLike[str]) -> list[Path]:
     for sitting in sorted(root.glob("sitting-*")):
         found += [p for p in sorted(sitting.glob("run-*")) if (p / RUN_RECORD).is_file()]
     return found
+
+
+def expand_sittings(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """``paths`` with each sitting's folder replaced by every run folder in it (those its
+    ``sitting.json`` lists or not: a run dropped from the record still counts where it lies)."""
+    out: list[Path] = []
+    for path in map(Path, paths):
+        if is_sitting(path):
+            out += [p for p in sorted(path.glob("run-*")) if (p / RUN_RECORD).is_file()]
+        else:
+            out.append(path)
+    return out
 
 
 def read_sitting_record(path: str | os.PathLike[str]) -> SittingRecord:
