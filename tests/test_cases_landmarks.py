@@ -78,7 +78,9 @@ def test_the_probes_artifact_shows_the_subjects_answer_beside_the_truth(tmp_path
     wrong_outcome = solve(fx, identity)
     wrong = wrong_outcome.artifacts["probes"]
     nothing = CASE.verify(fx, Attempt(subject="nop")).artifacts["probes"]
-    assert right.shape == wrong.shape == nothing.shape == (*fx.data["fixed"].shape, 3)
+    height, width = fx.data["fixed"].shape
+    assert right.shape == wrong.shape == nothing.shape and right.shape[1:] == (width, 3)
+    assert right.shape[0] > height  # the legend strip under the image
     coloured = [int(np.count_nonzero(np.ptp(a, axis=-1))) for a in (nothing, right, wrong)]
     assert 0 < coloured[0] < coloured[1] < coloured[2]  # the truth alone; plus crosses; plus long error lines
     assert not np.array_equal(right, wrong) and not np.array_equal(right, nothing)

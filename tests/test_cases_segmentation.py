@@ -83,8 +83,9 @@ def test_reference_passes_synthetic_blobs(seed: int) -> None:
     outcome = run_reference(case, fx)
     assert outcome.passed, verdicts(outcome)
     assert outcome.detail["matching"]["n_true"] == 40
-    assert set(outcome.artifacts) == {"image", "truth_outlines", "labels_outlines"}
-    assert all(np.asarray(a).ndim == 2 for a in outcome.artifacts.values())
+    assert set(outcome.artifacts) == {"image", "truth_outlines", "labels_outlines", "overlay"}
+    assert all(np.asarray(a).ndim == 2 for name, a in outcome.artifacts.items() if name != "overlay")
+    assert outcome.artifacts["overlay"].shape[1:] == (256, 3) and "green" in outcome.detail["drawn"]
 
 
 def test_synthetic_builder_is_deterministic_and_keeps_truth_out_of_data() -> None:

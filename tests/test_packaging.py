@@ -79,8 +79,9 @@ def test_the_napari_extra_pins_no_qt_binding_but_the_tests_get_one() -> None:
     assert not _declared("napari") & bindings
     test = PROJECT["optional-dependencies"]["test"]
     own = [r for r in test if _name(r) == "napari-imagebench"]
-    assert own and "pyqt5" in own[0] and "napari" in own[0]
-    assert _name(PROJECT["optional-dependencies"]["pyqt5"][0]) == "pyqt5"
+    assert own and "pyqt6" in own[0] and "napari" in own[0]  # Qt6, as napari recommends
+    assert _name(PROJECT["optional-dependencies"]["pyqt6"][0]) == "pyqt6"
+    assert _name(PROJECT["optional-dependencies"]["pyqt5"][0]) == "pyqt5"  # an extra for old set-ups
     assert "import-linter" in {_name(r) for r in test}
 
 

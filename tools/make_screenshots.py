@@ -7,8 +7,11 @@ Run it under a display, e.g.::
 (``make docs-shots`` does exactly that). It opens napari, docks the Imagebench panel from the
 plugin, selects a built-in case, loads it, runs the ``reference`` subject, scores it and shows
 the artifacts, then opens the example skill bundle, scores one of its cases with the example
-solver and shows the Coverage tab, saving a PNG after each step into ``docs/images/`` (or
-``--out``). The run folder
+solver and shows the Coverage tab, and (with the MCP SDK installed) serves ``count-nuclei`` to the
+example agent, connected by the command line the Serve pane shows, until it has submitted,
+saving a PNG after each step into ``docs/images/`` (or ``--out``); last, two suite runs of the
+case (``reference`` and ``baseline``, run headless) side by side in the Compare tab (``--only
+compare`` takes that shot alone). The run folder
 goes to a temporary outcome root, and napari's settings to a temporary file, so neither the
 checkout nor your napari settings change.
 """
@@ -34,12 +37,79 @@ WIDTH = 1000  # pixels: screenshots are scaled down to this width at most, to ke
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images", help="folder for the PNGs")
+    parser.add_argument("--only", choices=("compare",), help="take only this shot (compare: panel-compare.png)")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="imagebench-shots-") as tmp:
         os.environ["IMAGEBENCH_OUTCOME_DIR"] = str(Path(tmp) / "outcomes")
         os.environ["NAPARI_CONFIG"] = str(Path(tmp) / "napari-settings.yaml")
-        return _shoot(args.out, CASE)
+        os.environ["IMAGEBENCH_SUITES"] = str(Path(tmp) / "suites")  # the suite the compare shot pins
+        if args.only == "compare":
+            return _shoot_compare(args.out, CASE, Path(tmp))
+        return _shoot(args.out, CASE) or _shoot_compare(args.out, CASE, Path(tmp))
+
+
+def _suite_runs(label: str, tmp: Path, subjects: tuple[str, ...]) -> list[Path]:
+    """One run per subject of ``label`` as ``imagebench run --suite`` makes it (a suite of that case
+    pinned under ``$IMAGEBENCH_SUITES``), so that ``imagebench compare`` can compare them."""
+    from imagebench.cases import get_case
+    from imagebench.executor import run_cases
+    from imagebench.subjects import parse_subject
+    from imagebench.suite.model import write_suite
+    from imagebench.suite.record import RUN_INFO_KEY, SuiteRunInfo, conditions_now
+    from imagebench.suite.resolve import pin_suite
+    from imagebench.suite.sampling import assign
+
+    case = get_case(label)
+    manifest, problems = pin_suite("shots", "2026.11.0", [case])
+    if manifest is None:
+        raise SystemExit(f"make_screenshots: the suite did not pin: {problems}")
+    write_suite(Path(os.environ["IMAGEBENCH_SUITES"]) / "shots.json", manifest)
+    assignment = assign(manifest, "all", 0)
+    info = SuiteRunInfo(requested="shots", assignment=assignment, conditions=conditions_now(samples=2, timeout=None, cases=[case]))
+    extra = {RUN_INFO_KEY: info.model_dump(mode="json")}
+    return [
+        run_cases([case], parse_subject(spec), samples=2, out=tmp / "runs", progress=False, record_extra=extra).run_dir
+        for spec in subjects
+    ]
+
+
+def _shoot_compare(out: Path, label: str, tmp: Path) -> int:
+    """panel-compare.png: the reference and the baseline side by side, with compare's tables."""
+    import napari
+    from qtpy.QtWidgets import QApplication
+
+    runs = _suite_runs(label, tmp, ("reference", "baseline"))
+    out.mkdir(parents=True, exist_ok=True)
+    viewer = napari.Viewer(title="napari: Imagebench", show=True)
+    viewer.window._qt_window.resize(1500, 950)
+    _, panel = viewer.window.add_plugin_dock_widget("napari-imagebench", "Imagebench")
+    panel.setMinimumWidth(520)
+    try:
+        panel.tabs.setCurrentWidget(panel.compare_tab)
+        panel.tabs.set_folded(False)
+        for side, run in zip(("A", "B"), runs, strict=True):
+            if not panel.compare_tab.pick_folder(side, run):
+                print(f"make_screenshots: run {side} was refused: {panel.compare_tab.model.refused[side]}", file=sys.stderr)
+                return 1
+        panel.compare_tab.compare_case.setCurrentText(label)
+        if not panel.compare_tab.show_side_by_side():
+            print("make_screenshots: nothing to lay side by side", file=sys.stderr)
+            return 1
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            QApplication.processEvents()
+            time.sleep(0.02)
+        _close_toasts()
+        from PIL import Image
+
+        path = out / "panel-compare.png"
+        shot = Image.fromarray(viewer.screenshot(canvas_only=False, flash=False)[..., :3])
+        shot.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+        print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    finally:
+        viewer.close()
+    return 0
 
 
 def _shoot(out: Path, label: str) -> int:
@@ -142,9 +212,43 @@ def _shoot(out: Path, label: str) -> int:
         panel.tabs.setCurrentIndex(panel.tabs.indexOf(panel.coverage_title.parentWidget()))
         panel.tabs.set_folded(False)  # the tabs start folded to their bar (a laptop screen); show the page
         save(panel, "panel-coverage.png")
+        panel.tabs.set_folded(True)
+        if not _serve_the_example_agent(panel, settle, wait):
+            return 1
+        save(panel, "panel-serve.png")
     finally:
         viewer.close()
     return 0
+
+
+def _serve_the_example_agent(panel: object, settle: object, wait: object) -> bool:
+    """Serve ``count-nuclei`` and connect the example agent with the command line the Serve pane
+    shows, until the pane says it submitted (skipped, True, without the MCP SDK)."""
+    import importlib.util
+    import shlex
+    import subprocess
+
+    if importlib.util.find_spec("mcp") is None:
+        print("make_screenshots: no MCP SDK: panel-serve.png not made", file=sys.stderr)
+        return True
+    label = "segment-nuclei/count-nuclei"
+    panel.select_case(label)  # type: ignore[attr-defined]
+    panel.load(label)  # type: ignore[attr-defined]
+    wait(f"loading {label}")  # type: ignore[operator]
+    if not panel.serve_agent():  # type: ignore[attr-defined]
+        print(f"make_screenshots: serving failed: {panel.model.messages[-1].text}", file=sys.stderr)  # type: ignore[attr-defined]
+        return False
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    agent = subprocess.run(
+        shlex.split(panel.connect_edit.text()), env=env, capture_output=True, text=True, timeout=180, check=False  # type: ignore[attr-defined]
+    )
+    deadline = time.monotonic() + 10
+    while not panel.submitted_label.isVisible() and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        settle(0.05)  # type: ignore[operator]
+    if agent.returncode != 0 or not panel.submitted_label.isVisible():  # type: ignore[attr-defined]
+        print(f"make_screenshots: the example agent did not submit: {agent.stderr[-500:]}", file=sys.stderr)
+        return False
+    return True
 
 
 def _save_small(image: object, path: Path) -> None:

@@ -1,5 +1,5 @@
 """A run as one static web page: ``<run>/report.html``.
-Long because it is the page's whole model (cases, figures, coverage, receipt); the markup is in templates/.
+Long because it is the page's whole model (cases, figures, coverage, receipt; and a sitting's page over its runs); the markup is in templates/.
 
 ``imagebench report RUN_DIR`` (and ``imagebench run`` at its end) reads the run folder and
 writes a single self-contained HTML file: no server, no network, no external script or style.
@@ -18,6 +18,11 @@ The page holds, failures first:
 - per case and sample: metrics, reason and the verifier's images side by side, with their names
   and the one contrast range they share;
 - the receipt (``receipt.json``) when the run wrote one.
+
+A bench panel's sitting (:mod:`imagebench.runs.sitting`, a folder of run folders, one per subject)
+gets one page too (:func:`read_sitting_page`, template ``sitting.html.j2``): a row per subject (how
+it was held, its verdicts, whether its journal verified), then each subject's run as its own page
+shows it (``_run_body.html.j2``, every id prefixed by the subject's ``s<n>-``).
 
 The markup is the Jinja2 template ``imagebench/templates/report.html.j2``; this module gathers
 what it shows into a view-model of plain text and numbers (:func:`page_view`), and the template's
@@ -106,17 +111,9 @@ def _sample_index(path: Path) -> int:
         return 1 << 30
 
 
-def read_page(run_dir: str | Path, *, progress: bool = False) -> RunPage:
-    """Everything the page shows, read through the run folder's one reader
-    (:func:`imagebench.runs.reader.read_run`): a sample summary that is unreadable, misplaced, changed
-    after it was journaled or never journaled is left out and named on the page as a problem (only
-    a missing or unreadable ``run.json`` or journal is an error)."""
-    from imagebench.runs.layout import RunFolderError, label_dir
-    from imagebench.runs.progress import Bar
-    from imagebench.runs.reader import read_run
+def _expected_of(known: Mapping[str, Any]) -> Any:
+    """``record -> {label: samples expected}``: each known case's samples (a case may ask for more)."""
     from imagebench.runs.verdict import samples_for
-
-    known = _known_cases()
 
     def expected_of(record: RunRecord) -> dict[str, int]:
         return {
@@ -124,13 +121,33 @@ def read_page(run_dir: str | Path, *, progress: bool = False) -> RunPage:
             for label in record.cases
         }
 
+    return expected_of
+
+
+def read_page(run_dir: str | Path, *, progress: bool = False) -> RunPage:
+    """Everything the page shows, read through the run folder's one reader
+    (:func:`imagebench.runs.reader.read_run`): a sample summary that is unreadable, misplaced, changed
+    after it was journaled or never journaled is left out and named on the page as a problem (only
+    a missing or unreadable ``run.json`` or journal is an error)."""
+    from imagebench.runs.layout import RunFolderError
+    from imagebench.runs.reader import read_run
+
+    known = _known_cases()
     try:
-        contents = read_run(run_dir, expected=expected_of)
+        contents = read_run(run_dir, expected=_expected_of(known))
     except RunFolderError as exc:
         raise ReportError(str(exc)) from None
+    return page_of(contents, known, progress=progress)
+
+
+def page_of(contents: Any, known: Mapping[str, Any], *, progress: bool = False) -> RunPage:
+    """The page of a run its one reader has read (``contents``, a RunContents); ``known`` are the built-in cases."""
+    from imagebench.runs.layout import label_dir
+    from imagebench.runs.progress import Bar
+
     record = contents.record
-    expected = expected_of(record)
-    run_dir = Path(run_dir)
+    expected = _expected_of(known)(record)
+    run_dir = Path(contents.run_dir)
     views: list[CaseView] = []
     with Bar(len(record.cases), description="reading", enabled=progress) as bar:
         for label in record.cases:
@@ -565,8 +582,14 @@ PANEL_SOURCE, PERSON = "napari-imagebench panel", "interactive"
 
 
 def _sandbox_text(rec: Any) -> str:
-    if rec.sandbox is None and rec.selection.get("source") == PANEL_SOURCE and rec.subject == PERSON:
+    panel = rec.selection.get("source") == PANEL_SOURCE
+    if rec.sandbox is None and panel and rec.subject == PERSON:
         return "none (a person at the viewer: they can see whatever the viewer shows, never the truth)"
+    if rec.sandbox == "none" and panel and rec.subject.startswith("mcp:"):
+        return (
+            "none (an agent served from the panel: a program of its own outside any sandbox, "
+            "which could read whatever its user can, truth files included)"
+        )
     return SANDBOX_MEANINGS.get(rec.sandbox or "", "not recorded (a run before sandboxes were recorded)")
 
 
@@ -601,11 +624,13 @@ def _head(run: RunPage) -> dict[str, Any]:
     }
 
 
-def page_view(run: RunPage, *, image_prefix: str = "") -> dict[str, Any]:
+def page_view(run: RunPage, *, image_prefix: str = "", prefix: str = "") -> dict[str, Any]:
     """Everything the template prints, as text and numbers (``image_prefix`` goes before each
-    image's path relative to the run folder)."""
+    image's path relative to the run folder; ``prefix`` before each id of the page, a subject's
+    own on a sitting's page)."""
     ordered = _order(run.cases)
     return {
+        "prefix": prefix,
         "head": _head(run),
         "figures": _figures(run),
         "coverage": _coverage(run),
@@ -647,16 +672,22 @@ def render(run: RunPage, *, image_prefix: str = "") -> str:
 
 
 def write_html_report(run_dir: str | Path, *, out: str | Path | None = None, progress: bool = False) -> Path:
-    """Write ``<run_dir>/report.html`` (or ``out``) atomically and return its path.
+    """Write ``<run_dir>/report.html`` (or ``out``) atomically and return its path; for a sitting
+    (:mod:`imagebench.runs.sitting`) the one page over all its subjects (:func:`read_sitting_page`).
 
     Image paths are relative to the run folder; with ``out`` elsewhere they are made relative
     to ``out``'s folder so the page still finds them.
     """
+    from imagebench.runs.sitting import is_sitting
+
+    if is_sitting(run_dir):
+        return write_page(read_sitting_page(run_dir, progress=progress), out=out)
     return write_page(read_page(run_dir, progress=progress), out=out)
 
 
-def write_page(run: RunPage, *, out: str | Path | None = None) -> Path:
-    """Write the page of a run already read (:func:`read_page`); see :func:`write_html_report`."""
+def write_page(run: RunPage | SittingPage, *, out: str | Path | None = None) -> Path:
+    """Write the page of a run (or a sitting) already read (:func:`read_page`,
+    :func:`read_sitting_page`); see :func:`write_html_report`."""
     import os
 
     from imagebench.records import atomic_write_text
@@ -665,4 +696,67 @@ def write_page(run: RunPage, *, out: str | Path | None = None) -> Path:
     prefix = ""
     if target.parent.resolve() != run.run_dir.resolve():
         prefix = Path(os.path.relpath(run.run_dir.resolve(), target.parent.resolve())).as_posix() + "/"
+    if isinstance(run, SittingPage):
+        view = sitting_view(run, image_prefix=prefix)
+        return atomic_write_text(target, _environment().get_template(SITTING_TEMPLATE).render(view))
     return atomic_write_text(target, render(run, image_prefix=prefix))
+
+
+# --------------------------------------------------------------------------- a sitting's page
+
+SITTING_TEMPLATE = "sitting.html.j2"  # in imagebench/templates
+
+
+@dataclass
+class SittingPage:
+    """The page of a sitting (:mod:`imagebench.runs.sitting`): each subject's run as its own page
+    shows it, one after the other, under what the sitting says of them all."""
+
+    run_dir: Path  # the sitting's folder
+    contents: Any  # imagebench.runs.sitting.SittingContents
+    runs: list[tuple[str, RunPage]] = field(default_factory=list)  # (subject, its run's page), as they joined
+
+
+def read_sitting_page(path: str | Path, *, progress: bool = False) -> SittingPage:
+    """Every run of a sitting read for its page, through :func:`imagebench.runs.sitting.read_sitting`
+    (which reads each with the one checked reader); ReportError for a sitting that cannot be read."""
+    from imagebench.runs.layout import RunFolderError
+    from imagebench.runs.sitting import read_sitting
+
+    known = _known_cases()
+    try:
+        contents = read_sitting(path, expected=_expected_of(known))
+    except RunFolderError as exc:
+        raise ReportError(str(exc)) from None
+    pages = [(subject, page_of(run, known, progress=progress)) for subject, run in contents.runs.items()]
+    return SittingPage(run_dir=Path(path), contents=contents, runs=pages)
+
+
+def sitting_view(page: SittingPage, *, image_prefix: str = "") -> dict[str, Any]:
+    """What the sitting's template prints: the sitting, a row per subject (how it was held, its
+    verdicts), and each subject's run as its own page would show it (ids prefixed ``s<n>-``)."""
+    rec = page.contents.record
+    subjects = []
+    for n, (subject, run) in enumerate(page.runs, start=1):
+        verdicts = [v.verdict for v in run.cases]
+        contents = run.contents
+        checked = "forged" if contents.forged else ("verified" if contents.verified else "cannot be verified here")
+        subjects.append(
+            {
+                "subject": subject,
+                "prefix": f"s{n}-",
+                "run": run.run_dir.name,
+                "sandbox": _sandbox_text(run.record),
+                "cases": f"{len(verdicts)} ({verdicts.count('fail')} failed, {verdicts.count('pass')} passed)",
+                "samples": str(sum(len(v.samples) for v in run.cases)),
+                "checked": checked,
+                "view": page_view(run, image_prefix=f"{image_prefix}{run.run_dir.name}/", prefix=f"s{n}-"),
+            }
+        )
+    rows = [("sitting", rec.sitting_id), ("source", rec.source), ("started", rec.started), ("subjects", str(len(subjects)))]
+    problems = list(page.contents.integrity)
+    return {
+        "sitting": {"id": rec.sitting_id, "rows": rows},
+        "subjects": subjects,
+        "integrity": {"forged": page.contents.forged, "problems": problems},
+    }

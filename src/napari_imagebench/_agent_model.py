@@ -2,19 +2,42 @@
 
 The agent gets the same tools as ``imagebench mcp serve`` and ``run --subject-mcp``
 (:mod:`imagebench.subjects.mcp`), on a fresh session of the loaded fixture; what it left through
-them is scored as subject ``mcp:<client name>``.
+them is scored as subject ``mcp:<client name>``. :func:`connect_command` is the command line that
+connects the example agent (``examples/agents/classical_agent.py``) to the served case, and
+:meth:`AgentModel.heard` turns the agent's ``submit`` into the notice "the agent submitted — press Score".
 """
 
 from __future__ import annotations
 
+import shlex
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from napari_imagebench._base import AGENT_PREFIX, Notices
+from napari_imagebench._base import AGENT_PREFIX, Message, Notices
 from napari_imagebench._runs import ResultRow
+
+#: the example MCP agent, in a checkout (docs/agents.md): a scripted client of the SDK
+EXAMPLE_AGENT = Path("examples") / "agents" / "classical_agent.py"
+SUBMITTED = "the agent submitted — press Score"
+
+
+def example_agent() -> Path:
+    """The example agent's script: its absolute path in the checkout this package runs from, else
+    its path relative to a checkout of the repository."""
+    import imagebench
+
+    found = Path(imagebench.__file__).resolve().parents[2] / EXAMPLE_AGENT
+    return found if found.is_file() else EXAMPLE_AGENT
+
+
+def connect_command(config: Path) -> str:
+    """The command line that connects the example agent to a case served at ``config`` (its
+    ``mcp.json``), run with this Python (which has the SDK, numpy, scipy and scikit-image)."""
+    return " ".join(shlex.quote(str(part)) for part in (sys.executable, example_agent(), "--config", config))
 
 if TYPE_CHECKING:
     from imagebench.runs.runner import Unit
@@ -37,6 +60,16 @@ class AgentServe:
     def subject_name(self) -> str:
         return AGENT_PREFIX + (self.agent.client_name or "agent")
 
+    @property
+    def submitted(self) -> bool:
+        """The agent called ``submit``: nothing it left can change; Score scores it."""
+        return bool(self.agent.submitted.is_set())
+
+    @property
+    def connect(self) -> str:
+        """How to connect the example agent to this case (:func:`connect_command`)."""
+        return connect_command(self.config)
+
 
 @dataclass(frozen=True)
 class ServedAgent:
@@ -53,6 +86,7 @@ class AgentModel:
     def __init__(self, notices: Notices, workbench: WorkbenchModel, ledger: ResultsModel) -> None:
         self.notices, self.workbench, self.ledger = notices, workbench, ledger
         self.agent: AgentServe | None = None  # the loaded case served to an agent ("Serve to an agent")
+        self._told: AgentServe | None = None  # the served agent whose submit was told
 
     def serve(
         self, *, on_layer: Callable[[Any], None] | None = None, on_call: Callable[[Any], None] | None = None
@@ -61,7 +95,9 @@ class AgentModel:
         ``run --subject-mcp`` (:mod:`imagebench.subjects.mcp`), on a fresh session of the loaded fixture,
         on a Unix socket in a new folder that also holds ``mcp.json`` (how a client reaches it).
         ``on_layer`` hears of each layer the agent adds or updates, ``on_call`` of each tool call
-        (both from the server's thread). :meth:`score` scores what it left."""
+        (both from the server's thread; without ``on_call``, :meth:`heard` hears them there). The
+        panel hands each call on to its GUI thread and gives it to :meth:`heard` there.
+        :meth:`score` scores what it left."""
         import tempfile
 
         from imagebench.runs.runner import open_unit
@@ -82,7 +118,7 @@ class AgentModel:
             mcp = McpFolder(folder)  # the socket, the bridge and npy reads: the harness's, beside the agent's files
             agent = AgentSession(
                 CaseView.of(loaded.case), unit.session, workspace=folder, reads=mcp, route="viewer",
-                on_layer=on_layer, on_call=on_call,
+                on_layer=on_layer, on_call=on_call if on_call is not None else self.heard,
             )  # fmt: skip
             server = SocketServer(agent, mcp.socket_path)
             (folder / CONFIG_NAME).write_text(config_text(str(mcp.path)), encoding="utf-8")
@@ -91,8 +127,21 @@ class AgentModel:
             remove_tree(folder)
             raise self.notices.fail(f"the MCP server could not start: {type(exc).__name__}: {exc}") from None
         self.agent = AgentServe(unit, agent, server, folder, folder / "mcp.json")
-        self.notices.notify("info", f"serving {loaded.case.label} to an agent: point its MCP client at {self.agent.config}")
+        self.notices.notify(
+            "info",
+            f"serving {loaded.case.label} to an agent: point its MCP client at {self.agent.config}; "
+            f"the example agent connects with {self.agent.connect}",
+        )
         return self.agent
+
+    def heard(self, call: Any) -> Message | None:
+        """A tool call of the served agent (an :class:`imagebench.subjects.mcp.transcript.ToolCall`):
+        its first successful ``submit`` is told, once, as :data:`SUBMITTED`; returns that notice."""
+        serve = self.agent
+        if serve is None or serve is self._told or getattr(call, "tool", None) != "submit" or not getattr(call, "ok", False):
+            return None
+        self._told = serve
+        return self.notices.notify("info", f"{serve.subject_name}: {SUBMITTED}")
 
     def stop(self) -> None:
         """Stop serving (nothing is scored); the agent's folder goes."""

@@ -1,5 +1,6 @@
 """Agent serving: Serve to an agent (a toggle: Stop serving), the ``mcp.json`` an MCP client is
-pointed at, and the log of the agent's tool calls. The layers it adds appear as it works
+pointed at, the command line that connects the example agent to it (copyable), the log of the
+agent's tool calls, and "the agent submitted — press Score" once it has. The layers it adds appear as it works
 (:meth:`napari_imagebench._viewer.PanelLayers.show_agent_layer`); Score scores what it left.
 Its model is :class:`napari_imagebench._agent_model.AgentModel`."""
 
@@ -9,8 +10,18 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from qtpy.QtCore import QObject, Qt, Signal
-from qtpy.QtWidgets import QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from qtpy.QtWidgets import (
+    QApplication,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
+from napari_imagebench._agent_model import SUBMITTED
 from napari_imagebench._model import BenchModel, PanelError
 from napari_imagebench._style import name_children
 
@@ -50,14 +61,36 @@ class AgentPane(QWidget):
         col.addWidget(self.serve_button)
         self.agent_label = QLabel("")
         self.agent_label.setWordWrap(True)
-        self.agent_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.agent_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.agent_label.setVisible(False)  # shown while an agent is served (the dock fits 1366x768)
+        self.agent_label.setToolTip("the mcp.json an MCP client is pointed at (select it to copy)")
+        self.connect_row = QWidget()  # the example agent's command line, shown while an agent is served
+        row = QHBoxLayout(self.connect_row)
+        row.setContentsMargins(0, 0, 0, 0)
+        self.connect_edit = QLineEdit()
+        self.connect_edit.setReadOnly(True)
+        self.connect_edit.setToolTip(
+            "the command line that connects the example agent (examples/agents/classical_agent.py) to the served case; "
+            "any MCP client reads the same mcp.json (docs/agents.md)"
+        )
+        self.copy_connect_button = QPushButton("Copy")
+        self.copy_connect_button.setToolTip("put the example agent's command line on the clipboard")
+        self.copy_connect_button.clicked.connect(self.copy_connect)
+        row.addWidget(self.connect_edit, 1)
+        row.addWidget(self.copy_connect_button)
+        self.connect_row.setVisible(False)
+        self.submitted_label = QLabel(SUBMITTED)
+        self.submitted_label.setStyleSheet("font-weight: bold")
+        self.submitted_label.setToolTip("the agent called submit: nothing it left can change; Score scores it")
+        self.submitted_label.setVisible(False)
         self.agent_log = QPlainTextEdit()
         self.agent_log.setReadOnly(True)
         self.agent_log.setMaximumHeight(110)
         self.agent_log.setPlaceholderText("the agent's tool calls appear here")
         self.agent_log.setVisible(False)
         col.addWidget(self.agent_label)
+        col.addWidget(self.connect_row)
+        col.addWidget(self.submitted_label)
         col.addWidget(self.agent_log)
         self._signals = _AgentSignals()
         self._signals.call.connect(self._agent_call)
@@ -88,7 +121,11 @@ class AgentPane(QWidget):
         self.agent_log.setVisible(True)
         self.agent_label.setVisible(True)
         self.agent_label.setText(f"mcp.json: {serve.config}")
-        self.agent_label.setToolTip(f"e.g. claude -p '<task>' --mcp-config {serve.config}")
+        self.agent_label.setToolTip(f"point an MCP client at it, e.g. claude -p '<task>' --mcp-config {serve.config}")
+        self.connect_edit.setText(serve.connect)
+        self.connect_edit.setCursorPosition(0)
+        self.connect_row.setVisible(True)
+        self.submitted_label.setVisible(False)
         self.serve_button.setChecked(True)
         self.serve_button.setText("Stop serving")
         self.changed.emit()
@@ -105,7 +142,18 @@ class AgentPane(QWidget):
         self.serve_button.setText(SERVE)
         self.agent_label.setText("")
         self.agent_label.setVisible(False)  # the log stays until the next agent: the person reads it
+        self.connect_row.setVisible(False)
+        self.submitted_label.setVisible(False)
         self.changed.emit()
+
+    def copy_connect(self) -> str:
+        """The example agent's command line, put on the clipboard."""
+        text = self.connect_edit.text()
+        clipboard = QApplication.clipboard()
+        if clipboard is not None and text:
+            clipboard.setText(text)
+            self.model.notify("info", f"copied to the clipboard: {text}")
+        return text
 
     def _serve_clicked(self, checked: bool) -> None:
         if checked:
@@ -114,6 +162,9 @@ class AgentPane(QWidget):
             self.stop_agent()
 
     def _agent_call(self, call: Any) -> None:
+        if self.model.serving.heard(call) is not None:  # its submit, told once by the model
+            self.agent_label.setVisible(False)  # in its place: the client is done with mcp.json
+            self.submitted_label.setVisible(True)
         outcome = "ok" if call.ok else f"error: {call.error}"
         args = ", ".join(f"{k}={v}" for k, v in call.arguments.items())
         self.agent_log.appendPlainText(f"#{call.seq} {call.tool}({args[:120]}) {outcome} [{call.seconds * 1000:.1f} ms]")

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 #: metadata key marking a layer as an artifact pane (value: the PNG's path)
 ARTIFACT_KEY = "imagebench_artifact"
+#: metadata key marking an artifact pane the panel computed (a difference), not a PNG of the sample
+DIFFERENCE_KEY = "imagebench_difference"
 #: metadata key of a run folder's pane: its sample's label, subject, sample, status and reason
 VERDICT_KEY = "imagebench_verdict"
 #: metadata key tagging the panes of one run folder read (see :func:`review_on_arrival`)
@@ -214,7 +216,7 @@ def difference_layer_data(reference: LayerData, other: LayerData) -> LayerData |
         "colormap": "PiYG",
         "contrast_limits": (-span, span),
         "rgb": False,
-        "metadata": {ARTIFACT_KEY: f"difference of {other[1]['metadata'][ARTIFACT_KEY]}"},
+        "metadata": {ARTIFACT_KEY: f"difference of {other[1]['metadata'][ARTIFACT_KEY]}", DIFFERENCE_KEY: True},
     }
     return diff, kwargs, "image"
 
@@ -231,12 +233,26 @@ def show_artifacts(
     prefix: str = "",
     colormaps: Mapping[str, str] | None = None,
 ) -> list[Any]:
-    """Replace the viewer's artifact panes with ``paths``, side by side in grid mode, contrast
-    linked, each pane titled with its name, plus a difference pane for each compared pair
+    """Show ``paths`` as the viewer's artifact panes, side by side in grid mode, contrast linked,
+    each pane titled with its name, plus a difference pane for each compared pair
     (:func:`compared_pairs`); every other layer is hidden meanwhile (see :func:`hide_others` and
-    :func:`back_to_the_case`)."""
+    :func:`back_to_the_case`).
+
+    Panes of the same PNGs left hidden by :func:`back_to_the_case` are shown again as they are
+    (no texture is uploaded twice); panes of other PNGs are replaced.
+    """
     from napari_imagebench._layers import add_layer_data
 
+    wanted = [str(p) for p in paths]
+    present = [layer for layer in artifact_layers(viewer) if not layer.metadata.get(DIFFERENCE_KEY)]
+    if [layer.metadata[ARTIFACT_KEY] for layer in present] == wanted and all(
+        layer.name.startswith(prefix) for layer in present
+    ):
+        layers = artifact_layers(viewer)
+        for layer in layers:
+            layer.visible = True
+        arrange_panes(viewer, layers, linked=[])  # still linked from when they were added
+        return layers
     remove_layers(viewer, artifact_layers(viewer))
     datas = artifact_layer_data(paths, relative_to=relative_to, prefix=prefix, colormaps=colormaps)
     by_stem = {Path(d[1]["metadata"][ARTIFACT_KEY]).stem: d for d in datas}
@@ -312,9 +328,12 @@ def hide_others(viewer: napari.Viewer) -> dict[str, bool]:
 
 
 def back_to_the_case(viewer: napari.Viewer, visibility: dict[str, bool]) -> None:
-    """Remove the artifact panes, leave grid mode and show the other layers as they were."""
-    remove_layers(viewer, artifact_layers(viewer))
-    viewer_grid(viewer).enabled = False
+    """Hide the artifact panes (kept for the next View of the same sample: removing a layer costs
+    napari a full garbage collection and re-showing it a texture upload), leave grid mode and show
+    the other layers as they were."""
+    viewer_grid(viewer).enabled = False  # first: in grid mode each visibility change lays the grid out again
+    for layer in artifact_layers(viewer):
+        layer.visible = False
     for layer in viewer.layers:
         if layer.name in visibility:
             layer.visible = visibility[layer.name]

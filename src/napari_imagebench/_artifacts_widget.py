@@ -1,5 +1,6 @@
 """What to do with a scored sample: View artifacts (its images side by side, one contrast range
-for all, :mod:`napari_imagebench._artifacts`), Back to the case, Open run folder, Export CSV."""
+for all, :mod:`napari_imagebench._artifacts`), Back to the case, Export CSV. The sitting's folder
+and report are :mod:`napari_imagebench._folder_widget`'s."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qtpy.QtCore import QUrl, Signal
-from qtpy.QtGui import QDesktopServices
+from qtpy.QtCore import Signal
 from qtpy.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
-from napari_imagebench._artifacts import back_to_the_case, hide_others, sample_pngs, show_artifacts
+from napari_imagebench._artifacts import back_to_the_case, hide_others, sample_pngs, show_artifacts, viewer_grid
+from napari_imagebench._explain import sample_number
 from napari_imagebench._layers import case_colormaps
 from napari_imagebench._model import BenchModel, PanelError
+from napari_imagebench._owners import owner
 from napari_imagebench._runs import ResultRow
 from napari_imagebench._style import name_children
 
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 
 
 class ArtifactButtons(QWidget):
-    """Two rows of two buttons (the dock fits a 1366x768 screen); ``selected()`` names the sample
+    """One row of three buttons (the dock fits a 1366x768 screen); ``selected()`` names the sample
     they act on. ``changed`` fires when the artifact panes come or go."""
 
     changed = Signal()
@@ -38,20 +40,16 @@ class ArtifactButtons(QWidget):
         self.artifacts_button = QPushButton("View artifacts")
         self.artifacts_button.setToolTip("the selected sample's images side by side, one contrast range for all")
         self.artifacts_button.clicked.connect(self.view_artifacts)
-        self.folder_button = QPushButton("Open run folder")
-        self.folder_button.setToolTip("open the selected sample's run folder (its run.json, receipts, artifacts)")
-        self.folder_button.clicked.connect(self.open_run_folder)
         self.back_button = QPushButton("Back to the case")
         self.back_button.setToolTip("remove the artifact panes and show the case's layers as they were")
         self.back_button.clicked.connect(self.back_to_the_case)
         self.export_button = QPushButton("Export CSV…")
         self.export_button.setToolTip("every result of this session, one row per metric, as CSV")
         self.export_button.clicked.connect(lambda: self.export_results())
-        for pair in ((self.artifacts_button, self.back_button), (self.folder_button, self.export_button)):
-            row = QHBoxLayout()
-            for button in pair:
-                row.addWidget(button)
-            col.addLayout(row)
+        row = QHBoxLayout()
+        for button in (self.artifacts_button, self.back_button, self.export_button):
+            row.addWidget(button)
+        col.addLayout(row)
         self.setObjectName("artifact_buttons")
         name_children(self)
 
@@ -63,7 +61,6 @@ class ArtifactButtons(QWidget):
     def show_controls(self, controls: Controls) -> None:
         self.artifacts_button.setEnabled(controls.artifacts.enabled)
         self.back_button.setEnabled(controls.back.enabled)
-        self.folder_button.setEnabled(controls.folder.enabled)
 
     def view_artifacts(self) -> list[Any]:
         result = self.selected()
@@ -72,9 +69,9 @@ class ArtifactButtons(QWidget):
             return []
         pngs = sample_pngs(result.sample_dir)
         if not pngs:
-            self.model.notify("info", f"{result.label} sample {result.sample} wrote no images")
+            self.model.notify("info", f"{result.label} sample {sample_number(result.sample)} wrote no images")
             return []
-        prefix = f"{result.subject} s{result.sample}: "
+        prefix = f"{result.subject} s{sample_number(result.sample)}: "
         if self.case_visibility is None:  # the case as it was, for Back to the case
             self.case_visibility = hide_others(self.viewer)
         case = next((row.case for row in self.model.rows() if row.label == result.label), None)
@@ -85,7 +82,7 @@ class ArtifactButtons(QWidget):
         return layers
 
     def back_to_the_case(self) -> bool:
-        """Leave the artifact panes: remove them and show the case's layers as they were."""
+        """Leave the artifact panes: hide them and show the case's layers as they were."""
         if self.case_visibility is None:
             return False
         back_to_the_case(self.viewer, self.case_visibility)
@@ -94,23 +91,14 @@ class ArtifactButtons(QWidget):
         return True
 
     def leave(self) -> None:
-        """Remove the artifact panes (another case is loading: its layers replace the old ones)."""
+        """Leave review mode: another case is loading, and the layers it replaces (the panes, shown
+        or hidden, among them: see :meth:`PanelLayers.show_case`) go with one removal."""
         if self.case_visibility is not None:
-            back_to_the_case(self.viewer, {})
+            viewer_grid(self.viewer).enabled = False
+            for layer in self.viewer.layers:  # the person's layers, hidden for the panes, as they were
+                if layer.name in self.case_visibility and not owner(layer.metadata).panel:
+                    layer.visible = self.case_visibility[layer.name]
             self.case_visibility = None
-
-    def run_folder_path(self) -> Path | None:
-        result = self.selected()
-        return result.run_dir if result is not None else None
-
-    def open_run_folder(self) -> Path | None:
-        path = self.run_folder_path()
-        if path is None:
-            self.model.notify("warning", "no run folder yet: score a sample first")
-            return None
-        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
-            self.model.notify("info", f"no file browser could open it; the run folder is {path}")
-        return path
 
     def export_results(self, path: str | Path | None = None) -> Path | None:
         """Write every result of this session as CSV to ``path`` (asked for when not given)."""

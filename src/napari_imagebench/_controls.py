@@ -119,7 +119,10 @@ def controls(model: PanelModel, state: PanelState) -> Controls:
     else:
         load = Control(True, "add the case's data layers to the viewer")
 
-    if problem:
+    chosen = state.subject in model.subject_specs  # not an entry that asks for one (Command…)
+    if not chosen:
+        run = Control(False, "choose a subject, or add one in the field below")
+    elif problem:
         run = Control(False, problem)
     elif loaded is None:
         run = Control(False, RUN_TIP)
@@ -134,11 +137,13 @@ def controls(model: PanelModel, state: PanelState) -> Controls:
             missing = ()
     if serving:
         score_tip = SCORE_AGENT_TIP
+    elif not chosen:
+        score_tip = "choose a subject, or add one in the field below"
     elif missing:
         score_tip = f"leave {', '.join(missing)} first (the Answer tab says how)"
     else:
         score_tip = SCORE_TIP
-    score = Control(loaded is not None and not state.busy and not missing, score_tip)
+    score = Control(loaded is not None and not state.busy and not missing and (chosen or serving), score_tip)
 
     has_result = bool(model.results)
     return Controls(

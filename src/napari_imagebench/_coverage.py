@@ -74,12 +74,12 @@ class CoverageModel:
 
     def coverage_runs(self) -> list[Path]:
         """The run folders the coverage view reads: this panel's, then (when ``all_runs``)
-        every other ``run-*`` folder holding a run.json under the outcome root."""
+        every other run folder under the outcome root (``run-*``, and each sitting's runs)."""
+        from imagebench.runs.sitting import run_folders_under
+
         runs = [f.path for f in self.ledger.run_folders.values()]
         if self.all_runs:
-            root = self.ledger.outcome_root
-            if root.is_dir():
-                runs += [p for p in sorted(root.glob("run-*")) if (p / "run.json").is_file() and p not in runs]
+            runs += [p for p in run_folders_under(self.ledger.outcome_root) if p not in runs]
         return runs
 
     def coverage(self, skill: str) -> CoverageView:

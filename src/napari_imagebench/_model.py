@@ -14,7 +14,8 @@ attribute     model                                      concern
 ``runs``      :class:`~._subjects_model.RunModel`        a Run of a subject on a fresh session
 ``answering`` :class:`~._answer_model.AnswerModel`       the Answer tab; where a person's leavings are found
 ``scoring``   :class:`~._score_model.ScoreModel`         Score: a sample, as ``imagebench run`` writes it
-``ledger``    :class:`~._results_model.ResultsModel`     the run folders, the results, their CSV
+``ledger``    :class:`~._results_model.ResultsModel`     the sitting and its run folders, the results, their CSV
+``folders``   :class:`~._folder_model.FolderModel`       the sitting's folder and report, as the panel opens them
 ``serving``   :class:`~._agent_model.AgentModel`         the loaded case served to an agent over MCP
 ============  =========================================  ==============================
 
@@ -45,6 +46,7 @@ from napari_imagebench._base import (
 from napari_imagebench._browser_model import BrowserModel, builtin_cases
 from napari_imagebench._controls import Controls, PanelState, controls
 from napari_imagebench._coverage import CoverageModel, CoverageView
+from napari_imagebench._folder_model import FolderModel
 from napari_imagebench._results_model import RESULT_COLUMNS, ResultsModel
 from napari_imagebench._score_model import ScoreModel
 from napari_imagebench._subjects_model import RunJob, RunModel, SubjectsModel
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     from imagebench.subjects import Subject, SubjectRun
     from napari_imagebench._answers import AnswerSlot
     from napari_imagebench._cases import CaseDetail, CaseRow
+    from napari_imagebench._explain import Explanation
     from napari_imagebench._runs import ResultRow, RunFolder
 
 __all__ = [
@@ -87,6 +90,7 @@ class BenchModel:
         self.scoring = ScoreModel(self.notices, self.workbench, self.subjects, self.answering, self.ledger)
         self.runs = RunModel(self.notices, self.workbench, self.subjects, self.ledger, self.scoring.score)
         self.serving = AgentModel(self.notices, self.workbench, self.ledger)
+        self.folders = FolderModel(self.notices, self.ledger, self.workbench)
 
     # ---------------------------------------------------------------- state, as the panel reads it
 
@@ -254,6 +258,12 @@ class BenchModel:
 
     def export_results(self, path: Path) -> Path:
         return self.ledger.export_results(path)
+
+    def explanation(self, result: ResultRow) -> Explanation:
+        return self.ledger.explanation(result)
+
+    def truth_shown(self, result: ResultRow) -> str:
+        return self.scoring.truth_shown(result)
 
     # ---------------------------------------------------------------- an agent over MCP
 

@@ -1,5 +1,6 @@
 """Subjects and Run: the subject list (you, ``reference``, a ``python:`` solver added in the
-field below it), Run, Score, Stop and the busy bar. Loading and a subject's work happen in a worker
+field below it, and *Command…*, which turns that field into a command line run in the sandbox as
+``imagebench run --subject command:…`` runs it), Run, Score, Stop and the busy bar. Loading and a subject's work happen in a worker
 thread (napari's ``create_worker``), so the viewer never freezes; each piece of work closes the
 data-plane connections it opened on its thread (:func:`closing_connections`).
 
@@ -25,14 +26,25 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from napari_imagebench._busy import Busy
 from napari_imagebench._model import BenchModel, PanelError
 from napari_imagebench._style import name_children
+from napari_imagebench._subjects_model import COMMAND_ENTRY, COMMAND_PREFIX
 
 if TYPE_CHECKING:
     from napari_imagebench._controls import Controls
     from napari_imagebench._model import RunJob
 
 T = TypeVar("T")
+
+SOLVER_HINT = "python:package.module:function"
+SOLVER_TIP = "a solver to add to the subjects: python:package.module:function, or command:<command line> (Enter adds it)"
+COMMAND_HINT = "a command line, e.g. python3 /path/solve.py"
+COMMAND_TIP = (
+    "a command line to add as a subject: it runs with bash in a fresh workspace (prompt.md, inputs/, outputs/), in "
+    "the bubblewrap sandbox with no network and the default limits, on sealed fixtures: as imagebench run --subject "
+    "command:… runs it (refused where bubblewrap cannot start)"
+)
 
 
 def closing_connections(work: Callable[[], T]) -> Callable[[], T]:
@@ -76,20 +88,23 @@ class RunControls(QWidget):
     ran = Signal(object, object)
     changed = Signal()
 
-    def __init__(self, model: BenchModel) -> None:
+    def __init__(self, model: BenchModel, status: Callable[[str], None] | None = None) -> None:
         super().__init__()
         self.model = model
         self.worker: Any = None
+        self.busy_text = ""
         self.job: RunJob | None = None
         col = QVBoxLayout(self)
         col.setContentsMargins(0, 0, 0, 0)
         row = QHBoxLayout()  # one row: the subject and what it does (the dock fits 1366x768)
         self.subject_combo = QComboBox()
-        self.subject_combo.addItems(self.model.subject_specs)
-        self.subject_combo.setToolTip("who works the loaded case: you in the viewer, the reference, or a solver added below")
+        self.subject_combo.addItems([*self.model.subject_specs, COMMAND_ENTRY])
+        self.subject_combo.setToolTip(
+            "who works the loaded case: you in the viewer, the reference, a solver added below, or (Command…) a command line"
+        )
         self.subject_combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.subject_combo.setMinimumContentsLength(6)  # a long solver name does not widen the dock
-        self.subject_combo.currentTextChanged.connect(lambda _: self.changed.emit())
+        self.subject_combo.currentTextChanged.connect(self._subject_changed)
         self.run_button = QPushButton("Run")
         self.run_button.clicked.connect(self.run)
         self.score_button = QPushButton("Score")
@@ -101,8 +116,8 @@ class RunControls(QWidget):
         col.addLayout(row)
         row = QHBoxLayout()
         self.solver_edit = QLineEdit()
-        self.solver_edit.setPlaceholderText("python:package.module:function")
-        self.solver_edit.setToolTip("a solver to add to the subjects: python:package.module:function (Enter adds it)")
+        self.solver_edit.setPlaceholderText(SOLVER_HINT)
+        self.solver_edit.setToolTip(SOLVER_TIP)
         self.solver_edit.returnPressed.connect(self.add_solver)
         self.add_solver_button = QPushButton("Add solver")
         self.add_solver_button.setToolTip("add the solver named in the field beside it to the subject list")
@@ -115,6 +130,7 @@ class RunControls(QWidget):
         self.progress.setValue(0)
         self.progress.setTextVisible(False)
         col.addWidget(self.progress)  # its own row: the busy text is readable
+        self.busy = Busy(self.progress, status)  # the seconds gone by, here, in the status bar and activity dock
         self.setObjectName("run_controls")
         name_children(self)
 
@@ -131,14 +147,33 @@ class RunControls(QWidget):
         """A Run is under way and Stop was not pressed yet."""
         return self.job is not None and self.running and not self.job.stop.is_set()
 
+    @property
+    def asking_command(self) -> bool:
+        """*Command…* is chosen: the field takes a command line."""
+        return self.subject == COMMAND_ENTRY
+
+    def _subject_changed(self, _: str) -> None:
+        command = self.asking_command
+        self.solver_edit.setPlaceholderText(COMMAND_HINT if command else SOLVER_HINT)
+        self.add_solver_button.setText("Add command" if command else "Add solver")
+        self.solver_edit.setToolTip(COMMAND_TIP if command else SOLVER_TIP)
+        if command:
+            self.solver_edit.setFocus()
+        self.changed.emit()
+
     def add_solver(self) -> bool:
-        spec = self.solver_edit.text().strip()
+        """Add what the field names: a command line while *Command…* is chosen (or one typed as
+        ``command:…``), else a solver; the subject list then shows it chosen."""
+        text = self.solver_edit.text().strip()
         try:
-            spec = self.model.add_subject(spec)
+            if self.asking_command or text.startswith(COMMAND_PREFIX):
+                spec = self.model.subjects.add_command(text)
+            else:
+                spec = self.model.add_subject(text)
         except PanelError:
             return False
-        if self.subject_combo.findText(spec) < 0:
-            self.subject_combo.addItem(spec)
+        if self.subject_combo.findText(spec) < 0:  # before Command…, which stays last
+            self.subject_combo.insertItem(self.subject_combo.count() - 1, spec)
         self.subject_combo.setCurrentText(spec)
         self.solver_edit.clear()
         return True
@@ -162,7 +197,7 @@ class RunControls(QWidget):
         if self.job is None or not self.running:
             return False
         self.job.stop.set()
-        self.progress.setFormat("stopping…")
+        self.busy.retext("stopping…")
         self.stop_button.setEnabled(False)
         return True
 
@@ -179,18 +214,15 @@ class RunControls(QWidget):
         worker.errored.connect(failed)
         worker.finished.connect(self._work_finished)
         self.worker = worker
-        self.progress.setRange(0, 0)  # busy: neither a builder nor a subject reports progress of its own
-        self.progress.setFormat(busy_text)
-        self.progress.setTextVisible(True)
+        self.busy_text = busy_text
+        self.busy.start(busy_text)
         self.changed.emit()
         worker.start()
 
     def _work_finished(self) -> None:
         self.worker = None
         self.job = None
-        self.progress.setRange(0, 1)
-        self.progress.setValue(1)
-        self.progress.setTextVisible(False)
+        self.busy.stop(f"{self.busy_text.rstrip('…')}: done")
         self.changed.emit()
 
     def show_controls(self, controls: Controls) -> None:
@@ -204,11 +236,12 @@ class RunControls(QWidget):
             button.setToolTip(control.why)
         items = self.subject_combo.model()
         for i in range(self.subject_combo.count()):
-            problem = controls.subjects.get(self.subject_combo.itemText(i), "")
+            text = self.subject_combo.itemText(i)
+            problem = controls.subjects.get(text, "")
             item = items.item(i) if hasattr(items, "item") else None
             if item is not None:
                 item.setEnabled(not problem)
-                item.setToolTip(problem)
+                item.setToolTip(COMMAND_TIP if text == COMMAND_ENTRY else problem or text)
 
     def subject_enabled(self, spec: str) -> bool:
         """Whether ``spec`` is selectable in the subject list now."""

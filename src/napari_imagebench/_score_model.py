@@ -4,6 +4,11 @@ Nothing here scores: a sample is verified and written by :func:`imagebench.runs.
 the phase the headless runner ends a unit with, so a panel run and ``imagebench run`` leave
 identical ``summary.json`` files. The interactive subject may score the session opened at Load
 as often as they like, each score a new sample.
+
+After a score the panel can show more than the score: what states the truth (the case's
+provenance, :meth:`ScoreModel.truth_shown`), which for the loaded case flags the person's later
+samples of it, as viewing its artifacts does (the sitting's folder and report flag them too:
+:meth:`napari_imagebench._folder_model.FolderModel.handed_out`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,12 @@ if TYPE_CHECKING:
     from napari_imagebench._results_model import ResultsModel
     from napari_imagebench._subjects_model import SubjectsModel
     from napari_imagebench._workbench_model import WorkbenchModel
+
+#: The flag of a person's sample scored after the loaded case's artifacts were viewed
+#: (``WorkbenchModel.artifacts_shown``) or its run folder was opened.
+SAW_ARTIFACTS = "saw-artifacts"
+#: The flag of a person's sample scored after the panel showed what states the loaded case's truth.
+SAW_TRUTH = "saw-truth"
 
 
 class ScoreModel:
@@ -101,3 +112,22 @@ class ScoreModel:
         result = ResultRow.of(summary, folder.path, unit.sample_dir, checks=checks)
         self.workbench.deleted = []  # each deletion is reported with the sample it affected, once
         return self.ledger.record(result)
+
+    # ---------------------------------------------------------------- what a score shows beyond itself
+
+    def _seen(self, flag: str, label: str, what: str) -> bool:
+        """Flag the person's later samples of the loaded case when ``label`` is it; True when newly flagged."""
+        loaded = self.workbench.loaded
+        if loaded is None or loaded.case.label != label or flag in loaded.seen:
+            return False
+        loaded.seen.add(flag)
+        self.notices.notify("warning", f"{what}: your next samples of {label} are flagged {flag}")
+        return True
+
+    def truth_shown(self, result: ResultRow) -> str:
+        """What states the truth of ``result``'s case (its provenance), shown after it was scored;
+        for the loaded case, the person's later samples of it are flagged ``saw-truth``."""
+        truth = self.ledger.explanation(result).truth
+        if truth:
+            self._seen(SAW_TRUTH, result.label, "the panel showed how the case was made, which states its truth")
+        return truth

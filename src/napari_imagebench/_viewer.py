@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from napari_imagebench._artifacts import ARTIFACT_KEY
+from napari_imagebench._artifacts import ARTIFACT_KEY, artifact_layers
 from napari_imagebench._canvas import gl_context_for_removals, remove_layers
 from napari_imagebench._layers import (
     add_layer_data,
@@ -121,7 +121,9 @@ class PanelLayers:
                 by_case.setdefault(str(owners[id(layer)].case), []).append(layer.name)
             question = Leftovers(label, {case: tuple(names) for case, names in by_case.items()})
             choice = self.model.workbench.decide_leftovers(question)
-        remove_layers(self.viewer, [lay for lay in layers if owners[id(lay)].panel] + leftovers)
+        # one removal for all (napari collects garbage after each): the panel's, the leftovers, the panes
+        going = [lay for lay in layers if owners[id(lay)].panel] + leftovers + artifact_layers(self.viewer)
+        remove_layers(self.viewer, going)
         if choice == KEEP:
             for layer in leftovers:
                 self.stash.setdefault(str(owners[id(layer)].case), []).append(layer)

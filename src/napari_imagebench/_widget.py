@@ -2,10 +2,11 @@
 
 From top to bottom, in two parts a splitter divides: the case browser (the fixture tree in use,
 the skill bundles, the tree of cases, the case filter and Load under it; :mod:`._browser_widget`)
-and the tabs Detail (:mod:`._detail_widget`), Answer (:mod:`._answer_panel`) and Coverage
-(:mod:`._coverage_widget`), folded to their bar until asked; then the subject, Run, Score, Stop
+and the tabs Detail (:mod:`._detail_widget`), Answer (:mod:`._answer_panel`), Coverage
+(:mod:`._coverage_widget`) and Compare (:mod:`._compare_widget`), folded to their bar until asked; then the subject, Run, Score, Stop
 and the busy bar (:mod:`._run_widget`), agent serving (:mod:`._agent_widget`), the results
-(:mod:`._results_widget`) and the artifact buttons (:mod:`._artifacts_widget`). It fits a
+(:mod:`._results_widget`), the artifact buttons (:mod:`._artifacts_widget`) and the sitting's
+folder, report and path (:mod:`._folder_widget`). It fits a
 1366x768 laptop screen (``tests/napari/test_laptop.py``). Ctrl+L loads, Ctrl+Enter scores and
 Ctrl+Shift+A views the artifacts or goes back (:mod:`._keys`). What the panel put on the viewer
 is :class:`._viewer.PanelLayers`.
@@ -30,10 +31,12 @@ from napari_imagebench._agent_widget import AgentPane
 from napari_imagebench._answer_panel import AnswerPanel
 from napari_imagebench._artifacts_widget import ArtifactButtons
 from napari_imagebench._browser_widget import CaseBrowser
+from napari_imagebench._compare_widget import CompareTab
 from napari_imagebench._controls import PanelState, with_key
 from napari_imagebench._coverage import CoverageView
 from napari_imagebench._coverage_widget import CoverageTab
 from napari_imagebench._detail_widget import CaseDetailView, CaseTabs
+from napari_imagebench._folder_widget import FolderButtons
 from napari_imagebench._layers import PresentationError, session_layer_data
 from napari_imagebench._model import INTERACTIVE, BenchModel, Loaded, PanelError
 from napari_imagebench._results_widget import ResultsPane
@@ -63,17 +66,23 @@ class BenchPanel(QWidget):
         self.detail = CaseDetailView(self.model)
         self.answer_panel = AnswerPanel(self.viewer, self.model)
         self.coverage_tab = CoverageTab(self.model)
-        self.run_controls = RunControls(self.model)
+        self.run_controls = RunControls(self.model, status=self._status)
         self.agent_pane = AgentPane(self.model, self.layers)
         self.results = ResultsPane(self.model)
         self.artifact_buttons = ArtifactButtons(self.viewer, self.model, self.results.selected_result)
+        self.folder_buttons = FolderButtons(self.model)
         # the controls people's scripts and tests reach, as the panel's own attributes
-        for part in (self.browser, self.coverage_tab, self.run_controls, self.agent_pane, self.artifact_buttons):
+        parts = (self.browser, self.coverage_tab, self.run_controls, self.agent_pane, self.artifact_buttons, self.folder_buttons)
+        for part in parts:
             for attr, widget in vars(part).items():
                 if isinstance(widget, QWidget) and not attr.startswith("_"):
                     setattr(self, attr, widget)
 
-        self.tabs = CaseTabs([(self.detail, "Detail"), (self.answer_panel, "Answer"), (self.coverage_tab, "Coverage")])
+        # two runs side by side; the panel's own artifact panes go first, and View artifacts or a Load ends it
+        self.compare_tab = CompareTab.of_panel(self.viewer, self.model, self.artifact_buttons.back_to_the_case)
+        self.artifacts_button.pressed.connect(self.compare_tab.back)
+        pages = [(self.detail, "Detail"), (self.answer_panel, "Answer"), (self.coverage_tab, "Coverage")]
+        self.tabs = CaseTabs([*pages, (self.compare_tab, "Compare")])
         self.detail_toggle = self.tabs.detail_toggle
         top = QWidget()  # the case browser and, folded to their bar until asked, the tabs
         col = QVBoxLayout(top)
@@ -85,8 +94,9 @@ class BenchPanel(QWidget):
         col.setContentsMargins(0, 0, 0, 0)
         col.addWidget(self.run_controls)
         col.addWidget(self.agent_pane)
-        col.addWidget(self.results, 1)
+        col.addWidget(self.results.area, 1)  # the results and, under them, the selected sample explained
         col.addWidget(self.artifact_buttons)
+        col.addWidget(self.folder_buttons)
         self.splitter = split = QSplitter(Qt.Vertical)  # drag it to give the results or the cases more room
         split.addWidget(top)
         split.addWidget(controls)
@@ -215,6 +225,7 @@ class BenchPanel(QWidget):
         loaded, tuples = built
         self.model.adopt(loaded)
         self.artifact_buttons.leave()  # leave the previous case's artifact panes first
+        self.compare_tab.back()
         self.layers.show_case(loaded, tuples)
         if loaded.plane is not None:
             close_on_quit(loaded.plane)
@@ -251,7 +262,9 @@ class BenchPanel(QWidget):
         return self.run_controls.subject_enabled(spec)
 
     def _run_done(self, job: RunJob, run: Any) -> None:
-        self.layers.show_results(job, self.model.finish_run(job, run))
+        left = self.model.finish_run(job, run)
+        if left:
+            self.layers.show_results(job, left)
 
     # ---------------------------------------------------------------- score
 
@@ -273,13 +286,19 @@ class BenchPanel(QWidget):
                 self.agent_pane.agent_stopped()
         spec = self.run_controls.subject
         try:
-            if spec == INTERACTIVE:
-                return self.model.score(spec, layers=self.viewer_leavings(), console=console_namespace(self.viewer))
-            return self.model.score(spec)
+            with self.run_controls.busy.during(f"scoring {spec}…", done=f"scored {spec}"):
+                if spec == INTERACTIVE:
+                    layers, console = self.viewer_leavings(), console_namespace(self.viewer)
+                    return self.model.score(spec, layers=layers, console=console)
+                return self.model.score(spec)
         except PanelError:
             return None
         finally:
             self._update_buttons()
+
+    def _status(self, text: str) -> None:
+        """napari's status bar says ``text`` (what the panel is doing, and for how long)."""
+        self.viewer.status = text
 
     # ---------------------------------------------------------------- an agent over MCP
 
@@ -302,6 +321,7 @@ class BenchPanel(QWidget):
         return self.results.selected_result()
 
     def view_artifacts(self) -> list[Any]:
+        self.compare_tab.back()
         return self.artifact_buttons.view_artifacts()
 
     def _artifacts_key(self) -> None:
@@ -313,10 +333,14 @@ class BenchPanel(QWidget):
         return self.artifact_buttons.back_to_the_case()
 
     def run_folder_path(self) -> Path | None:
-        return self.artifact_buttons.run_folder_path()
+        """The sitting's folder: a run folder per subject and the report (None before the first sample)."""
+        return self.folder_buttons.run_folder_path()
 
     def open_run_folder(self) -> Path | None:
-        return self.artifact_buttons.open_run_folder()
+        return self.folder_buttons.open_run_folder()
+
+    def open_report(self) -> Path | None:
+        return self.folder_buttons.open_report()
 
     def export_results(self, path: str | Path | None = None) -> Path | None:
         return self.artifact_buttons.export_results(path)
@@ -352,6 +376,7 @@ class BenchPanel(QWidget):
         self.score_button.setToolTip(with_key(controls.score.why, "score"))
         self.agent_pane.show_controls(controls)
         self.artifact_buttons.show_controls(controls)
+        self.folder_buttons.show_controls(controls)
 
     def _poll_answers(self) -> None:
         if self.model.loaded is not None and not self.running and self.run_controls.subject == INTERACTIVE:

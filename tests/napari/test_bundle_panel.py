@@ -169,7 +169,7 @@ def test_a_bad_folder_is_refused_and_the_panel_stays_usable(
 
 def test_coverage_tab_shows_the_rows_imagebench_coverage_prints(make_napari_viewer: Any, tmp_path: Path) -> None:
     _, panel = make_panel(make_napari_viewer, tmp_path)
-    assert [panel.tabs.tabText(i) for i in range(panel.tabs.count())] == ["Detail", "Answer", "Coverage"]
+    assert [panel.tabs.tabText(i) for i in range(panel.tabs.count())] == ["Detail", "Answer", "Coverage", "Compare"]
     panel.select_case("toy/rectangle")
     assert panel.coverage_view is not None and panel.coverage_view.rows == ()
     assert panel.coverage_title.text().startswith("no bundle is open for toy")
@@ -231,7 +231,8 @@ def test_scoring_a_bundle_case_with_the_example_solver_updates_validation(
     run_and_wait(qtbot, panel, SOLVER)
     result = panel.score()
     assert result is not None and result.status == "ok", result.reason
-    assert result.run_dir.parent == tmp_path / "panel-out"
+    sitting = panel.model.ledger.sitting_dir  # one sitting holds the session's run folders
+    assert sitting is not None and result.run_dir.parent == sitting and sitting.parent == tmp_path / "panel-out"
     # the case's grading checklist is shown beside the scored result, never before
     checks = ("Reports an integer count", "The count matches the 25 nuclei drawn")
     assert result.checks == checks

@@ -70,6 +70,28 @@ def result_lines(panel: BenchPanel) -> list[str]:
     return [panel.results.topLevelItem(i).text(0) for i in range(panel.results.topLevelItemCount())]
 
 
+def test_panes_are_kept_for_the_same_sample_replaced_for_another_and_go_with_the_case(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    load_and_wait(qtbot, panel, TOY)
+    run_and_wait(qtbot, panel)
+    assert panel.score() is not None
+    first = panel.view_artifacts()
+    assert first and panel.back_to_the_case()
+    run_and_wait(qtbot, panel)
+    second_result = panel.score()  # the newest result is selected: View shows its panes, not the first's
+    assert second_result is not None
+    second = panel.view_artifacts()
+    assert second and all(layer not in viewer.layers for layer in first)
+    assert {layer.metadata["imagebench_artifact"] for layer in artifact_layers(viewer)} >= {
+        str(second_result.sample_dir / name) for name in second_result.artifacts
+    }
+    assert panel.back_to_the_case()
+    load_and_wait(qtbot, panel, TOY)  # Load: the hidden panes go with the old case's layers
+    assert artifact_layers(viewer) == [] and not viewer_grid(viewer).enabled
+
+
 def test_panel_docks_from_the_plugin_and_lists_the_builtin_cases(make_napari_viewer: Any) -> None:
     viewer = make_napari_viewer()
     dock, panel = viewer.window.add_plugin_dock_widget("napari-imagebench", "Imagebench")
@@ -186,14 +208,16 @@ def test_run_reference_then_score_shows_ok_and_each_metric(make_napari_viewer: A
     result = panel.score()
     assert result is not None and result.status == "ok"
     row = panel.results.topLevelItem(panel.results.topLevelItemCount() - 1)
-    assert row.text(1) == "ok" and row.text(0) == "reference #0: toy/rectangle"
+    assert row.text(1) == "ok" and row.text(0) == "reference #1: toy/rectangle"  # sample-0, counted from 1
     metrics = {row.child(i).text(0): [row.child(i).text(c) for c in range(1, 4)] for i in range(row.childCount())}
     assert metrics == {"mask_error": ["0", "0.05", "pass"], "area_error": ["0", "0.05 rel", "pass"]}
     on_disk = read_record(result.sample_dir / "summary.json", SampleSummary)
     assert on_disk.status == "ok" and on_disk.subject == "reference" and on_disk.sample == 0
     record = read_record(result.run_dir / "run.json", RunRecord)
     assert record.subject == "reference" and record.cases == [TOY] and record.counts == {"ok": 1} and record.complete
-    assert panel.run_folder_path() == result.run_dir and result.run_dir.parent == tmp_path / "panel-out"
+    # the run folder of the sitting: every subject's run in it, one report over them
+    sitting = panel.run_folder_path()
+    assert sitting is not None and result.run_dir.parent == sitting and sitting.parent == tmp_path / "panel-out"
     # a second sample needs a second run; the two accumulate as rows in one run folder
     assert panel.score() is None
     assert "run reference on toy/rectangle first" in result_lines(panel)[-1]
@@ -206,8 +230,9 @@ def test_run_reference_then_score_shows_ok_and_each_metric(make_napari_viewer: A
 
     receipt = json.loads((result.run_dir / "receipt.json").read_text())
     assert receipt["subject"]["form"] == "reference" and receipt["subject"]["sandbox"] == "in-process"
-    page = (result.run_dir / "report.html").read_text()
-    assert "toy/rectangle" in page and "sample 1" in page
+    assert not (result.run_dir / "report.html").exists()  # one page, the sitting's
+    page = (sitting / "report.html").read_text()
+    assert "toy/rectangle" in page and "sample 1" in page and 'data-subject="reference"' in page
 
 
 def _paint(labels: Any, where: np.ndarray) -> None:
@@ -345,13 +370,17 @@ def test_artifacts_share_one_contrast_range_and_a_screenshot_is_not_blank(
     assert contrast_ranges(panes) == {(0.1, 0.5)}
     # viewing again replaces the panes rather than stacking them
     assert len(panel.view_artifacts()) == len(panes) and len(artifact_layers(viewer)) == len(panes)
-    # Back to the case: the panes go, the case's layers show as they were
+    # Back to the case: the panes hide (kept for the next View), the case's layers show as they were
     before = {"image": True, "reference:mask": True}
     assert panel.back_button.isEnabled() and panel.back_to_the_case()
-    assert artifact_layers(viewer) == [] and not viewer_grid(viewer).enabled
+    assert not any(pane.visible for pane in artifact_layers(viewer)) and not viewer_grid(viewer).enabled
     assert {layer.name: layer.visible for layer in viewer.layers if layer.name in before} == before
     assert not panel.back_button.isEnabled()
-    panes = panel.view_artifacts()
+    again = panel.view_artifacts()  # the same sample again: the same panes, shown, nothing uploaded twice
+    assert again == panes and all(pane.visible for pane in again) and viewer_grid(viewer).enabled
+    assert [layer.name for layer in viewer.layers if layer.visible] == [pane.name for pane in panes]
+    assert contrast_ranges(panes) == {(0.1, 0.5)}  # still linked, as the person left them
+    panes = again
     # the panes are no leaving, and a person who has seen them (truth among them) is flagged
     panel.subject_combo.setCurrentText(INTERACTIVE)
     assert panel.score() is None  # the panes are no answer: nothing is left yet

@@ -147,6 +147,7 @@ def test_the_landmark_case_s_points_are_distinct_and_an_answer_is_added_in_add_m
     import imageio.v3 as iio
 
     viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    own = viewer.add_points(np.array([[3.0, 3.0]]), name="my own points")  # the person's, before any case
     load(qtbot, panel, LANDMARKS)
     points = [viewer.layers[n] for n in ("landmarks_fixed", "landmarks_moving", "probes_moving")]
     looks = {(tuple(np.round(p.face_color[0], 3)), p.symbol[0].value) for p in points}
@@ -184,7 +185,16 @@ def test_the_landmark_case_s_points_are_distinct_and_an_answer_is_added_in_add_m
     click(qtbot, panel, "artifacts_button")
     panes = {layer.name.rsplit(": ", 1)[-1]: layer for layer in artifact_layers(viewer)}
     assert panes["fixed"].colormap.name == "green" and panes["moving"].colormap.name == "magenta"
+    assert not own.visible and not answer.visible  # only the panes show
+    # another case loads from the panes: the person's layers are as they were, kept aside or not
     panel.subject_combo.setCurrentText(INTERACTIVE)
+    panel.model.workbench.ask_leftovers = lambda _question: "keep"  # as a script answers (no message box)
+    load(qtbot, panel, "segment-nuclei/dsb2018")
+    assert own in viewer.layers and own.visible and answer not in viewer.layers
+    load(qtbot, panel, LANDMARKS)
+    assert answer in viewer.layers and answer.visible and len(answer.data) == 25
+    assert panel.answer_panel.picked_names() == {"probes_fixed": "probes_fixed"}
+    assert panel.answer_panel.counters["probes_fixed"].text() == "25 of 25 clicked"
 
 
 def test_stardist_3d_shows_at_full_resolution_on_its_voxels_with_a_scale_bar_in_3d(

@@ -278,8 +278,10 @@ def coverage_report(
     bundle_dir: str | Path, runs: Iterable[str | Path] = (), *, subject: str | None = None
 ) -> CoverageReport:
     """Load the bundle, read the runs and join them: rows plus every warning met on the way."""
+    from imagebench.runs.sitting import expand_sittings
+
     bundle = load_bundle(bundle_dir)
-    run_list = [str(r) for r in runs]
+    run_list = [str(r) for r in expand_sittings(runs)]  # a panel's sitting: each of its run folders
     warnings: list[str] = []
     triggers = {f.case_id for f in bundle.folders if f.spec is not None and f.spec.case_class == "trigger"}
     evidence = read_evidence(run_list, bundle.skill_id, subject=subject, warnings=warnings, triggers=triggers)

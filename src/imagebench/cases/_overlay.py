@@ -20,6 +20,28 @@ import numpy as np
 
 GREEN = (0.0, 1.0, 0.0)  # the truth
 MAGENTA = (1.0, 0.0, 1.0)  # the subject's answer
+WHITE = (1.0, 1.0, 1.0)  # where the truth and the answer coincide; the legend's words for what is not drawn
+
+#: One legend entry: its words and the colour they name (None: words alone, for something not drawn).
+LegendEntry = tuple[str, Sequence[float] | None]
+
+
+def answer_legend(answered: bool) -> list[LegendEntry]:
+    """The usual legend: green the truth, magenta the answer (or, when none was drawn, "no answer")."""
+    return [("truth", GREEN), ("answer", MAGENTA) if answered else ("no answer", None)]
+
+
+def text_mask(text: str, scale: int = 1) -> np.ndarray:
+    """``text`` as a boolean mask (rows, cols) in Pillow's built-in bitmap font (11 px high, no
+    anti-aliasing, so the pixels are the same on every machine), each pixel ``scale`` x ``scale``."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.load_default_imagefont()
+    _, _, width, height = font.getbbox(text)
+    canvas = Image.new("L", (max(1, int(width)), max(1, int(height))), 0)
+    ImageDraw.Draw(canvas).text((0, 0), text, font=font, fill=255)
+    mask = np.asarray(canvas) > 127
+    return np.repeat(np.repeat(mask, scale, axis=0), scale, axis=1) if scale > 1 else mask
 
 
 def numbers(value: Any, n: int) -> tuple[float, ...] | None:
@@ -115,3 +137,58 @@ class Overlay:
             if count > per_row:  # more than fit: a bar under the whole row says "and more"
                 rr, cc = np.mgrid[top + block : top + block + 1, 0:w]
                 self.paint(rr.ravel(), cc.ravel(), colour)
+
+    def legend(self, entries: Sequence[LegendEntry]) -> None:
+        """Append a strip under the image naming what each colour marks: per entry a filled square
+        of its colour and its words in that colour (an entry without a colour: its words in white,
+        no square, e.g. "no answer"). Entries run left to right and wrap to a new row when the image
+        is too narrow; the words grow with the image (each font pixel 1 px under 300 px, 2 px under 600 px, ...)."""
+        h, w = self.shape
+        k = 1 + min(h, w) // 300
+        pad, row_h, square = 2 * k, 13 * k, 7 * k
+        placed: list[tuple[int, int, str, Sequence[float] | None]] = []  # (row, left, words, colour)
+        row, left = 0, pad
+        for words, colour in entries:
+            width = (square + 3 * k if colour is not None else 0) + text_mask(words, k).shape[1]
+            if left > pad and left + width > w - pad:
+                row, left = row + 1, pad
+            placed.append((row, left, words, colour))
+            left += width + 8 * k
+        rows = row + 1 if placed else 0
+        strip = np.full((pad + rows * row_h, w, 3), self.lo, dtype=np.float32)
+        self.rgb = np.concatenate([self.rgb, strip], axis=0)
+        for row, left, words, colour in placed:
+            top = h + pad + row * row_h
+            if colour is not None:
+                rr, cc = np.mgrid[top + 2 * k : top + 2 * k + square, left : left + square]
+                self.paint(rr.ravel(), cc.ravel(), colour)
+                left += square + 3 * k
+            mask = text_mask(words, k)
+            rr, cc = np.nonzero(mask)
+            self.paint(rr + top, cc + left, colour if colour is not None else WHITE)
+
+
+def outline_overlay(image: Any, truth: Any, answer: Any | None) -> np.ndarray:
+    """``image`` (2-D) with the outlines of the truth's objects in green and of the answer's in
+    magenta, white where the two coincide, and the legend under it saying so."""
+    from skimage.segmentation import find_boundaries
+
+    view = Overlay(image)
+    true = find_boundaries(np.asarray(truth), mode="inner")
+    if answer is None:
+        view.paint(*np.nonzero(true), GREEN)
+        view.legend(answer_legend(False))
+        return view.rgb
+    given = find_boundaries(np.asarray(answer), mode="inner")
+    view.paint(*np.nonzero(true & ~given), GREEN)
+    view.paint(*np.nonzero(given & ~true), MAGENTA)
+    view.paint(*np.nonzero(true & given), WHITE)
+    view.legend([*answer_legend(True), ("both", WHITE)])
+    return view.rgb
+
+
+#: What :func:`outline_overlay` draws, for ``detail["drawn"]``.
+OUTLINE_LEGEND = (
+    "overlay: the image with the outlines of the true objects in green and of the answer's in magenta, "
+    "white where they coincide (the legend under it names the colours)"
+)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from imagebench.case.model import Case, Collect, Layer, Skill
-from imagebench.cases._overlay import GREEN, MAGENTA, Overlay
+from imagebench.cases._overlay import GREEN, MAGENTA, Overlay, answer_legend
 from imagebench.fixtures.fixture import (
     Attempt,
     Fixture,
@@ -268,7 +268,7 @@ def verify_landmarks(fixture: Fixture, attempt: Attempt) -> Outcome:
     artifacts["probes"] = _draw_probes(artifacts["fixed"], truth, predicted)
     detail["drawn"] = (
         "probes: the fixed channel with each probe's true position (green circle) and the answered one "
-        "(magenta cross, joined to its truth by a magenta line)"
+        "(magenta cross, joined to its truth by a magenta line); the legend under it names the colours"
     )
     return Outcome(fixture=fixture, attempt=attempt, metrics=metrics, detail=detail, artifacts=artifacts)
 
@@ -283,6 +283,7 @@ def _draw_probes(fixed: np.ndarray, truth: np.ndarray, predicted: np.ndarray | N
     if predicted is not None:
         for p in predicted:
             view.cross(p, 2, MAGENTA)
+    view.legend(answer_legend(predicted is not None))
     return view.rgb
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from imagebench.case.model import Case, Collect, Layer, Skill
+from imagebench.cases._overlay import OUTLINE_LEGEND, outline_overlay
 from imagebench.fixtures import tree
 from imagebench.fixtures.fixture import (
     Attempt,
@@ -328,9 +329,10 @@ def _limit(fixture: Fixture, name: str) -> float:
 
 
 def _outlines(image: np.ndarray, truth: np.ndarray, pred: np.ndarray | None) -> dict[str, np.ndarray]:
-    """The image, and the image with the truth's and with the subject's outlines drawn at its maximum.
+    """The image, the image with the truth's and with the subject's outlines drawn at its maximum,
+    and the overlay of both outlines in two colours with its legend (:func:`outline_overlay`).
 
-    All three share one intensity scale, so flipping between them shows where the outlines differ.
+    All share one intensity scale, so flipping between them shows where the outlines differ.
     """
     from skimage.segmentation import find_boundaries
 
@@ -344,7 +346,15 @@ def _outlines(image: np.ndarray, truth: np.ndarray, pred: np.ndarray | None) -> 
         pred_view = img.copy()
         pred_view[find_boundaries(pred, mode="inner")] = top
         out["labels_outlines"] = pred_view
+    out["overlay"] = outline_overlay(img, truth, pred)
     return out
+
+
+def _with_legend(outcome: Outcome) -> Outcome:
+    """``outcome`` with what its ``overlay`` artifact draws said in ``detail["drawn"]``."""
+    if "overlay" in outcome.artifacts:
+        outcome.detail["drawn"] = OUTLINE_LEGEND
+    return outcome
 
 
 def _read_labels(attempt: Attempt, shape: tuple[int, ...]) -> tuple[np.ndarray | None, str | None]:
@@ -373,7 +383,9 @@ def score_labels(
     labels, why = _read_labels(attempt, truth.shape)
     if labels is None:
         missing = [Metric.missing(name, limits[name], why or "unreadable") for name, _ in metrics]
-        return Outcome(fixture, attempt, missing, detail={"why": why}, artifacts=views(image, truth, None))
+        return _with_legend(
+            Outcome(fixture, attempt, missing, detail={"why": why}, artifacts=views(image, truth, None))
+        )
     r = match_labels(truth, labels, iou=IOU)
     values: dict[str, float | None] = {
         "f1_shortfall": 1.0 - r.f1,
@@ -392,12 +404,14 @@ def score_labels(
             scored.append(Metric.missing(name, limits[name], reason, because=because))
         else:
             scored.append(Metric(name, value, limits[name]))
-    return Outcome(
-        fixture,
-        attempt,
-        scored,
-        detail={"matching": r.as_dict(), "label_dtype": str(labels.dtype), **dict(detail or {})},
-        artifacts=views(image, truth, labels),
+    return _with_legend(
+        Outcome(
+            fixture,
+            attempt,
+            scored,
+            detail={"matching": r.as_dict(), "label_dtype": str(labels.dtype), **dict(detail or {})},
+            artifacts=views(image, truth, labels),
+        )
     )
 
 
@@ -413,20 +427,24 @@ def verify_empty(fixture: Fixture, attempt: Attempt) -> Outcome:
     limit = _limit(fixture, "false_objects")
     labels, why = _read_labels(attempt, truth.shape)
     if labels is None:
-        return Outcome(
-            fixture,
-            attempt,
-            [Metric.missing("false_objects", limit, why or "unreadable", unit="objects")],
-            detail={"why": why},
-            artifacts=_outlines(image, truth, None),
+        return _with_legend(
+            Outcome(
+                fixture,
+                attempt,
+                [Metric.missing("false_objects", limit, why or "unreadable", unit="objects")],
+                detail={"why": why},
+                artifacts=_outlines(image, truth, None),
+            )
         )
     present = np.unique(labels[labels > 0])
-    return Outcome(
-        fixture,
-        attempt,
-        [Metric("false_objects", float(present.size), limit, unit="objects")],
-        detail={"labelled_fraction": float(np.count_nonzero(labels)) / labels.size},
-        artifacts=_outlines(image, truth, labels),
+    return _with_legend(
+        Outcome(
+            fixture,
+            attempt,
+            [Metric("false_objects", float(present.size), limit, unit="objects")],
+            detail={"labelled_fraction": float(np.count_nonzero(labels)) / labels.size},
+            artifacts=_outlines(image, truth, labels),
+        )
     )
 
 

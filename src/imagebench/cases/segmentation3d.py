@@ -24,6 +24,7 @@ import numpy as np
 
 from imagebench.case.model import Case, Collect, Layer, Skill
 from imagebench.cases import segmentation
+from imagebench.cases._overlay import outline_overlay
 from imagebench.cases.measure import REAL_SPACING
 from imagebench.fixtures import tree
 from imagebench.fixtures.fixture import (
@@ -283,7 +284,8 @@ def baseline_3d(session: Any) -> None:
 
 
 def _views(image: np.ndarray, truth: np.ndarray, pred: np.ndarray | None) -> dict[str, np.ndarray]:
-    """The z slice holding the most truth voxels: the image, and the truth's and the subject's outlines on it."""
+    """The z slice holding the most truth voxels: the image, the truth's and the subject's outlines
+    on it, and both in two colours with a legend (``overlay``)."""
     from skimage.segmentation import find_boundaries
 
     z = int(np.argmax((truth > 0).sum(axis=(1, 2))))
@@ -297,6 +299,7 @@ def _views(image: np.ndarray, truth: np.ndarray, pred: np.ndarray | None) -> dic
         view = img.copy()
         view[find_boundaries(pred[z], mode="inner")] = top
         out["labels_outlines"] = view
+    out["overlay"] = outline_overlay(img, truth[z], None if pred is None else pred[z])
     return out
 
 

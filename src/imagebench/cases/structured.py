@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from imagebench.case.model import Case, Collect, Layer, Skill
-from imagebench.cases._overlay import GREEN, MAGENTA, Overlay, numbers
+from imagebench.cases._overlay import GREEN, MAGENTA, Overlay, answer_legend, numbers
 from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Outcome
 from imagebench.fixtures.specs import Procedural
 from imagebench.scoring.answer import parse_answer
@@ -428,6 +428,7 @@ def draw_count(fixture: Fixture, answer: dict[str, Any] | None) -> tuple[dict[st
     count = given if isinstance(given, int) and not isinstance(given, bool) else None
     view = Overlay(fixture.data["nuclei"])
     view.tally([(int(fixture.truth["count"]), GREEN), (count, MAGENTA)])
+    view.legend(answer_legend(count is not None))
     legend = "under the image, one green square per true nucleus and one magenta square per nucleus counted"
     return {"count": view.rgb}, legend
 
@@ -445,6 +446,7 @@ def draw_drift_vector(fixture: Fixture, answer: dict[str, Any] | None) -> tuple[
     if given is not None:
         view.line(centre, centre + scale * np.asarray(given), MAGENTA)
         view.cross(centre + scale * np.asarray(given), 3, MAGENTA)
+    view.legend(answer_legend(given is not None))
     legend = (
         f"on frame 0, the drift (dy, dx) from the centre, {scale:.3g}x longer than life: green the truth "
         "(ending in a circle), magenta the answer (ending in a cross)"
@@ -458,6 +460,7 @@ def draw_fibre_angle(fixture: Fixture, answer: dict[str, Any] | None) -> tuple[d
     given = numbers(answer.get("angle_deg") if answer else None, 1)
     if given is not None:
         view.through_centre(given[0], MAGENTA)
+    view.legend(answer_legend(given is not None))
     return {"angle": view.rgb}, "a line through the centre at the fibre direction: green the truth, magenta the answer"
 
 
@@ -483,6 +486,8 @@ def draw_voxel_in(fixture: Fixture, answer: dict[str, Any] | None, key: str) -> 
     if given is not None:
         for view in (plane, projection):
             view.cross(given[1:], 3, MAGENTA)
+    for view in (plane, projection):
+        view.legend(answer_legend(given is not None))
     legend = (
         f"slice z={z} (the answered voxel's; blank when outside the volume) and the projection over z: "
         "green the outline of the largest nucleus, magenta a cross at the answered (y, x)"

@@ -43,7 +43,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("coverage", help="per claim: coverage from the bundle's folders, validation from graded runs")
     p.add_argument("bundle", metavar="BUNDLE")
-    p.add_argument("--runs", nargs="+", default=[], metavar="RUN", help="run folders (run-<stamp>/) to validate against")
+    p.add_argument("--runs", nargs="+", default=[], metavar="RUN", help="run folders (run-<stamp>/) or a panel's sittings (sitting-<stamp>/) to validate against")
     p.add_argument("--subject", metavar="NAME", help="count only this subject's samples (its folder name in the run)")
     p.add_argument("--json", action="store_true", help="print the rows and warnings as JSON")
     p.set_defaults(func=_cmd_coverage)

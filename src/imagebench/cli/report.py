@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from imagebench.cli import UsageError
-from imagebench.report import ReportError, read_page, write_page
+from imagebench.report import ReportError, read_page, read_sitting_page, write_page
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
@@ -18,7 +18,11 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
             "sample's images side by side. It needs no server and opens from disk."
         ),
     )
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (run-<UTC timestamp>) holding run.json")
+    p.add_argument(
+        "run_dir",
+        metavar="RUN_DIR",
+        help="a run folder (run-<UTC timestamp>) holding run.json, or a bench panel's sitting (sitting-<UTC timestamp>): one page over its subjects",
+    )
     p.add_argument("--out", metavar="FILE", help="write the page here instead of RUN_DIR/report.html")
     p.add_argument("--quiet", action="store_true", help="no progress bar; print only the page's path")
     p.set_defaults(func=_cmd_report)
@@ -27,8 +31,11 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
 def _cmd_report(args: argparse.Namespace) -> int:
     """Write the page; exit 1 when the run folder is forged or cannot be verified here (the page
     says which, at its top)."""
+    from imagebench.runs.sitting import is_sitting
+
+    read = read_sitting_page if is_sitting(args.run_dir) else read_page
     try:
-        run = read_page(args.run_dir, progress=not args.quiet)
+        run = read(args.run_dir, progress=not args.quiet)
         path = write_page(run, out=args.out)
     except ReportError as exc:
         raise UsageError(str(exc)) from None

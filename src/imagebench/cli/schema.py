@@ -13,6 +13,7 @@ FORMATS: dict[str, str] = {
     "summary": "imagebench.records:SampleSummary",
     "case-summary": "imagebench.records:CaseSummary",
     "run": "imagebench.records:RunRecord",
+    "sitting": "imagebench.runs.sitting:SittingRecord",
     "manifest": "imagebench.fixtures.tree:Manifest",
     "fixture-case": "imagebench.fixtures.tree:CaseLayout",
     "receipt": "imagebench.runs.receipt:Receipt",

@@ -424,11 +424,17 @@ class JournalCheck:
 
 
 def check_journal(
-    lines: list[tuple[bytes, JournalEntry]], run_id: str, anchor: Any = None, *, where: str = JOURNAL_NAME
+    lines: list[tuple[bytes, JournalEntry]],
+    run_id: str,
+    anchor: Any = None,
+    *,
+    where: str = JOURNAL_NAME,
+    anchored_by: str = "receipt.json",
 ) -> JournalCheck:
     """Verify a journal's chain of MACs (line numbers from 1), and that it is not shorter than its
     anchors say: the receipt's ``anchor`` (``{"key", "mac", "lines", "sig"}``, its ``sig`` checked
-    under the key) and the one this state folder keeps of it (:data:`ANCHORS_DIR`)."""
+    under the key; ``anchored_by`` names the file that holds it, a sitting's ``sitting.json``) and
+    the one this state folder keeps of it (:data:`ANCHORS_DIR`)."""
     check = JournalCheck(lines=len(lines))
     kept = state_anchors(run_id)
 
@@ -447,7 +453,7 @@ def check_journal(
         if not lines:
             check.verified = anchor is None
             if anchor is not None:
-                return forged(f"{where} is empty, but receipt.json anchors {anchor.get('lines')} line(s)")
+                return forged(f"{where} is empty, but {anchored_by} anchors {anchor.get('lines')} line(s)")
             return check
         check.problems.append(f"{where} is not anchored: no line carries a MAC (written before journals were signed, or stripped)")
         if anchor is not None:
@@ -500,11 +506,11 @@ def check_journal(
     if isinstance(anchor, dict):
         want = signed_anchor(key, ids[0], str(anchor.get("mac")), anchor.get("lines"))  # type: ignore[arg-type]
         if anchor.get("key") != check.key_id:
-            forged(f"receipt.json anchors the journal under key {anchor.get('key')}, its lines name {check.key_id}")
+            forged(f"{anchored_by} anchors the journal under key {anchor.get('key')}, its lines name {check.key_id}")
         elif not hmac.compare_digest(str(anchor.get("sig", "")), want["sig"]):
-            forged("receipt.json's journal anchor is not signed by the journal key (made or moved by hand)")
+            forged(f"{anchored_by}'s journal anchor is not signed by the journal key (made or moved by hand)")
         else:
-            holds(anchor.get("lines"), anchor.get("mac"), "receipt.json")
+            holds(anchor.get("lines"), anchor.get("mac"), anchored_by)
     check.forged = check.forged or bool(check.forged_lines)
     check.verified = not check.forged
     return check

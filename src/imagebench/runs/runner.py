@@ -327,12 +327,17 @@ def unit_context(unit: Unit) -> UnitContext:
 def _outcome_folders(run_dir: Path) -> list[Path]:
     """This run's folder and every run beside it (their truth artifacts): the whole outcome
     folder, unless it is a checkout (``--out .``), whose examples a subject may be shown. A
-    folder not named ``run-*`` (a dask worker's private one) is hidden alone."""
-    root = run_dir.resolve().parent
+    folder not named ``run-*`` (a dask worker's private one) is hidden alone. A run of a sitting
+    (:mod:`imagebench.runs.sitting`) hides its whole sitting and what lies beside the sitting."""
+    from imagebench.runs.sitting import sitting_of
+
     if not run_dir.name.startswith("run-"):
         return [run_dir]
+    sitting = sitting_of(run_dir)
+    here = sitting if sitting is not None else run_dir.resolve()
+    root = here.parent
     if (root / "pyproject.toml").exists() or (root / ".git").exists():
-        return [run_dir, *sorted(root.glob("run-*"))]
+        return [here, *sorted(root.glob("run-*")), *sorted(root.glob("sitting-*"))]
     return [root]
 
 

@@ -126,6 +126,14 @@ def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
     who = f"run {name} ({folder.name})"
     if not folder.is_dir():
         return None, [f"{who}: not a run folder"]
+    from imagebench.runs.sitting import is_sitting, read_sitting_record
+
+    if is_sitting(folder):  # a bench panel's sitting holds one run folder per subject
+        try:
+            runs = ", ".join(f"{r.run} ({r.subject})" for r in read_sitting_record(folder).runs) or "none yet"
+        except RunFolderError:
+            runs = "its sitting.json is not readable"
+        return None, [f"{who}: a sitting, one run folder per subject: compare two runs, {folder.name}/<run>; it holds {runs}"]
     infos: list[SuiteRunInfo | None] = []
 
     def expected(record: Any) -> dict[str, int]:
