@@ -12,9 +12,10 @@ One row per :class:`~napari_imagebench._answers.AnswerSlot` of the loaded case:
   vector, a voxel filled from a clicked point, a yes/no, text) and a Set button;
 - a console slot: what to bind in napari's console.
 
-When a Load finds the person's layers of an earlier case on the viewer, a message box
-(``leftovers_question``: *Keep aside*, ``leftovers_keep``, or *Remove*, ``leftovers_remove``)
-asks what to do with them (:class:`~napari_imagebench._workbench_model.Leftovers`).
+When a Load finds the person's layers of another case on the viewer, it keeps them aside and a
+message box (``leftovers_question``, not modal: the Load goes on) asks whether that is right:
+*Keep aside* (``leftovers_keep``) or *Remove* (``leftovers_remove``)
+(:class:`~napari_imagebench._workbench_model.Leftovers`).
 
 Every control has an objectName (``pick_<name>``, ``create_<name>``, ``count_<name>``,
 ``set_<name>``, ``field_<name>_<field>``, ``point_<name>``) so people's scripts and tests find it.
@@ -33,14 +34,14 @@ from magicgui.widgets import (
     PushButton,
     SpinBox,
 )
-from qtpy.QtCore import Signal
+from qtpy.QtCore import Qt, Signal
 from qtpy.QtWidgets import QLabel, QMessageBox, QVBoxLayout, QWidget
 
 from napari_imagebench._answers import AnswerSlot, FormField
 from napari_imagebench._layers import add_layer_data
 from napari_imagebench._model import BenchModel, PanelError
 from napari_imagebench._owners import owner
-from napari_imagebench._workbench_model import KEEP, REMOVE, Leftovers
+from napari_imagebench._workbench_model import KEEP, Leftovers
 
 if TYPE_CHECKING:
     import napari
@@ -70,22 +71,35 @@ class AnswerPanel(QWidget):
         self._layout.addStretch(1)
         viewer.layers.events.inserted.connect(self._layers_changed)
         viewer.layers.events.removed.connect(self._layers_changed)
+        self.question: QMessageBox | None = None  # the leftovers question on screen, if any
         model.workbench.ask_leftovers = self.ask_leftovers
 
     def ask_leftovers(self, question: Leftovers) -> str:
-        """Ask the person, in a message box, what to do with their layers of earlier cases."""
+        """Show the question in a message box that does not hold the Load up: the layers are kept
+        aside now (nothing is removed unasked), and *Remove* removes them from there."""
+        if self.question is not None:
+            self.question.close()  # a question of an earlier Load: its layers stay kept aside
         box = QMessageBox(QMessageBox.Icon.Question, "Your layers of another case", question.text(), parent=self)
         box.setObjectName("leftovers_question")
+        box.setWindowModality(Qt.WindowModality.NonModal)
         keep = box.addButton("Keep aside", QMessageBox.ButtonRole.AcceptRole)
         keep.setObjectName("leftovers_keep")
-        keep.setToolTip("take them off the viewer; they come back when you load their case again")
+        keep.setToolTip("they are off the viewer now and come back when you load their case again")
         remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
         remove.setObjectName("leftovers_remove")
         remove.setToolTip("delete them")
         box.setDefaultButton(keep)
-        box.setEscapeButton(keep)  # never remove without a yes
-        box.exec()
-        return REMOVE if box.clickedButton() is remove else KEEP
+        box.setEscapeButton(keep)  # never removed without a yes
+        box.buttonClicked.connect(lambda button: self._answered(question, button is remove))
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.destroyed.connect(lambda *_: setattr(self, "question", None))
+        self.question = box
+        box.show()
+        return KEEP
+
+    def _answered(self, question: Leftovers, remove: bool) -> None:
+        if remove:
+            self.model.workbench.discard(question)
 
     # ---------------------------------------------------------------- building
 

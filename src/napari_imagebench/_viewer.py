@@ -85,7 +85,6 @@ class PanelLayers:
         self.case: list[Any] = []  # data layers this panel added for the loaded case
         self.results: dict[str, Any] = {}  # "<subject>:<leaving>" -> layer
         self.console_results: dict[str, dict[str, Any]] = {}  # the console's imagebench_results
-        self.stash: dict[str, list[Any]] = {}  # case label -> the person's layers kept aside, made on it
         self._scale_bar_on = False  # the panel turned the scale bar on (and may turn it off)
         # first, so that whoever lists layers on the same event sees the new one tagged
         viewer.layers.events.inserted.connect(self._arrived, position="first")
@@ -108,12 +107,15 @@ class PanelLayers:
 
     def show_case(self, loaded: Loaded, tuples: list[Any]) -> None:
         """Replace what the panel showed with the loaded case's data layers (the person's layers of
-        earlier loads kept aside or removed, as they answer); the console gets its session."""
+        other cases kept aside or removed, as they answer; theirs of this case stay); the console
+        gets its session."""
         label, number = loaded.case.label, loaded.number
         layers = [layer for layer in self.viewer.layers if ARTIFACT_KEY not in layer.metadata]
         owners = {id(layer): owner(layer.metadata) for layer in layers}
-        leftovers = [lay for lay in layers if owners[id(lay)].persons and not owners[id(lay)].of_load(label, number)]
-        staying = [lay for lay in layers if not owners[id(lay)].panel and lay not in leftovers]  # the person's own
+        earlier = [lay for lay in layers if owners[id(lay)].persons and not owners[id(lay)].of_load(label, number)]
+        again = [lay for lay in earlier if owners[id(lay)].case == label]  # this case's, from a load before
+        leftovers = [lay for lay in earlier if lay not in again]
+        staying = [lay for lay in layers if not owners[id(lay)].panel and lay not in leftovers]  # the person's
         choice = KEEP
         if leftovers:
             by_case: dict[str, list[str]] = {}
@@ -126,7 +128,7 @@ class PanelLayers:
         remove_layers(self.viewer, going)
         if choice == KEEP:
             for layer in leftovers:
-                self.stash.setdefault(str(owners[id(layer)].case), []).append(layer)
+                self.model.workbench.keep_aside(str(owners[id(layer)].case), [layer])
         self.model.workbench.start_showing()
         self._make_room([data[1].get("name") for data in tuples], staying)
         self.case, self.results, self.console_results = [], {}, {}
@@ -135,7 +137,7 @@ class PanelLayers:
             layer = add_layer_data(self.viewer, data)
             self.case.append(layer)
             self.model.layer_shown(layer.name)
-        self._put_back(self.stash.pop(label, []))
+        self._join(again, self.model.workbench.kept(label))
         self._present(loaded)
         self.viewer.reset_view()
         self.viewer.update_console(
@@ -155,23 +157,26 @@ class PanelLayers:
                 taken.add(layer.name)
                 self.model.notify("info", f"your layer `{old}` is now `{layer.name}`: the case has a layer `{old}`")
 
-    def _put_back(self, kept: list[Any]) -> None:
-        """The person's layers kept aside from this case come back: they join this load, and it
-        takes their loads' flags (what was seen of the truth when they were made)."""
-        if not kept:
-            return
+    def _join(self, again: list[Any], kept: list[Any]) -> None:
+        """The person's layers of this case join this load: those still on the viewer (it was loaded
+        again) and those kept aside, which come back on top. The load takes their loads' flags
+        (what was seen of the truth when they were made)."""
         loaded = self.model.workbench.need_loaded()
         loads: list[int] = []
-        for layer in kept:  # tagged already: no arrival tags them again
+        for layer in [*again, *kept]:
             old = owner(layer.metadata)
             if old.load is not None:
                 loads.append(old.load)
             stamp(layer.metadata, "answer" if old.role == "answer" else "person", loaded.case.label, loaded.number)
+        for layer in kept:  # tagged: its arrival does not tag it again
             self.viewer.layers.append(layer)
-        flags = self.model.workbench.take_back(loads)
-        names = ", ".join(layer.name for layer in kept)
-        also = f" (with what you had seen then: {', '.join(sorted(flags))})" if flags else ""
-        self.model.notify("info", f"your layers {names} are back from when you last loaded {loaded.case.label}{also}")
+        flags = self.model.workbench.take_back(loads) if loads else set()
+        if kept:
+            names = ", ".join(layer.name for layer in kept)
+            also = f" (with what you had seen then: {', '.join(sorted(flags))})" if flags else ""
+            self.model.notify("info", f"your layers {names} are back from when you last loaded {loaded.case.label}{also}")
+        elif flags:
+            self.model.notify("info", f"your layers of {loaded.case.label} stay, with what you had seen: {', '.join(sorted(flags))}")
 
     def _present(self, loaded: Loaded) -> None:
         """The viewer as the case declares it: the scale bar on when its layers are in physical

@@ -6,12 +6,14 @@ opens a session on its data; the fixture stays private to this model and is used
 verify. The interactive subject (a person at the viewer) works the session opened at Load.
 
 Each load is numbered (1, 2, ... in one panel) and every layer on the viewer is tagged with the
-case and load it belongs to (:mod:`napari_imagebench._owners`). The person's layers of an earlier
-load are *leftovers* when another case loads: :meth:`WorkbenchModel.decide_leftovers` asks the
-person (:attr:`WorkbenchModel.ask_leftovers`, a message box in the panel) whether to keep them
-aside, to come back when their case is loaded again, or to remove them; either way they are never
-the new load's answer. A load that takes back layers kept aside takes their loads' flags too (what
-the person had seen of the truth when they made them).
+case and load it belongs to (:mod:`napari_imagebench._owners`). The person's layers of another
+case are *leftovers* when a case loads: :meth:`WorkbenchModel.decide_leftovers` asks the person
+(:attr:`WorkbenchModel.ask_leftovers`; the panel shows a message box that never blocks the Load)
+whether to keep them aside (:attr:`WorkbenchModel.kept_aside`, back when their case is loaded
+again) or to remove them; either way they are never the new load's answer, and a Remove said
+after the Load still removes what was kept aside (:meth:`WorkbenchModel.discard`). The person's
+layers of the same case, loaded again, stay. A load that takes back layers of an earlier load
+takes that load's flags too (what the person had seen of the truth when they made them).
 """
 
 from __future__ import annotations
@@ -118,6 +120,7 @@ class WorkbenchModel:
         # how the person answers a Leftovers question: the panel shows a message box; by default
         # (no panel, a script) the layers are kept aside, never removed unasked
         self.ask_leftovers: Callable[[Leftovers], str] = lambda _question: KEEP
+        self.kept_aside: dict[str, list[Any]] = {}  # case label -> the person's layers made on it, off the viewer
 
     def _plane(self) -> Any:
         if self._plane_provider is not None:
@@ -217,6 +220,27 @@ class WorkbenchModel:
             labels = ", ".join(question.by_case)
             self.notices.notify("info", f"kept aside your layers {names}: they come back when you load {labels} again")
         return choice
+
+    def keep_aside(self, label: str, layers: Iterable[Any]) -> None:
+        """The person's ``layers`` made on case ``label`` leave the viewer, to come back with it."""
+        self.kept_aside.setdefault(label, []).extend(layers)
+
+    def kept(self, label: str) -> list[Any]:
+        """The layers kept aside from case ``label``, handed back (and no longer kept here)."""
+        return self.kept_aside.pop(label, [])
+
+    def discard(self, question: Leftovers) -> list[Any]:
+        """The person said Remove after the Load: the layers ``question`` named, kept aside, go."""
+        gone: list[Any] = []
+        for label, names in question.by_case.items():
+            kept = self.kept_aside.get(label, [])
+            gone += [layer for layer in kept if getattr(layer, "name", None) in names]
+            self.kept_aside[label] = [layer for layer in kept if getattr(layer, "name", None) not in names]
+            if not self.kept_aside[label]:
+                del self.kept_aside[label]
+        if gone:
+            self.notices.notify("info", f"removed your layers of earlier cases: {', '.join(layer.name for layer in gone)}")
+        return gone
 
     def take_back(self, loads: Iterable[int]) -> set[str]:
         """Layers kept aside from ``loads`` come back to the loaded case: it takes those loads'

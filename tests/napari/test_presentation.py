@@ -24,8 +24,8 @@ pytest.importorskip("napari")
 if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
     pytest.skip("needs a display: run under xvfb-run (make test-napari)", allow_module_level=True)
 
-from qtpy.QtCore import Qt, QTimer  # noqa: E402
-from qtpy.QtWidgets import QApplication, QLabel, QMessageBox, QPushButton  # noqa: E402
+from qtpy.QtCore import Qt  # noqa: E402
+from qtpy.QtWidgets import QLabel, QMessageBox, QPushButton  # noqa: E402
 
 from imagebench import cases as builtin  # noqa: E402
 from napari_imagebench._artifacts import artifact_layers  # noqa: E402
@@ -62,19 +62,14 @@ def click(qtbot: Any, parent: Any, name: str) -> None:
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
 
-def answer_the_question_with(button_name: str, seen: list[str]) -> QTimer:
-    """Click ``button_name`` in the leftovers message box as soon as it is up (found by objectName)."""
-    timer = QTimer()
-
-    def look() -> None:
-        box = QApplication.activeModalWidget()
-        if isinstance(box, QMessageBox) and box.objectName() == "leftovers_question":
-            seen.append(box.text())
-            box.findChild(QPushButton, button_name).click()
-
-    timer.timeout.connect(look)
-    timer.start(50)
-    return timer
+def answer_the_question_with(qtbot: Any, panel: BenchPanel, button_name: str) -> str:
+    """Click ``button_name`` in the leftovers message box the last Load put up (found by objectName);
+    the box's text."""
+    box = panel.findChild(QMessageBox, "leftovers_question")
+    assert box is not None and box.isVisible() and not box.isModal()  # the Load did not wait for it
+    text = box.text()
+    qtbot.mouseClick(box.findChild(QPushButton, button_name), Qt.MouseButton.LeftButton)
+    return text
 
 
 def test_a_labels_layer_painted_on_one_case_is_no_answer_to_the_next_and_comes_back_on_its_own(
@@ -89,12 +84,11 @@ def test_a_labels_layer_painted_on_one_case_is_no_answer_to_the_next_and_comes_b
     painted.paint((300, 300), 8)
     panel._update_buttons()
     assert panel.answer_panel.picked_names() == {"labels": "labels"} and panel.score_button.isEnabled()
-    seen: list[str] = []
-    timer = answer_the_question_with("leftovers_keep", seen)
     load(qtbot, panel, "segment-nuclei/dsb2018-dim")
-    timer.stop()
-    assert len(seen) == 1 and "`labels` (made on segment-nuclei/dsb2018)" in seen[0]
-    assert painted not in viewer.layers  # kept aside
+    assert painted not in viewer.layers  # kept aside as the Load went on
+    text = answer_the_question_with(qtbot, panel, "leftovers_keep")
+    assert "`labels` (made on segment-nuclei/dsb2018)" in text
+    assert panel.model.workbench.kept_aside == {"segment-nuclei/dsb2018": [painted]}
     # measured before: the picker was set to the old painting and Score recorded it for dsb2018-dim
     assert panel.answer_panel.pickers["labels"].choices == ("(none)",)
     panel._update_buttons()
@@ -105,11 +99,11 @@ def test_a_labels_layer_painted_on_one_case_is_no_answer_to_the_next_and_comes_b
     assert owner(mine.metadata).of_load("segment-nuclei/dsb2018-dim", panel.model.loaded.number)  # type: ignore[union-attr]
     assert "my dim labels" in panel.answer_panel.pickers["labels"].choices
     # back on dsb2018: the painting is back and picked; the dim one is removed, as the person says
-    timer = answer_the_question_with("leftovers_remove", seen)
     load(qtbot, panel, "segment-nuclei/dsb2018")
-    timer.stop()
-    assert len(seen) == 2 and "`my dim labels` (made on segment-nuclei/dsb2018-dim)" in seen[1]
+    text = answer_the_question_with(qtbot, panel, "leftovers_remove")
+    assert "`my dim labels` (made on segment-nuclei/dsb2018-dim)" in text
     assert mine not in viewer.layers and painted in viewer.layers
+    assert panel.model.workbench.kept_aside == {}  # removed, not kept
     assert panel.answer_panel.picked_names() == {"labels": "labels"} and int(painted.data.max()) == 8
     assert [layer.name for layer in viewer.layers] == ["nuclei", "labels"]  # the case's layer keeps its name
     lines = [m.text for m in panel.model.messages]
@@ -117,6 +111,13 @@ def test_a_labels_layer_painted_on_one_case_is_no_answer_to_the_next_and_comes_b
     assert any(line.startswith("removed your layers of earlier cases: my dim labels") for line in lines)
     panel._update_buttons()
     assert panel.score_button.isEnabled()
+    # loaded again, the case keeps the person's layers of it on the viewer, and asks nothing
+    before = len(panel.model.messages)
+    load(qtbot, panel, "segment-nuclei/dsb2018")
+    assert painted in viewer.layers and owner(painted.metadata).of_load("segment-nuclei/dsb2018", panel.model.loaded.number)  # type: ignore[union-attr]
+    assert not any("leftover" in m.text or "kept aside" in m.text for m in panel.model.messages[before:])
+    load(qtbot, panel, "segment-nuclei/dsb2018-dim")  # the removed layer does not come back
+    assert "my dim labels" not in viewer.layers and panel.model.workbench.kept_aside == {"segment-nuclei/dsb2018": [painted]}
 
 
 def test_a_person_s_own_layer_named_like_a_case_layer_is_renamed_never_the_case_s(

@@ -188,3 +188,21 @@ def test_cases_declare_their_voxels_axes_and_units() -> None:
     assert case_axes(builtin.get_case("drift-correction/drift-vector"), 3) == ("t", "y", "x")
     assert case_axes(builtin.get_case("segment-nuclei/dsb2018"), 2) is None
     assert case_units(builtin.get_case("segment-nuclei/dsb2018")) is None
+
+
+class _Named:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_layers_kept_aside_come_back_once_and_a_later_remove_discards_them(tmp_path: Path) -> None:
+    model = BenchModel(outcome_root=tmp_path)
+    painted, clicked, other = _Named("labels"), _Named("clicks"), _Named("labels")
+    model.workbench.keep_aside("a/one", [painted, clicked])
+    model.workbench.keep_aside("b/two", [other])
+    gone = model.workbench.discard(Leftovers("c/three", {"a/one": ("clicks",)}))
+    assert gone == [clicked] and model.workbench.kept_aside == {"a/one": [painted], "b/two": [other]}
+    assert model.messages[-1].text == "removed your layers of earlier cases: clicks"
+    assert model.workbench.kept("a/one") == [painted] and model.workbench.kept("a/one") == []
+    assert model.workbench.discard(Leftovers("c/three", {"a/one": ("labels",)})) == []  # nothing left to remove
+    assert model.workbench.kept_aside == {"b/two": [other]}
