@@ -99,14 +99,18 @@ def run_samples(run_dir: str | Path) -> tuple[list[ReviewSample], list[str]]:
     return out, excluded
 
 
-def review_layer_data(samples: Sequence[ReviewSample]) -> list[LayerData]:
+def review_layer_data(samples: Sequence[ReviewSample], *, with_subject: bool = False) -> list[LayerData]:
     """The artifact panes of ``samples``, one contrast range for every grey one (as
-    :func:`artifact_layer_data`), each titled ``<case label> s<n> [<status>]: <artifact>`` and
+    :func:`artifact_layer_data`), each titled ``<case label> s<n> [<status>]: <artifact>`` (``n``
+    from 1, as the panel counts; ``<subject> · `` first when ``with_subject``: a sitting's runs) and
     carrying its sample's verdict under :data:`VERDICT_KEY` in its metadata."""
+    from napari_imagebench._explain import sample_number
+
     owners = [(sample, png) for sample in samples for png in sample.pngs]
     datas = artifact_layer_data([png for _, png in owners])
     for (sample, png), (_, kwargs, _) in zip(owners, datas, strict=True):
-        kwargs["name"] = f"{sample.label} s{sample.sample} [{sample.status}]: {png.stem}"
+        who = f"{sample.subject} · " if with_subject else ""
+        kwargs["name"] = f"{who}{sample.label} s{sample_number(sample.sample)} [{sample.status}]: {png.stem}"
         kwargs["metadata"][VERDICT_KEY] = {
             "label": sample.label,
             "subject": sample.subject,
@@ -117,9 +121,13 @@ def review_layer_data(samples: Sequence[ReviewSample]) -> list[LayerData]:
     return datas
 
 
-def verdict_lines(samples: Sequence[ReviewSample]) -> list[str]:
-    """One line per sample: ``<case label> s<n>: <verdict>``."""
-    return [f"{s.label} s{s.sample}: {s.verdict}" for s in samples]
+def verdict_lines(samples: Sequence[ReviewSample], *, with_subject: bool = False) -> list[str]:
+    """One line per sample: ``<case label> s<n>: <verdict>`` (``n`` from 1)."""
+    from napari_imagebench._explain import sample_number
+
+    return [
+        f"{f'{s.subject} · ' if with_subject else ''}{s.label} s{sample_number(s.sample)}: {s.verdict}" for s in samples
+    ]
 
 
 def artifact_layer_data(
