@@ -1,13 +1,27 @@
 """The Answer tab's model: how a person gives each leaving of the loaded case, the answers set in
-its forms, and where a person's leavings are found when Score asks for them. Qt-free."""
+its forms, which layers may stand for a leaving, and where a person's leavings are found when
+Score asks for them. Qt-free.
+
+A layer is offered for a leaving only when it belongs to the load on the viewer
+(:mod:`napari_imagebench._owners`): a data layer of the loaded case, a layer Create made for it,
+or one the person added while it was loaded. A layer the person made on another case (or before
+any), and what a subject's Run left, is never offered: Score would record it as this case's answer
+by this person."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from napari_imagebench._answers import AnswerError, AnswerSlot, answer_layer_data, answer_slots, form_value
+import numpy as np
+
+from napari_imagebench._answers import AnswerError, AnswerSlot, answer_layer_data, answer_slots, counted, form_value
 from napari_imagebench._base import Notices
+from napari_imagebench._layers import point_styles, session_marker_size
+from napari_imagebench._owners import owner, stamp
+
+#: napari's layer class for each layer kind a leaving is given as
+LAYER_TYPES = {"labels": "Labels", "points": "Points", "image": "Image", "shapes": "Shapes"}
 
 if TYPE_CHECKING:
     from napari_imagebench._workbench_model import WorkbenchModel
@@ -41,13 +55,62 @@ class AnswerModel:
         return value
 
     def answer_layer(self, name: str) -> tuple[Any, dict[str, Any], str]:
-        """An empty layer for the layer slot ``name``, shaped, typed and scaled like its data layer."""
+        """An empty layer for the layer slot ``name``, shaped, typed and scaled like its data layer,
+        tagged as the person's answer of this load; points sized like the case's, in a colour of
+        their own."""
         loaded = self.workbench.need_loaded()
         data = {n: sl.data for n, sl in loaded.session.layers.items()}
+        slot = self._slot(name)
         try:
-            return answer_layer_data(self._slot(name), loaded.case.layers, data)
+            out = answer_layer_data(
+                slot,
+                loaded.case.layers,
+                data,
+                point_size=session_marker_size(loaded.session),
+                style=point_styles(loaded.case).get(name, 0),
+                shapes=self._tensor_shapes(),
+            )
         except AnswerError as exc:
             raise self.notices.fail(str(exc)) from None
+        stamp(out[1]["metadata"], "answer", loaded.case.label, loaded.number)
+        return out
+
+    def _tensor_shapes(self) -> dict[str, tuple[int, ...]]:
+        """The shape of each tensor layer of the loaded case, as the data plane describes it."""
+        loaded = self.workbench.need_loaded()
+        out: dict[str, tuple[int, ...]] = {}
+        for name, sl in loaded.session.layers.items():
+            if sl.layer.presentation == "tensor" and loaded.session.client is not None:
+                try:
+                    out[name] = tuple(int(n) for n in loaded.session.client.describe(str(sl.data))["shape"])
+                except Exception:  # the plane is gone: the slot says it has no shape to take
+                    continue
+        return out
+
+    def offered(self, slot: AnswerSlot, layers: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[str]:
+        """The names of the layers that may stand for ``slot``, of ``layers`` (``(name, napari
+        class name, metadata)`` each, in the viewer's order): of its kind, and of the load on the
+        viewer (a data layer of the case, a created answer, a layer the person added while it was
+        loaded); never a subject's result, nor a layer made on another case or before any."""
+        loaded = self.workbench.loaded
+        if loaded is None:
+            return []
+        wanted, label, number = LAYER_TYPES.get(slot.layer or ""), loaded.case.label, loaded.number
+        return [
+            name
+            for name, kind, metadata in layers
+            if kind == wanted and (o := owner(metadata)).of_load(label, number) and o.role in ("case", "answer", "person")
+        ]
+
+    def count(self, name: str, given: int) -> str:
+        """The counter of an ordered points answer: ``given`` points of the ones it pairs with
+        (``12 of 25 clicked``)."""
+        slot = self._slot(name)
+        loaded = self.workbench.need_loaded()
+        expected: int | None = None
+        if slot.pairs is not None and slot.pairs in loaded.session.layers:
+            expected = int(np.shape(loaded.session.layers[slot.pairs].data)[0])
+        return counted(slot, given, expected)
 
     def missing_answers(self, layers: Mapping[str, Any], console: Mapping[str, Any] | None) -> dict[str, str]:
         """``{leaving: why it is missing}`` for each leaving a person has not given yet (Score waits

@@ -2,15 +2,22 @@
 
 One row per :class:`~napari_imagebench._answers.AnswerSlot` of the loaded case:
 
-- a layer slot: a magicgui combo box listing the viewer's layers of the kind the case wants
-  (labels, points, image, shapes), defaulting to the one named after the leaving, and a Create
-  button adding an empty layer of that name shaped, typed and scaled like its data layer;
+- a layer slot: a magicgui combo box listing the layers of the kind the case wants (labels,
+  points, image, shapes) that belong to the load on the viewer (:meth:`AnswerModel.offered`: never
+  a layer made on another case, nor a subject's result), defaulting to the one named after the
+  leaving, and a Create button adding an empty layer of that name shaped, typed and scaled like
+  its data layer, in the mode to draw it (paint labels, add points or polygons); an ordered points
+  answer has a counter (``12 of 25 clicked``);
 - a form slot: magicgui widgets built from the case's answer contract (an integer, a number, a
   vector, a voxel filled from a clicked point, a yes/no, text) and a Set button;
 - a console slot: what to bind in napari's console.
 
-Every control has an objectName (``pick_<name>``, ``create_<name>``, ``set_<name>``,
-``field_<name>_<field>``, ``point_<name>``) so people's scripts and tests find it.
+When a Load finds the person's layers of an earlier case on the viewer, a message box
+(``leftovers_question``: *Keep aside*, ``leftovers_keep``, or *Remove*, ``leftovers_remove``)
+asks what to do with them (:class:`~napari_imagebench._workbench_model.Leftovers`).
+
+Every control has an objectName (``pick_<name>``, ``create_<name>``, ``count_<name>``,
+``set_<name>``, ``field_<name>_<field>``, ``point_<name>``) so people's scripts and tests find it.
 """
 
 from __future__ import annotations
@@ -27,16 +34,17 @@ from magicgui.widgets import (
     SpinBox,
 )
 from qtpy.QtCore import Signal
-from qtpy.QtWidgets import QLabel, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QLabel, QMessageBox, QVBoxLayout, QWidget
 
 from napari_imagebench._answers import AnswerSlot, FormField
 from napari_imagebench._layers import add_layer_data
 from napari_imagebench._model import BenchModel, PanelError
+from napari_imagebench._owners import owner
+from napari_imagebench._workbench_model import KEEP, REMOVE, Leftovers
 
 if TYPE_CHECKING:
     import napari
 
-_LAYER_TYPES = {"labels": "Labels", "points": "Points", "image": "Image", "shapes": "Shapes"}
 _NONE = "(none)"
 
 
@@ -54,12 +62,30 @@ class AnswerPanel(QWidget):
         self._rows: list[QWidget] = []
         self.pickers: dict[str, ComboBox] = {}
         self.forms: dict[str, Container] = {}
+        self.counters: dict[str, QLabel] = {}  # ordered points answers: "12 of 25 clicked"
+        self._watched: dict[str, tuple[Any, Any]] = {}  # leaving -> (layer, callback) counted
         self._placeholder = QLabel("load a case to answer it here")
         self._placeholder.setObjectName("answer_placeholder")
         self._layout.addWidget(self._placeholder)
         self._layout.addStretch(1)
         viewer.layers.events.inserted.connect(self._layers_changed)
         viewer.layers.events.removed.connect(self._layers_changed)
+        model.workbench.ask_leftovers = self.ask_leftovers
+
+    def ask_leftovers(self, question: Leftovers) -> str:
+        """Ask the person, in a message box, what to do with their layers of earlier cases."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Your layers of another case", question.text(), parent=self)
+        box.setObjectName("leftovers_question")
+        keep = box.addButton("Keep aside", QMessageBox.ButtonRole.AcceptRole)
+        keep.setObjectName("leftovers_keep")
+        keep.setToolTip("take them off the viewer; they come back when you load their case again")
+        remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
+        remove.setObjectName("leftovers_remove")
+        remove.setToolTip("delete them")
+        box.setDefaultButton(keep)
+        box.setEscapeButton(keep)  # never remove without a yes
+        box.exec()
+        return REMOVE if box.clickedButton() is remove else KEEP
 
     # ---------------------------------------------------------------- building
 
@@ -68,7 +94,9 @@ class AnswerPanel(QWidget):
         for row in self._rows:
             self._layout.removeWidget(row)
             row.deleteLater()
-        self._rows, self.pickers, self.forms = [], {}, {}
+        for name in list(self._watched):
+            self._unwatch(name)
+        self._rows, self.pickers, self.forms, self.counters = [], {}, {}, {}
         slots = self.model.answer_slots() if self.model.loaded is not None else []
         self._placeholder.setVisible(not slots)
         for slot in slots:
@@ -102,8 +130,16 @@ class AnswerPanel(QWidget):
             create.native.setObjectName(f"create_{slot.name}")
             create.changed.connect(lambda _v, s=slot: self.create_layer(s.name))
             self.pickers[slot.name] = picker
-            self._select_default(slot)
             col.addWidget(Container(widgets=[picker, create], layout="horizontal", labels=False).native)
+            if slot.layer == "points" and slot.ordered:
+                counter = QLabel()
+                counter.setObjectName(f"count_{slot.name}")
+                counter.setToolTip(f"how many points the layer picked for `{slot.name}` holds, of those it pairs with")
+                self.counters[slot.name] = counter
+                col.addWidget(counter)
+                picker.changed.connect(lambda _v, name=slot.name: self._watch(name))
+            self._select_default(slot)
+            self._watch(slot.name)
         elif slot.kind == "form":
             widgets = [self._field(slot, f) for f in slot.fields]
             set_button = PushButton(name=f"set_{slot.name}", text="Set", tooltip=f"give the values above as `{slot.name}`")
@@ -138,9 +174,10 @@ class AnswerPanel(QWidget):
     # ---------------------------------------------------------------- layer slots
 
     def _choices(self, slot: AnswerSlot) -> list[str]:
-        wanted = _LAYER_TYPES.get(slot.layer or "", "")
-        names = [layer.name for layer in self.viewer.layers if type(layer).__name__ == wanted]
-        return [_NONE, *names]
+        if self.model.loaded is None:
+            return [_NONE]
+        listed = [(layer.name, type(layer).__name__, layer.metadata) for layer in self.viewer.layers]
+        return [_NONE, *self.model.answering.offered(slot, listed)]
 
     def _select_default(self, slot: AnswerSlot) -> None:
         picker = self.pickers[slot.name]
@@ -156,15 +193,48 @@ class AnswerPanel(QWidget):
                 picker.value = current
             elif name in picker.choices:
                 picker.value = name
+            self._watch(name)
         self.changed.emit()
 
+    def _watch(self, name: str) -> None:
+        """Count the points of the layer picked for ``name`` as they are clicked."""
+        counter = self.counters.get(name)
+        if counter is None:
+            return
+        picked = self.pickers[name].value
+        layer = self.viewer.layers[picked] if picked not in (None, _NONE) and picked in self.viewer.layers else None
+        if name in self._watched and self._watched[name][0] is not layer:
+            self._unwatch(name)
+        if layer is not None and name not in self._watched:
+            callback = lambda _e=None, n=name: self._show_count(n)  # noqa: E731
+            layer.events.data.connect(callback)
+            self._watched[name] = (layer, callback)
+        self._show_count(name)
+
+    def _unwatch(self, name: str) -> None:
+        layer, callback = self._watched.pop(name)
+        try:
+            layer.events.data.disconnect(callback)
+        except (TypeError, RuntimeError, ValueError):
+            pass
+
+    def _show_count(self, name: str) -> None:
+        counter = self.counters.get(name)
+        if counter is None or self.model.loaded is None or name not in {s.name for s in self.model.answer_slots()}:
+            return  # a row of the case before, until the rows are rebuilt for this one
+        watched = self._watched.get(name)
+        given = len(watched[0].data) if watched is not None else 0
+        counter.setText(self.model.answering.count(name, given) + ("" if watched else " (no layer picked)"))
+
     def create_layer(self, name: str) -> Any:
-        """Add the empty answer layer of ``name`` (as the case wants it) and pick it."""
+        """Add the empty answer layer of ``name`` (as the case wants it), pick it, and make it the
+        active layer in the mode to draw it (paint labels, add points or polygons)."""
         try:
             data = self.model.answer_layer(name)
         except PanelError:
             return None
-        if name in self.viewer.layers:
+        slot = next(s for s in self.model.answer_slots() if s.name == name)
+        if name in self.viewer.layers and name in self._choices(slot):
             self.model.notify("warning", f"a layer named {name!r} is there already: it is picked instead")
             layer = self.viewer.layers[name]
         else:
@@ -172,8 +242,11 @@ class AnswerPanel(QWidget):
             if "features" in data[1]:  # ordered points: their index follows their order
                 layer.events.data.connect(lambda _e, lay=layer: _renumber(lay))
         self.viewer.layers.selection.active = layer
+        if slot.mode is not None:
+            layer.mode = slot.mode
         self.pickers[name].reset_choices()
         self.pickers[name].value = layer.name
+        self._watch(name)
         self.changed.emit()
         return layer
 
@@ -215,8 +288,23 @@ class AnswerPanel(QWidget):
         if source is None:
             self.model.notify("warning", "add a Points layer and click the voxel first")
             return
-        voxel = np.round(np.asarray(source.data[-1])).astype(int)  # the point's own (data) coordinates
+        point = np.asarray(source.data[-1], dtype=float)
+        grid = self._voxel_grid(len(point))
+        if grid is not None:  # the point where it shows, in the voxels of the case's volume
+            point = np.asarray(grid.world_to_data(source.data_to_world(point)), dtype=float)
+        voxel = np.round(point).astype(int)
         widget.value = ", ".join(str(int(v)) for v in voxel)
+
+    def _voxel_grid(self, ndim: int) -> Any:
+        """The loaded case's data layer of ``ndim`` dimensions a voxel answer indexes, when shown."""
+        loaded = self.model.loaded
+        if loaded is None:
+            return None
+        for declared in loaded.case.layers:
+            layer = self.viewer.layers[declared.name] if declared.name in self.viewer.layers else None
+            if layer is not None and layer.ndim == ndim and owner(layer.metadata).role == "case":
+                return layer
+        return None
 
 
 def _renumber(layer: Any) -> None:

@@ -62,6 +62,13 @@ class AnswerSlot:
     like: str | None = None  # the data layer whose grid (shape, scale) it shares
     ordered: bool = False
     fields: tuple[FormField, ...] = ()
+    pairs: str | None = None  # ordered points given one for each point of this data layer
+
+    @property
+    def mode(self) -> str | None:
+        """The napari mode a created layer for this slot starts in: painting labels, adding points
+        or polygons (an image is computed, not drawn: None)."""
+        return {"labels": "paint", "points": "add", "shapes": "add_polygon"}.get(self.layer or "")
 
     def how(self) -> str:
         """What the person does, in words."""
@@ -106,7 +113,7 @@ def answer_slots(case: Case) -> list[AnswerSlot]:
         if c.recorded:
             continue
         if c.layer is not None:
-            slots.append(AnswerSlot(c.name, "layer", c.description, c.layer, c.like, c.ordered))
+            slots.append(AnswerSlot(c.name, "layer", c.description, c.layer, c.like, c.ordered, pairs=c.pairs))
         elif c.what == "json" and case.answer is not None:
             slots.append(AnswerSlot(c.name, "form", c.description, fields=_contract_fields(case, c)))
         elif c.what == "scalar":
@@ -169,19 +176,40 @@ def _typed(slot: str, f: FormField, value: Any) -> Any:
         raise AnswerError(f"{slot}: field {f.name!r} is {value!r}; expected {_expected(f)}") from None
 
 
-def answer_layer_data(slot: AnswerSlot, layers: Sequence[Layer], data: Mapping[str, Any]) -> tuple[Any, dict, str]:
+def counted(slot: AnswerSlot, given: int, expected: int | None) -> str:
+    """What a counter beside an ordered points answer says: ``12 of 25 clicked`` (``expected``: the
+    points of the layer it pairs with), ``12 clicked`` when the case pairs it with none."""
+    if expected is None:
+        return f"{given} clicked"
+    text = f"{given} of {expected} clicked"
+    if given > expected:
+        text += f": {given - expected} too many"
+    return text
+
+
+def answer_layer_data(
+    slot: AnswerSlot,
+    layers: Sequence[Layer],
+    data: Mapping[str, Any],
+    *,
+    point_size: float | None = None,
+    style: int = 0,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+) -> tuple[Any, dict, str]:
     """An empty layer for ``slot``: named after it, of its kind, shaped and scaled like the data
-    layer it is ``like`` (``data`` maps layer names to the session's arrays)."""
-    from napari_imagebench._layers import presentation_kwargs
+    layer it is ``like`` (``data`` maps layer names to the session's arrays; ``shapes`` gives the
+    shape of a tensor layer, which the session holds as an id); points sized like the case's
+    (``point_size``) in their own colour and symbol (``style``, :data:`._layers.POINT_STYLES`)."""
+    from napari_imagebench._layers import points_kwargs, presentation_kwargs
 
     if slot.kind != "layer" or slot.layer is None:
         raise AnswerError(f"{slot.name} is not given as a layer")
     like = next((layer for layer in layers if layer.name == slot.like), None)
     shape = tuple(np.shape(data[like.name])) if like is not None and like.name in data else None
     if like is not None and like.presentation == "tensor":
-        shape = None
+        shape = tuple(int(n) for n in shapes[like.name]) if shapes and like.name in shapes else None
     if shape is None and slot.layer in ("labels", "image"):
-        raise AnswerError(f"{slot.name}: the case names no in-memory layer to take the shape from")
+        raise AnswerError(f"{slot.name}: the case names no layer whose shape it can take")
     ndim = len(shape) if shape is not None else 2
     kwargs: dict[str, Any] = {"name": slot.name, "metadata": {"imagebench": {"answer": slot.name}}}
     if like is not None:
@@ -194,8 +222,10 @@ def answer_layer_data(slot: AnswerSlot, layers: Sequence[Layer], data: Mapping[s
     if slot.layer == "image":
         return np.zeros(shape, np.float32), kwargs, "image"
     if slot.layer == "points":
+        points = np.zeros((0, ndim), np.float64)
+        kwargs.update(points_kwargs(points, ordered=slot.ordered, size=point_size, style=style))
         if slot.ordered:
             kwargs["features"] = {"index": np.zeros(0, int)}
-            kwargs["text"] = {"string": "{index}", "size": 10, "color": "yellow", "anchor": "upper_left"}
-        return np.zeros((0, ndim), np.float64), kwargs, "points"
+        # the next point clicked takes this colour and symbol (a Points layer's "current" ones)
+        return points, kwargs, "points"
     return [], kwargs, "shapes"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import stat
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -160,9 +160,15 @@ def verdict_lines(samples: Sequence[ReviewSample], *, with_subject: bool = False
 
 
 def artifact_layer_data(
-    paths: Sequence[Path], *, relative_to: Path | None = None, prefix: str = ""
+    paths: Sequence[Path],
+    *,
+    relative_to: Path | None = None,
+    prefix: str = "",
+    colormaps: Mapping[str, str] | None = None,
 ) -> list[LayerData]:
-    """Image layer data for ``paths`` with one contrast range shared by every pane.
+    """Image layer data for ``paths`` with one contrast range shared by every pane; a grey pane
+    named after one of the case's channels keeps that channel's colormap (``colormaps``: artifact
+    name -> colormap, :func:`napari_imagebench._layers.case_colormaps`), any other is grey.
 
     A grey artifact whose values were kept beside its PNG (``<stem>.npy``, see
     :func:`imagebench.runs.artifacts.save_values`) is shown from those values, so hovering reads real
@@ -198,7 +204,7 @@ def artifact_layer_data(
         rgb = img.ndim == 3 and img.shape[-1] in (3, 4)
         kwargs: dict[str, Any] = {"name": name, "rgb": rgb, "metadata": {ARTIFACT_KEY: str(path)}}
         if not rgb:
-            kwargs["colormap"] = "gray"
+            kwargs["colormap"] = (colormaps or {}).get(path.stem, "gray")
             kwargs["contrast_limits"] = (lo, hi)
         out.append((img, kwargs, "image"))
     return out
@@ -257,7 +263,12 @@ def artifact_layers(viewer: napari.Viewer) -> list[Any]:
 
 
 def show_artifacts(
-    viewer: napari.Viewer, paths: Sequence[Path], *, relative_to: Path | None = None, prefix: str = ""
+    viewer: napari.Viewer,
+    paths: Sequence[Path],
+    *,
+    relative_to: Path | None = None,
+    prefix: str = "",
+    colormaps: Mapping[str, str] | None = None,
 ) -> list[Any]:
     """Show ``paths`` as the viewer's artifact panes, side by side in grid mode, contrast linked,
     each pane titled with its name, plus a difference pane for each compared pair
@@ -280,7 +291,7 @@ def show_artifacts(
         arrange_panes(viewer, layers, linked=[])  # still linked from when they were added
         return layers
     remove_layers(viewer, artifact_layers(viewer))
-    datas = artifact_layer_data(paths, relative_to=relative_to, prefix=prefix)
+    datas = artifact_layer_data(paths, relative_to=relative_to, prefix=prefix, colormaps=colormaps)
     by_stem = {Path(d[1]["metadata"][ARTIFACT_KEY]).stem: d for d in datas}
     differences = [difference_layer_data(by_stem[a], by_stem[b]) for a, b in compared_pairs(list(by_stem))]
     layers = [add_layer_data(viewer, data) for data in datas]

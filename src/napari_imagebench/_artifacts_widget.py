@@ -13,7 +13,9 @@ from qtpy.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QVBoxLayout, Q
 
 from napari_imagebench._artifacts import back_to_the_case, hide_others, sample_pngs, show_artifacts, viewer_grid
 from napari_imagebench._explain import sample_number
+from napari_imagebench._layers import case_colormaps
 from napari_imagebench._model import BenchModel, PanelError
+from napari_imagebench._owners import owner
 from napari_imagebench._runs import ResultRow
 from napari_imagebench._style import name_children
 
@@ -72,7 +74,9 @@ class ArtifactButtons(QWidget):
         prefix = f"{result.subject} s{sample_number(result.sample)}: "
         if self.case_visibility is None:  # the case as it was, for Back to the case
             self.case_visibility = hide_others(self.viewer)
-        layers = show_artifacts(self.viewer, pngs, relative_to=result.sample_dir, prefix=prefix)
+        case = next((row.case for row in self.model.rows() if row.label == result.label), None)
+        colormaps = case_colormaps(case) if case is not None else {}  # a channel's pane keeps its colour
+        layers = show_artifacts(self.viewer, pngs, relative_to=result.sample_dir, prefix=prefix, colormaps=colormaps)
         self.model.artifacts_shown(result)
         self.changed.emit()
         return layers
@@ -91,6 +95,9 @@ class ArtifactButtons(QWidget):
         or hidden, among them: see :meth:`PanelLayers.show_case`) go with one removal."""
         if self.case_visibility is not None:
             viewer_grid(self.viewer).enabled = False
+            for layer in self.viewer.layers:  # the person's layers, hidden for the panes, as they were
+                if layer.name in self.case_visibility and not owner(layer.metadata).panel:
+                    layer.visible = self.case_visibility[layer.name]
             self.case_visibility = None
 
     def export_results(self, path: str | Path | None = None) -> Path | None:

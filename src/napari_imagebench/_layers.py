@@ -9,6 +9,12 @@ on ``fixture.data`` alone, so nothing here can reach truth.
 The functions return napari *layer data tuples* ``(data, kwargs, kind)`` so that the reader,
 the sample-data contributions and the bench panel share one presentation; ``add_layer_data``
 adds such a tuple to a viewer.
+
+As the case declares it: each points layer of a case gets a colour and symbol of its own
+(:data:`POINT_STYLES`, in the case's order, then its points leavings), sized to the image it lies
+on; a tensor is shown as a pyramid only where its full resolution exceeds a GL texture
+(:data:`TEXTURE_LIMIT` per side): a stack that fits is shown at full resolution, in 2D and in 3D
+(napari draws a pyramid's coarsest level in 3D).
 """
 
 from __future__ import annotations
@@ -26,6 +32,22 @@ if TYPE_CHECKING:
     from imagebench.case.session import Session
 
 LayerData = tuple[Any, dict[str, Any], str]
+
+
+#: The side, in pixels, a GL texture can be counted on to hold (2D, and per axis in 3D): a tensor
+#: whose full resolution fits is shown as one level, never as a pyramid.
+TEXTURE_LIMIT = 2048
+
+#: Colour and symbol of each points layer of a case, in order (its data layers, then its leavings):
+#: distinct from each other and from the green and magenta of two overlaid channels.
+POINT_STYLES: tuple[tuple[str, str], ...] = (
+    ("yellow", "disc"),
+    ("cyan", "square"),
+    ("orange", "triangle_up"),
+    ("white", "diamond"),
+    ("red", "star"),
+    ("dodgerblue", "hbar"),
+)
 
 
 class PresentationError(ValueError):
@@ -46,12 +68,32 @@ def _shapes_data(value: Any, name: str) -> list[np.ndarray]:
         raise PresentationError(f"layer {name!r}: shapes data is not a list of vertex arrays ({exc})") from None
 
 
-def layer_data(layer: Layer, value: Any, *, client: Any = None, point_size: float | None = None) -> LayerData:
+def shown_levels(levels: Sequence[Any], dim_labels: Sequence[str] | None, limit: int | None = None) -> list[Any]:
+    """The levels of a pyramid (finest first) worth showing: up to the first whose spatial axes all
+    fit ``limit`` (:data:`TEXTURE_LIMIT`), so a stack that fits a texture is one level (full
+    resolution, in 2D and 3D) and a larger one a pyramid whose coarsest level still fits."""
+    from imagebench.plane.protocol import spatial_axes
+
+    limit = TEXTURE_LIMIT if limit is None else limit
+
+    out: list[Any] = []
+    for level in levels:
+        out.append(level)
+        shape = tuple(int(n) for n in level.shape)
+        if all(shape[a] <= limit for a in spatial_axes(len(shape), dim_labels)):
+            break
+    return out
+
+
+def layer_data(
+    layer: Layer, value: Any, *, client: Any = None, point_size: float | None = None, style: int = 0
+) -> LayerData:
     """The napari layer data tuple presenting ``value`` as ``layer`` says.
 
     ``value`` is the session's data for the layer: an array for ``array`` presentation, the
     data-plane id for ``tensor`` (which then needs ``client``). ``point_size`` sizes a points
-    layer's markers (:func:`point_size` of the image they lie on).
+    layer's markers (:func:`point_size` of the image they lie on); ``style`` is its place among the
+    case's points layers (:data:`POINT_STYLES`).
     """
     kwargs: dict[str, Any] = {"name": layer.name, "metadata": {"imagebench": {"key": layer.key}}}
     if layer.presentation == "tensor":
@@ -72,6 +114,7 @@ def layer_data(layer: Layer, value: Any, *, client: Any = None, point_size: floa
             raise PresentationError(
                 f"layer {layer.name!r}: a {layer.kind} layer cannot be presented as a tensor pyramid"
             )
+        levels = shown_levels(levels, layer.dim_labels)
         data: Any = levels if len(levels) > 1 else levels[0]
         kwargs["multiscale"] = len(levels) > 1
         kwargs["metadata"]["imagebench"]["array_id"] = str(value)
@@ -93,7 +136,7 @@ def layer_data(layer: Layer, value: Any, *, client: Any = None, point_size: floa
         kwargs["axis_labels"] = tuple(layer.dim_labels)
     kwargs.update(presentation_kwargs(layer, ndim))
     if layer.kind == "points":
-        kwargs.update(points_kwargs(np.asarray(data), ordered=layer.ordered, size=point_size))
+        kwargs.update(points_kwargs(np.asarray(data), ordered=layer.ordered, size=point_size, style=style))
     return data, kwargs, layer.kind
 
 
@@ -116,14 +159,45 @@ def presentation_kwargs(layer: Layer, ndim: int) -> dict[str, Any]:
     return out
 
 
-def points_kwargs(data: np.ndarray, *, ordered: bool = False, size: float | None = None) -> dict[str, Any]:
-    """Points sized to the data they mark (``size``: about 1/50 of the image they lie on) and, when
-    their order carries meaning, each one's index drawn beside it."""
-    out: dict[str, Any] = {"size": float(size) if size else 5.0, "face_color": "yellow" if ordered else "cyan"}
+def points_kwargs(
+    data: np.ndarray, *, ordered: bool = False, size: float | None = None, style: int = 0, symbol: str | None = None
+) -> dict[str, Any]:
+    """Points sized to the data they mark (``size``: about 1/50 of the image they lie on), in the
+    colour and symbol of their place ``style`` among the case's points layers (:data:`POINT_STYLES`;
+    ``symbol`` overrides the symbol) and, when their order carries meaning, each one's index drawn
+    beside it in that colour."""
+    colour, shape = POINT_STYLES[style % len(POINT_STYLES)]
+    out: dict[str, Any] = {"size": float(size) if size else 5.0, "face_color": colour, "symbol": symbol or shape}
     if ordered:
         out["features"] = {"index": np.arange(len(data))}
-        out["text"] = {"string": "{index}", "size": 10, "color": "yellow", "anchor": "upper_left"}
+        out["text"] = {"string": "{index}", "size": 10, "color": colour, "anchor": "upper_left"}
     return out
+
+
+def point_styles(case: Any) -> dict[str, int]:
+    """``{name: style}`` for the points layers of ``case`` and then its points leavings, in order
+    (the index into :data:`POINT_STYLES`)."""
+    names = [layer.name for layer in case.layers if layer.kind == "points"]
+    names += [c.name for c in case.collect if c.layer == "points" and c.name not in names]
+    return {name: i for i, name in enumerate(names)}
+
+
+def case_colormaps(case: Any) -> dict[str, str]:
+    """``{layer name: colormap}`` of the case's image layers that declare one (its channels)."""
+    return {layer.name: layer.colormap for layer in case.layers if layer.kind == "image" and layer.colormap}
+
+
+def case_axes(case: Any, ndim: int) -> tuple[str, ...] | None:
+    """The axis names the case declares for ``ndim`` dimensions (a data layer's ``dim_labels``), or None."""
+    for layer in case.layers:
+        if layer.dim_labels and len(layer.dim_labels) == ndim:
+            return tuple(layer.dim_labels)
+    return None
+
+
+def case_units(case: Any) -> str | None:
+    """The physical unit the case's layers are scaled in, or None when they have none."""
+    return next((layer.units for layer in case.layers if layer.units and layer.scale is not None), None)
 
 
 def point_size(shape: Sequence[int]) -> float:
@@ -143,7 +217,16 @@ def fixture_layer_data(layers: Sequence[Layer], data: Mapping[str, Any]) -> list
             "never as an in-memory array"
         )
     size = _marker_size([(layer, data[layer.key]) for layer in layers if layer.key in data])
-    return [layer_data(layer, np.asarray(data[layer.key]), point_size=size) for layer in layers if layer.key in data]
+    styles = _styles(layers)
+    return [
+        layer_data(layer, np.asarray(data[layer.key]), point_size=size, style=styles.get(layer.name, 0))
+        for layer in layers
+        if layer.key in data
+    ]
+
+
+def _styles(layers: Sequence[Layer]) -> dict[str, int]:
+    return {name: i for i, name in enumerate(layer.name for layer in layers if layer.kind == "points")}
 
 
 def present_fixture(case: Any, fixture: Any) -> list[LayerData]:
@@ -166,19 +249,30 @@ def present_fixture(case: Any, fixture: Any) -> list[LayerData]:
         ) from None
     ids = plane.present(case, fixture)
     size = _marker_size([(layer, fixture.data[layer.key]) for layer in case.layers if layer.key in fixture.data])
+    styles = _styles(case.layers)
     out: list[LayerData] = []
     for layer in case.layers:
         if layer.presentation == "tensor":
             out.append(layer_data(layer, ids[layer.name], client=plane.client))
         elif layer.key in fixture.data:
-            out.append(layer_data(layer, np.asarray(fixture.data[layer.key]), point_size=size))
+            value = np.asarray(fixture.data[layer.key])
+            out.append(layer_data(layer, value, point_size=size, style=styles.get(layer.name, 0)))
     return out
 
 
 def session_layer_data(session: Session) -> list[LayerData]:
     """One layer data tuple per layer of ``session`` (its data layers, in the case's order)."""
-    size = _marker_size([(sl.layer, sl.data) for sl in session.layers.values()])
-    return [layer_data(sl.layer, sl.data, client=session.client, point_size=size) for sl in session.layers.values()]
+    size = session_marker_size(session)
+    styles = _styles([sl.layer for sl in session.layers.values()])
+    return [
+        layer_data(sl.layer, sl.data, client=session.client, point_size=size, style=styles.get(sl.layer.name, 0))
+        for sl in session.layers.values()
+    ]
+
+
+def session_marker_size(session: Any) -> float | None:
+    """The marker size of the session's points layers (and of answers and results drawn with them)."""
+    return _marker_size([(sl.layer, sl.data) for sl in session.layers.values()])
 
 
 def _marker_size(pairs: Sequence[tuple[Layer, Any]]) -> float | None:
@@ -214,11 +308,19 @@ def result_kind(value: Any, reference_shapes: Mapping[str, tuple[int, ...]]) -> 
 
 
 def result_layer_data(
-    name: str, value: Any, kind: str, *, like: Layer | None = None, ordered: bool = False, size: float | None = None
+    name: str,
+    value: Any,
+    kind: str,
+    *,
+    like: Layer | None = None,
+    ordered: bool = False,
+    size: float | None = None,
+    style: int = 0,
 ) -> LayerData:
     """The layer data tuple showing leaving ``name`` as ``kind`` (the case's ``Collect.layer``, else
     :func:`result_kind`), on the grid (scale, units) of the data layer ``like``; ``ordered``
-    points show their index.
+    points show their index; points in their leaving's colour (``style``), drawn as crosses so a
+    subject's points never look like the person's own.
 
     The layer gets a copy: painting on it must not change what the subject left (and is scored).
     """
@@ -233,7 +335,7 @@ def result_layer_data(
         kwargs["colormap"] = "magma"
         kwargs["blending"] = "additive"
     if kind == "points":
-        kwargs.update(points_kwargs(arr, ordered=ordered, size=size))
+        kwargs.update(points_kwargs(arr, ordered=ordered, size=size, style=style, symbol="cross"))
     return arr, kwargs, kind
 
 

@@ -1,8 +1,18 @@
 """The panel's side of the napari viewer: the layers it put there for the loaded case (the case's
-data, each subject's results, an agent's layers) and the console's namespace. No Qt of its own.
+data, each subject's results, an agent's layers), the person's layers, and the console's
+namespace. No Qt of its own.
 
-Every piece of the panel that adds a layer goes through :class:`PanelLayers`, so loading another
-case removes exactly what the panel added (through :func:`napari_imagebench._canvas.remove_layers`).
+Every layer is tagged with whose it is (:mod:`napari_imagebench._owners`): the panel's own as it
+adds them, a person's as it arrives. Loading another case replaces the panel's layers only; the
+person's layers of earlier loads are kept aside or removed as the person answers
+(:class:`napari_imagebench._workbench_model.Leftovers`), and a layer kept aside comes back when its
+case is loaded again. A layer that was never the panel's nor made on a case stays where it is;
+one that holds the name of a layer of the new case is renamed first (``name [1]``, with a
+notice), so the case's layers keep their names.
+
+Every removal from the viewer happens with its canvas's GL context current
+(:func:`napari_imagebench._canvas.gl_context_for_removals`): napari deletes a layer's GL objects
+outside a paint, and in Qt's compositing context they crashed the next draw on Mesa.
 """
 
 from __future__ import annotations
@@ -12,8 +22,19 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from napari_imagebench._artifacts import ARTIFACT_KEY, artifact_layers
-from napari_imagebench._canvas import remove_layers
-from napari_imagebench._layers import add_layer_data, layer_value, point_size, result_kind, result_layer_data
+from napari_imagebench._canvas import gl_context_for_removals, remove_layers
+from napari_imagebench._layers import (
+    add_layer_data,
+    case_axes,
+    case_units,
+    layer_value,
+    point_styles,
+    result_kind,
+    result_layer_data,
+    session_marker_size,
+)
+from napari_imagebench._owners import owner, stamp
+from napari_imagebench._workbench_model import KEEP, Leftovers
 
 if TYPE_CHECKING:
     import napari
@@ -48,33 +69,126 @@ def console_namespace(viewer: napari.Viewer) -> dict[str, Any] | None:
     return None
 
 
-def _marker_size(session: Any) -> float | None:
-    shapes = {n: tuple(sl.data.shape) for n, sl in session.layers.items() if hasattr(sl.data, "shape")}
-    return point_size(next(iter(shapes.values()))) if shapes else None
+def scale_bar(viewer: Any) -> Any:
+    """The viewer's scale bar (``viewer.canvas.overlays.scale_bar`` from napari 0.9, ``viewer.scale_bar`` before)."""
+    overlays = getattr(getattr(viewer, "canvas", None), "overlays", None)
+    bar = getattr(overlays, "scale_bar", None)
+    return bar if bar is not None else getattr(viewer, "scale_bar", None)
 
 
 class PanelLayers:
-    """The layers this panel added to ``viewer`` and what the console's ``imagebench_results`` holds."""
+    """The layers this panel added to ``viewer``, the person's layers kept aside, and what the
+    console's ``imagebench_results`` holds."""
 
     def __init__(self, viewer: napari.Viewer, model: BenchModel) -> None:
         self.viewer, self.model = viewer, model
         self.case: list[Any] = []  # data layers this panel added for the loaded case
         self.results: dict[str, Any] = {}  # "<subject>:<leaving>" -> layer
         self.console_results: dict[str, dict[str, Any]] = {}  # the console's imagebench_results
+        self.stash: dict[str, list[Any]] = {}  # case label -> the person's layers kept aside, made on it
+        self._scale_bar_on = False  # the panel turned the scale bar on (and may turn it off)
+        # first, so that whoever lists layers on the same event sees the new one tagged
+        viewer.layers.events.inserted.connect(self._arrived, position="first")
+        self._undo_gl = gl_context_for_removals(viewer)
+
+    def close(self) -> None:
+        """Stop tagging the viewer's layers (the panel is closing)."""
+        self._undo_gl()
+        try:
+            self.viewer.layers.events.inserted.disconnect(self._arrived)
+        except (TypeError, RuntimeError, ValueError):
+            pass
+
+    def _arrived(self, event: Any) -> None:
+        layer = event.value
+        if ARTIFACT_KEY not in layer.metadata:  # a layer the panel adds is tagged already
+            self.model.workbench.tag_arrival(layer.metadata)
+
+    # ---------------------------------------------------------------- a case switch
 
     def show_case(self, loaded: Loaded, tuples: list[Any]) -> None:
-        """Replace what the panel showed with the loaded case's data layers; the console gets its session."""
-        # one removal for all (napari collects garbage after each): the case, the results, the panes
-        remove_layers(self.viewer, self.case + list(self.results.values()) + artifact_layers(self.viewer))
+        """Replace what the panel showed with the loaded case's data layers (the person's layers of
+        earlier loads kept aside or removed, as they answer); the console gets its session."""
+        label, number = loaded.case.label, loaded.number
+        layers = [layer for layer in self.viewer.layers if ARTIFACT_KEY not in layer.metadata]
+        owners = {id(layer): owner(layer.metadata) for layer in layers}
+        leftovers = [lay for lay in layers if owners[id(lay)].persons and not owners[id(lay)].of_load(label, number)]
+        staying = [lay for lay in layers if not owners[id(lay)].panel and lay not in leftovers]  # the person's own
+        choice = KEEP
+        if leftovers:
+            by_case: dict[str, list[str]] = {}
+            for layer in leftovers:
+                by_case.setdefault(str(owners[id(layer)].case), []).append(layer.name)
+            question = Leftovers(label, {case: tuple(names) for case, names in by_case.items()})
+            choice = self.model.workbench.decide_leftovers(question)
+        # one removal for all (napari collects garbage after each): the panel's, the leftovers, the panes
+        going = [lay for lay in layers if owners[id(lay)].panel] + leftovers + artifact_layers(self.viewer)
+        remove_layers(self.viewer, going)
+        if choice == KEEP:
+            for layer in leftovers:
+                self.stash.setdefault(str(owners[id(layer)].case), []).append(layer)
+        self.model.workbench.start_showing()
+        self._make_room([data[1].get("name") for data in tuples], staying)
         self.case, self.results, self.console_results = [], {}, {}
         for data in tuples:
+            stamp(data[1].setdefault("metadata", {}), "case", label, number)
             layer = add_layer_data(self.viewer, data)
             self.case.append(layer)
             self.model.layer_shown(layer.name)
+        self._put_back(self.stash.pop(label, []))
+        self._present(loaded)
         self.viewer.reset_view()
         self.viewer.update_console(
             {**loaded.session.namespace, "session": loaded.session, "imagebench_results": self.console_results}
         )
+
+    def _make_room(self, names: list[Any], staying: list[Any]) -> None:
+        """A layer that stays and holds the name of one of the case's layers takes napari's next
+        free name (``name [1]``), so the case's layer keeps its own."""
+        taken = {layer.name for layer in self.viewer.layers}
+        for layer in staying:
+            if layer.name in names:
+                n = 1
+                while f"{layer.name} [{n}]" in taken or f"{layer.name} [{n}]" in names:
+                    n += 1
+                old, layer.name = layer.name, f"{layer.name} [{n}]"
+                taken.add(layer.name)
+                self.model.notify("info", f"your layer `{old}` is now `{layer.name}`: the case has a layer `{old}`")
+
+    def _put_back(self, kept: list[Any]) -> None:
+        """The person's layers kept aside from this case come back: they join this load, and it
+        takes their loads' flags (what was seen of the truth when they were made)."""
+        if not kept:
+            return
+        loaded = self.model.workbench.need_loaded()
+        loads: list[int] = []
+        for layer in kept:  # tagged already: no arrival tags them again
+            old = owner(layer.metadata)
+            if old.load is not None:
+                loads.append(old.load)
+            stamp(layer.metadata, "answer" if old.role == "answer" else "person", loaded.case.label, loaded.number)
+            self.viewer.layers.append(layer)
+        flags = self.model.workbench.take_back(loads)
+        names = ", ".join(layer.name for layer in kept)
+        also = f" (with what you had seen then: {', '.join(sorted(flags))})" if flags else ""
+        self.model.notify("info", f"your layers {names} are back from when you last loaded {loaded.case.label}{also}")
+
+    def _present(self, loaded: Loaded) -> None:
+        """The viewer as the case declares it: the scale bar on when its layers are in physical
+        units, the axes named as its layers name them."""
+        bar = scale_bar(self.viewer)
+        if bar is not None:
+            units = case_units(loaded.case)
+            if units is not None:
+                self._scale_bar_on = self._scale_bar_on or not bar.visible
+                bar.visible = True
+            elif self._scale_bar_on:
+                bar.visible = self._scale_bar_on = False
+        axes = case_axes(loaded.case, self.viewer.dims.ndim)
+        if axes is not None:
+            self.viewer.dims.axis_labels = axes
+
+    # ---------------------------------------------------------------- results
 
     def show_results(self, job: RunJob, left: Mapping[str, Any]) -> None:
         """What a subject's Run left, as layers named ``<subject>:<leaving>`` (and in the console)."""
@@ -82,7 +196,7 @@ class PanelLayers:
         declared = {c.name: c for c in case.collect}
         layers = {layer.name: layer for layer in case.layers}
         shapes = {n: tuple(sl.data.shape) for n, sl in job.session.layers.items() if hasattr(sl.data, "shape")}
-        size = _marker_size(job.session)
+        size, styles = session_marker_size(job.session), point_styles(case)
         for name, value in left.items():
             collect = declared.get(name)
             kind = collect.layer if collect is not None and collect.layer is not None else result_kind(value, shapes)
@@ -95,8 +209,10 @@ class PanelLayers:
             if old is not None:
                 remove_layers(self.viewer, [old])
             try:
-                data = result_layer_data(layer_name, value, kind, like=like, ordered=ordered, size=size)
-                layer = add_layer_data(self.viewer, data)
+                data = result_layer_data(
+                    layer_name, value, kind, like=like, ordered=ordered, size=size, style=styles.get(name, 0)
+                )
+                layer = self._add_result(data)
             except Exception as exc:  # what a subject left may not be showable as the case says
                 self.model.notify("warning", f"{layer_name} cannot be shown as {kind}: {type(exc).__name__}: {exc}")
                 continue
@@ -104,6 +220,11 @@ class PanelLayers:
             self.model.layer_shown(layer.name)
         self.console_results[job.subject_name] = dict(left)
         self.viewer.update_console({"imagebench_results": self.console_results})
+
+    def _add_result(self, data: Any) -> Any:
+        loaded = self.model.workbench.need_loaded()
+        stamp(data[1].setdefault("metadata", {}), "result", loaded.case.label, loaded.number)
+        return add_layer_data(self.viewer, data)
 
     def show_agent_layer(self, name: str, kind: str, data: Any, like: str | None) -> None:
         """A layer an agent added or updated through its tools, named ``mcp:<client>:<name>``."""
@@ -117,11 +238,15 @@ class PanelLayers:
             return
         declared = {layer.name: layer for layer in loaded.case.layers}
         try:
-            layer = add_layer_data(
-                self.viewer,
+            layer = self._add_result(
                 result_layer_data(
-                    layer_name, data, kind, like=declared.get(like) if like else None, size=_marker_size(loaded.session)
-                ),
+                    layer_name,
+                    data,
+                    kind,
+                    like=declared.get(like) if like else None,
+                    size=session_marker_size(loaded.session),
+                    style=point_styles(loaded.case).get(name, 0),
+                )
             )
         except Exception as exc:
             self.model.notify("warning", f"{layer_name} cannot be shown as {kind}: {type(exc).__name__}: {exc}")
@@ -138,9 +263,20 @@ class PanelLayers:
                 del self.results[key]
 
     def leavings(self, picked: Mapping[str, str]) -> dict[str, Any]:
-        """``{layer name: data}`` of the viewer's layers, artifact panes aside; a layer ``picked``
-        for a leaving (``{leaving: layer name}``) stands for it."""
-        found = {layer.name: layer_value(layer) for layer in self.viewer.layers if ARTIFACT_KEY not in layer.metadata}
+        """``{layer name: data}`` of the viewer's layers that belong to the load on the viewer (its
+        data layers and the person's layers made on it; never a result, an artifact pane, or a
+        layer made on another case); a layer ``picked`` for a leaving (``{leaving: layer name}``)
+        stands for it."""
+        loaded = self.model.loaded
+        label, number = (loaded.case.label, loaded.number) if loaded is not None else (None, None)
+        found = {
+            layer.name: layer_value(layer)
+            for layer in self.viewer.layers
+            if ARTIFACT_KEY not in layer.metadata
+            and (o := owner(layer.metadata)).of_load(label, number)
+            and o.role != "result"
+        }
         for name, layer_name in picked.items():
-            found[name] = found[layer_name]
+            if layer_name in found:
+                found[name] = found[layer_name]
         return found

@@ -388,6 +388,7 @@ class BenchPanel(QWidget):
         super().closeEvent(event)
 
     def _disconnect(self) -> None:
+        self.layers.close()
         for signal, slot in (
             (self.viewer.layers.events.removed, self._on_layer_removed),
             (self.viewer.layers.events.inserted, self._on_layer_inserted),

@@ -4,18 +4,27 @@ what the panel showed of it on the viewer. Qt-free.
 One panel holds at most one loaded case. Loading builds the fixture once (as a run does) and
 opens a session on its data; the fixture stays private to this model and is used only to
 verify. The interactive subject (a person at the viewer) works the session opened at Load.
+
+Each load is numbered (1, 2, ... in one panel) and every layer on the viewer is tagged with the
+case and load it belongs to (:mod:`napari_imagebench._owners`). The person's layers of an earlier
+load are *leftovers* when another case loads: :meth:`WorkbenchModel.decide_leftovers` asks the
+person (:attr:`WorkbenchModel.ask_leftovers`, a message box in the panel) whether to keep them
+aside, to come back when their case is loaded again, or to remove them; either way they are never
+the new load's answer. A load that takes back layers kept aside takes their loads' flags too (what
+the person had seen of the truth when they made them).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from imagebench.case.model import Case
 from imagebench.fixtures.fixture import Fixture
 from napari_imagebench._base import INTERACTIVE_NAME, Notices, PanelError
+from napari_imagebench._owners import TAG, stamp
 from napari_imagebench._runs import ResultRow
 
 if TYPE_CHECKING:
@@ -38,6 +47,8 @@ class Loaded:
     seen: set[str] = field(default_factory=set)
     # the answers a person set in the Answer tab's forms, by leaving name
     answers: dict[str, Any] = field(default_factory=dict)
+    # which load of this panel it is (1, 2, ...): the tag of every layer that belongs to it
+    number: int = 0
 
     @property
     def fixture(self) -> Fixture:
@@ -66,6 +77,30 @@ class Loaded:
         self.unit.release()
 
 
+KEEP, REMOVE = "keep", "remove"
+LeftoverChoice = Literal["keep", "remove"]
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """The question a Load asks when the person's layers of earlier loads are on the viewer."""
+
+    loading: str  # the label of the case being loaded
+    by_case: Mapping[str, tuple[str, ...]]  # case label -> the names of the person's layers made on it
+
+    @property
+    def names(self) -> list[str]:
+        return [name for names in self.by_case.values() for name in names]
+
+    def text(self) -> str:
+        parts = [f"{', '.join(f'`{n}`' for n in names)} (made on {label})" for label, names in self.by_case.items()]
+        return (
+            f"Loading {self.loading}. Your layers {'; '.join(parts)} are still on the viewer. Keep them aside "
+            "(they come back when their case is loaded again) or remove them? Either way they are not offered "
+            f"as an answer to {self.loading}."
+        )
+
+
 class WorkbenchModel:
     """The loaded case, how it is loaded (:meth:`build` off the GUI thread, then :meth:`adopt`), and
     which of its layers the panel showed and a person deleted since Load."""
@@ -78,6 +113,11 @@ class WorkbenchModel:
         self.loaded: Loaded | None = None
         self.shown: set[str] = set()  # layer names this panel put on the viewer for the loaded case
         self.deleted: list[str] = []  # of those (and of leaving names), deleted since Load
+        self.loads = 0  # how many loads this panel has adopted: the last one's number
+        self._seen_by_load: dict[int, set[str]] = {}  # each load's flags (the set it keeps adding to)
+        # how the person answers a Leftovers question: the panel shows a message box; by default
+        # (no panel, a script) the layers are kept aside, never removed unasked
+        self.ask_leftovers: Callable[[Leftovers], str] = lambda _question: KEEP
 
     def _plane(self) -> Any:
         if self._plane_provider is not None:
@@ -118,10 +158,18 @@ class WorkbenchModel:
         if self.loaded is not None and self.loaded is not loaded:
             self.loaded.release()
         self.loaded = loaded
+        if not loaded.number:
+            self.loads += 1
+            loaded.number = self.loads
+            self._seen_by_load[loaded.number] = loaded.seen
         loaded.unit.started = time.perf_counter()  # the person's turn starts when the layers are shown
+        self.start_showing()
+        return loaded
+
+    def start_showing(self) -> None:
+        """The loaded case's layers are (being) shown: nothing of it is shown or deleted yet."""
         self.shown = set()
         self.deleted = []
-        return loaded
 
     def need_loaded(self) -> Loaded:
         """The loaded case; else a notice and PanelError."""
@@ -149,6 +197,38 @@ class WorkbenchModel:
         if name in self.deleted:
             self.deleted.remove(name)
 
+    def tag_arrival(self, metadata: dict[str, Any]) -> bool:
+        """A layer arrived on the viewer: one the panel did not tag is the person's, of the loaded
+        case's load (of no case when none is loaded). True when it was tagged here."""
+        if TAG in metadata:
+            return False
+        loaded = self.loaded
+        stamp(metadata, "person", loaded.case.label if loaded else None, loaded.number if loaded else None)
+        return True
+
+    def decide_leftovers(self, question: Leftovers) -> LeftoverChoice:
+        """Ask the person what to do with the leftovers of earlier loads (:attr:`ask_leftovers`);
+        anything but "remove" keeps them aside. The choice is said in a notice."""
+        choice: LeftoverChoice = REMOVE if self.ask_leftovers(question) == REMOVE else KEEP
+        names = ", ".join(question.names)
+        if choice == REMOVE:
+            self.notices.notify("info", f"removed your layers of earlier cases: {names}")
+        else:
+            labels = ", ".join(question.by_case)
+            self.notices.notify("info", f"kept aside your layers {names}: they come back when you load {labels} again")
+        return choice
+
+    def take_back(self, loads: Iterable[int]) -> set[str]:
+        """Layers kept aside from ``loads`` come back to the loaded case: it takes those loads'
+        flags too (a painting made after viewing the truth stays flagged). Returns the flags added."""
+        loaded = self.need_loaded()
+        added: set[str] = set()
+        for number in set(loads):
+            if number != loaded.number:
+                added |= self._seen_by_load.get(number, set()) - loaded.seen
+        loaded.seen |= added
+        return added
+
     def artifacts_shown(self, result: ResultRow) -> None:
         """A sample's artifacts were put on the viewer; for the loaded case they may show its truth."""
         if self.loaded is not None and result.label == self.loaded.case.label:
@@ -159,5 +239,4 @@ class WorkbenchModel:
         if self.loaded is not None:
             self.loaded.release()
         self.loaded = None
-        self.shown = set()
-        self.deleted = []
+        self.start_showing()

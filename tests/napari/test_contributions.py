@@ -24,6 +24,7 @@ from imagebench.executor import run_cases  # noqa: E402
 from imagebench.runs.artifacts import shared_range  # noqa: E402
 from imagebench.subjects import ReferenceSubject  # noqa: E402
 from napari_imagebench._artifacts import ARTIFACT_KEY, VERDICT_KEY  # noqa: E402
+from napari_imagebench._layers import TEXTURE_LIMIT  # noqa: E402
 from napari_imagebench._model import BenchModel  # noqa: E402
 from napari_imagebench._reader import napari_get_reader  # noqa: E402
 from napari_imagebench._widget import BenchPanel  # noqa: E402
@@ -90,7 +91,8 @@ def test_a_tensor_case_s_sample_comes_from_the_data_plane_never_as_an_array(monk
         tensor_layers = [(data, kw) for data, kw, _ in layers if "array_id" in kw["metadata"]["imagebench"]]
         assert len(tensor_layers) == sum(layer.presentation == "tensor" for layer in case.layers) >= 1
         for data, kw in tensor_layers:
-            assert kw["multiscale"] and all(isinstance(level, da.Array) for level in data)  # lazy, from the plane
+            # lazy, from the plane; one level, as 1024 x 1024 frames fit a texture (a pyramid only beyond)
+            assert not kw["multiscale"] and isinstance(data, da.Array) and max(data.shape[-2:]) <= TEXTURE_LIMIT
     finally:
         plane_module.shared_plane().close()
 
@@ -183,10 +185,13 @@ def test_reader_names_and_leaves_out_a_forged_summary(tmp_path: Path) -> None:
 
 
 @needs_display
-def test_a_tensor_layer_loads_as_a_multiscale_dask_pyramid_from_the_plane(
-    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+def test_a_tensor_layer_beyond_a_texture_loads_as_a_multiscale_dask_pyramid_from_the_plane(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("pyarrow.flight")
+    from napari_imagebench import _layers
+
+    monkeypatch.setattr(_layers, "TEXTURE_LIMIT", 8)  # the toy's level 0 exceeds such a "texture"
 
     case = make_toy_case("tensor", layers=(Layer("image", "image", "image", "tensor", chunks=(8, 8)),))
     viewer = make_napari_viewer()
@@ -200,6 +205,7 @@ def test_a_tensor_layer_loads_as_a_multiscale_dask_pyramid_from_the_plane(
         plane = panel.model.loaded.plane
         layer = viewer.layers["image"]
         assert layer.multiscale and len(layer.data) > 1
+        assert max(layer.data[-1].shape) <= 8 < max(layer.data[-2].shape)  # it ends at the first level that fits
         assert type(layer.data[0]).__module__.startswith("dask")
         fixture = panel.model.loaded.fixture
         np.testing.assert_allclose(np.asarray(layer.data[0]), fixture.data["image"])

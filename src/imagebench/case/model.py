@@ -80,11 +80,13 @@ class Collect:
     # How a person at the viewer leaves it: as a layer of this kind (``labels`` painted, ``points``
     # clicked, ``image``), on the grid of the data layer ``like``; ``ordered`` points carry meaning
     # in their order. None: typed (a scalar or a structured answer in the panel's form, or an array
-    # computed in the console).
+    # computed in the console). ``pairs``: ordered points given one for each point, in order, of
+    # this points layer of the case (the panel counts them: "12 of 25 clicked").
     layer: LayerKind | None = None
     like: str | None = None
     ordered: bool = False
     recorded: bool = False
+    pairs: str | None = None
 
     def __post_init__(self) -> None:
         if self.layer is not None and self.layer not in LAYER_KINDS:
@@ -143,6 +145,12 @@ class Case:
             if c.like is not None and c.like not in names:
                 raise CaseError(
                     f"case {self.label}: leaving {c.name!r} is like {c.like!r}, which is not a layer ({names})"
+                )
+            points = [layer.name for layer in self.layers if layer.kind == "points"]
+            if c.pairs is not None and (c.layer != "points" or not c.ordered or c.pairs not in points):
+                raise CaseError(
+                    f"case {self.label}: leaving {c.name!r} pairs with {c.pairs!r}: only ordered points pair, "
+                    f"with a points layer of the case ({points})"
                 )
 
     @property

@@ -179,6 +179,7 @@ CASES = [
                 layer="points",
                 like="fixed",
                 ordered=True,
+                pairs="probes_moving",
             ),
         ),
         verify=landmarks.verify_landmarks,

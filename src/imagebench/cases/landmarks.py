@@ -349,7 +349,7 @@ CASES = [
         collect=(
             Collect(
                 "probes_fixed", "array", f"({N_PROBES}, 2) float, (row, col) in the fixed channel, px",
-                layer="points", like="fixed", ordered=True,
+                layer="points", like="fixed", ordered=True, pairs="probes_moving",
             ),
         ),  # fmt: skip
         verify=verify_landmarks,

@@ -24,6 +24,7 @@ import numpy as np
 
 from imagebench.case.model import Case, Layer
 from imagebench.cases import structured
+from imagebench.cases.measure import REAL_SPACING
 from imagebench.fixtures import tree
 from imagebench.fixtures.fixture import Fixture, FixtureError
 from imagebench.fixtures.specs import OnDisk, Procedural
@@ -337,7 +338,8 @@ CASES: list[Case] = [
         task=_TASK.format(what="31 x 61 x 57, uint16, a real acquisition") + _ANSWER,
         persona=_PERSONA,
         fixture=OnDiskRegionTruth(tolerance=structured.TOLERANCE, root=FIXTURE_ROOT),
-        layers=(Layer("volume", "volume", kind="image", dim_labels=("z", "y", "x")),),
+        # StarDist's stack on its voxel size (um), as calibrated-measurements/stardist-3d-volumes states it
+        layers=(Layer("volume", "volume", kind="image", dim_labels=("z", "y", "x"), scale=REAL_SPACING, units="um"),),
         collect=structured._COLLECT,
         verify=structured.drawn(STARDIST_CONTRACT, draw_pick_whole),
         reference=reference_pick_whole,

@@ -25,6 +25,7 @@ import numpy as np
 from imagebench.case.model import Case, Collect, Layer, Skill
 from imagebench.cases import segmentation
 from imagebench.cases._overlay import outline_overlay
+from imagebench.cases.measure import REAL_SPACING
 from imagebench.fixtures import tree
 from imagebench.fixtures.fixture import (
     Attempt,
@@ -355,7 +356,18 @@ CASES = [
         task=_TASK.format(what="31 x 61 x 57, uint16, a real acquisition") + _TENSOR_NOTE,
         persona=PERSONA,
         fixture=OnDisk(tolerance=STARDIST_TOLERANCE, root=FIXTURE_ROOT),
-        layers=(Layer("nuclei", "image", kind="image", presentation="tensor", chunks=CHUNKS, dim_labels=DIM_LABELS),),
+        layers=(
+            Layer(
+                "nuclei",
+                "image",
+                kind="image",
+                presentation="tensor",
+                chunks=CHUNKS,
+                dim_labels=DIM_LABELS,
+                scale=REAL_SPACING,  # the stack's voxel size, as stardist-3d-volumes states it (um)
+                units="um",
+            ),
+        ),
         collect=_COLLECT,
         verify=verify_nuclei_3d,
         reference=reference_3d,

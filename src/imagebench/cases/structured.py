@@ -549,7 +549,7 @@ CASES: list[Case] = [
         ),
         persona="A microscopist registering a time-lapse who wants the drift of one frame before correcting it.",
         fixture=Procedural(build_drift_vector, seed=2026, tolerance=TOLERANCE),
-        layers=(Layer("frames", "frames", kind="image"),),
+        layers=(Layer("frames", "frames", kind="image", dim_labels=("t", "y", "x")),),
         collect=_COLLECT,
         verify=drawn(DRIFT_CONTRACT, draw_drift_vector),
         reference=reference_drift_vector,
