@@ -32,6 +32,8 @@ ARTIFACT_KEY = "imagebench_artifact"
 DIFFERENCE_KEY = "imagebench_difference"
 #: metadata key of a run folder's pane: its sample's label, subject, sample, status and reason
 VERDICT_KEY = "imagebench_verdict"
+#: metadata key of a layer the reader read from a fixture case folder's data: its case's label
+CASE_DATA_KEY = "imagebench_case_data"
 #: metadata key tagging the panes of one run folder read (see :func:`review_on_arrival`)
 REVIEW_KEY = "imagebench_review"
 

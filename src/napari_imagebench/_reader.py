@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from napari_imagebench._artifacts import CASE_DATA_KEY
 from napari_imagebench._layers import LayerData, fixture_layer_data, present_fixture
 
 ReaderFunction = Callable[[Any], list[LayerData]]
@@ -222,10 +223,15 @@ def read_case_folder(path: Any) -> list[LayerData]:
         )
     namespace, case_id, root = folder.parent.name, folder.name, folder.parent.parent
     fixture = load_fixture(root, namespace, case_id)  # FixtureError names the file and field
-    case = _known_case(f"{namespace}/{case_id}")
+    label = f"{namespace}/{case_id}"
+    case = _known_case(label)
     if case is not None:
-        return present_fixture(case, fixture)  # a tensor layer through the data plane, as a subject sees it
-    return fixture_layer_data([Layer(name=key, key=key, kind="image") for key in fixture.data], fixture.data)
+        datas = present_fixture(case, fixture)  # a tensor layer through the data plane, as a subject sees it
+    else:
+        datas = fixture_layer_data([Layer(name=key, key=key, kind="image") for key in fixture.data], fixture.data)
+    for _, kwargs, _ in datas:  # whose data it is: the panel flags a case whose truth it may be
+        kwargs.setdefault("metadata", {})[CASE_DATA_KEY] = label
+    return datas
 
 
 def _known_case(label: str) -> Any:
