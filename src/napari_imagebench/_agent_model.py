@@ -113,12 +113,22 @@ class AgentModel:
             unit.release()
             raise self.notices.fail(f"{loaded.case.label}: {unit.failure[1] if unit.failure else 'no session'}")
         unit.confinement = "none"  # the agent is a program of its own, outside any sandbox
+        label = loaded.case.label
+
+        def layer_seen(event: Any) -> None:
+            """The agent's layers are drawn on the viewer as it works: a person who watched them
+            has seen another subject's results (flagged as after a Run's results)."""
+            serve = self.agent
+            self.workbench.mark(label, f"saw-results-{serve.subject_name if serve is not None else AGENT_PREFIX + 'agent'}")
+            if on_layer is not None:
+                on_layer(event)
+
         folder = Path(tempfile.mkdtemp(prefix="imagebench-agent-"))
         try:
             mcp = McpFolder(folder)  # the socket, the bridge and npy reads: the harness's, beside the agent's files
             agent = AgentSession(
                 CaseView.of(loaded.case), unit.session, workspace=folder, reads=mcp, route="viewer",
-                on_layer=on_layer, on_call=on_call if on_call is not None else self.heard,
+                on_layer=layer_seen, on_call=on_call if on_call is not None else self.heard,
             )  # fmt: skip
             server = SocketServer(agent, mcp.socket_path)
             (folder / CONFIG_NAME).write_text(config_text(str(mcp.path)), encoding="utf-8")

@@ -10,6 +10,7 @@ range and make it look like a real signal.
 
 from __future__ import annotations
 
+import stat
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
@@ -31,21 +32,40 @@ ARTIFACT_KEY = "imagebench_artifact"
 DIFFERENCE_KEY = "imagebench_difference"
 #: metadata key of a run folder's pane: its sample's label, subject, sample, status and reason
 VERDICT_KEY = "imagebench_verdict"
+#: metadata key of a layer the reader read from a fixture case folder's data: its case's label
+CASE_DATA_KEY = "imagebench_case_data"
 #: metadata key tagging the panes of one run folder read (see :func:`review_on_arrival`)
 REVIEW_KEY = "imagebench_review"
 
 
+#: The largest artifact file a pane is read from (a PNG, or the values kept beside it: the writer
+#: keeps values up to ``imagebench.runs.artifacts.VALUES_MAX_BYTES``); a bigger one is not read.
+PANE_MAX_BYTES = 64 * 1024 * 1024
+
+
+def _readable(path: Path) -> bool:
+    """A regular file (never a symbolic link) of at most :data:`PANE_MAX_BYTES`."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size <= PANE_MAX_BYTES
+
+
 def sample_pngs(sample_dir: str | Path) -> list[Path]:
-    """The PNG artifacts of one sample folder: those its summary lists, else every ``*.png`` there."""
+    """The PNG artifacts of one sample folder: those its summary lists, else every ``*.png`` there;
+    only plain file names in that folder (a summary naming a path elsewhere, ``..`` or a folder
+    names nothing shown), regular files, not links, of a size a pane can hold."""
     from imagebench.records import RecordError, SampleSummary, read_record
 
     folder = Path(sample_dir)
     try:
         summary = read_record(folder / "summary.json", SampleSummary)
-        listed = [folder / name for name in summary.artifacts if name.endswith(".png")]
-        return [p for p in listed if p.is_file()]
+        names = [name for name in summary.artifacts if name.endswith(".png")]
     except RecordError:
-        return sorted(folder.glob("*.png"))
+        names = sorted(p.name for p in folder.glob("*.png"))
+    plain = [name for name in names if name == Path(name).name and not name.startswith(".")]
+    return [folder / name for name in plain if _readable(folder / name)]
 
 
 @dataclass(frozen=True)
@@ -58,11 +78,17 @@ class ReviewSample:
     status: str
     reason: str
     pngs: tuple[Path, ...]
+    checked: bool = True  # its run folder verified here (False: it cannot be, e.g. another machine's)
+
+    @property
+    def shown_status(self) -> str:
+        """The status, or ``unverified <status>`` for a run folder this machine cannot verify."""
+        return self.status if self.checked else f"unverified {self.status}"
 
     @property
     def verdict(self) -> str:
         """``ok`` or the status that failed it, with the reason when there is one."""
-        return f"{self.status} ({self.reason})" if self.reason and self.status != "ok" else self.status
+        return f"{self.shown_status} ({self.reason})" if self.reason and self.status != "ok" else self.shown_status
 
 
 #: How :func:`run_samples` marks what it says of the whole run folder, not of one sample.
@@ -80,6 +106,9 @@ def run_samples(run_dir: str | Path) -> tuple[list[ReviewSample], list[str]]:
     out: list[ReviewSample] = []
     # a forged or unverifiable run folder, named first (FOLDER_NOTE: not a sample)
     excluded: list[str] = [f"{FOLDER_NOTE}{p}" for p in contents.integrity]
+    if contents.forged:  # nothing of a forged run is shown (as compare refuses it)
+        return [], [*excluded, f"{FOLDER_NOTE}forged: none of its samples is shown"]
+    checked = not contents.integrity  # else unverifiable here: each sample says so in its title
     for label in contents.labels:
         for entry in contents.entries(label):
             if entry.usable and entry.summary is not None:
@@ -92,6 +121,7 @@ def run_samples(run_dir: str | Path) -> tuple[list[ReviewSample], list[str]]:
                         status=summary.status,
                         reason=summary.reason,
                         pngs=tuple(sample_pngs(entry.path.parent)),
+                        checked=checked,
                     )
                 )
             elif entry.summary is not None or entry.path.exists():
@@ -99,27 +129,36 @@ def run_samples(run_dir: str | Path) -> tuple[list[ReviewSample], list[str]]:
     return out, excluded
 
 
-def review_layer_data(samples: Sequence[ReviewSample]) -> list[LayerData]:
+def review_layer_data(samples: Sequence[ReviewSample], *, with_subject: bool = False) -> list[LayerData]:
     """The artifact panes of ``samples``, one contrast range for every grey one (as
-    :func:`artifact_layer_data`), each titled ``<case label> s<n> [<status>]: <artifact>`` and
+    :func:`artifact_layer_data`), each titled ``<case label> s<n> [<status>]: <artifact>`` (``n``
+    from 1, as the panel counts; ``<subject> · `` first when ``with_subject``: a sitting's runs) and
     carrying its sample's verdict under :data:`VERDICT_KEY` in its metadata."""
+    from napari_imagebench._explain import sample_number
+
     owners = [(sample, png) for sample in samples for png in sample.pngs]
     datas = artifact_layer_data([png for _, png in owners])
     for (sample, png), (_, kwargs, _) in zip(owners, datas, strict=True):
-        kwargs["name"] = f"{sample.label} s{sample.sample} [{sample.status}]: {png.stem}"
+        who = f"{sample.subject} · " if with_subject else ""
+        kwargs["name"] = f"{who}{sample.label} s{sample_number(sample.sample)} [{sample.shown_status}]: {png.stem}"
         kwargs["metadata"][VERDICT_KEY] = {
             "label": sample.label,
             "subject": sample.subject,
             "sample": sample.sample,
             "status": sample.status,
             "reason": sample.reason,
+            "verified": sample.checked,
         }
     return datas
 
 
-def verdict_lines(samples: Sequence[ReviewSample]) -> list[str]:
-    """One line per sample: ``<case label> s<n>: <verdict>``."""
-    return [f"{s.label} s{s.sample}: {s.verdict}" for s in samples]
+def verdict_lines(samples: Sequence[ReviewSample], *, with_subject: bool = False) -> list[str]:
+    """One line per sample: ``<case label> s<n>: <verdict>`` (``n`` from 1)."""
+    from napari_imagebench._explain import sample_number
+
+    return [
+        f"{f'{s.subject} · ' if with_subject else ''}{s.label} s{sample_number(s.sample)}: {s.verdict}" for s in samples
+    ]
 
 
 def artifact_layer_data(
@@ -146,7 +185,7 @@ def artifact_layer_data(
     images: list[tuple[Path, Any]] = []
     for p in paths:
         values = p.with_suffix(".npy")
-        if values.is_file():
+        if _readable(values):
             try:
                 images.append((p, np.load(values, allow_pickle=False)))
                 continue

@@ -8,7 +8,8 @@ overlays' legend) and every note in full. Nothing here is computed again: it is 
 the verifier wrote and the run folder keeps.
 
 What states the truth (the fixture's ``provenance``: "second frame Fourier-shifted by (1.668,
--4.719) px") is kept apart in :attr:`Explanation.truth`: the pane shows it only when asked, after
+-4.719) px"), and whatever else a verifier noted beyond what this reads (segmentation QC's
+``truth_counts``), is kept apart in :attr:`Explanation.truth`: the pane shows it only when asked, after
 scoring, and that sets the ``saw-truth`` flag (:meth:`napari_imagebench._score_model.ScoreModel.truth_shown`).
 
 A person counts samples from 1: :func:`sample_number` is the one place the panel turns the run
@@ -37,6 +38,19 @@ FOLD_OVER = 8
 _READ = {"answer", "probe_errors_px", "probes", "matching", "hint", "drawn", "why", "blocked", "artifact_range"}
 
 
+#: The most characters of one piece of text a subject could have written (a field's name or
+#: value) that an explanation prints.
+PLAIN_MAX = 160
+
+
+def plain(text: object, limit: int = PLAIN_MAX) -> str:
+    """``text`` as one line a subject cannot dress up: control characters (a newline among them)
+    written as escapes, cut at ``limit`` characters with the count of the rest."""
+    raw = str(text)
+    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in raw)
+    return shown if len(shown) <= limit else f"{shown[:limit]}… ({len(shown) - limit} more characters)"
+
+
 def sample_number(sample: int | None) -> str:
     """The number a person sees for a sample: from 1 (the run folder's ``sample-0`` is sample 1)."""
     return "" if sample is None else str(int(sample) + 1)
@@ -63,7 +77,7 @@ class Explanation:
     reasons: Mapping[str, tuple[Reason, ...]] = field(default_factory=dict)  # metric name ("" the sample) -> rows
     text: str = ""  # the whole explanation, word-wrapped in the pane
     legend: str = ""  # what the artifacts draw (the overlays' colours)
-    truth: str = ""  # what states the truth (provenance): shown only when asked, after scoring
+    truth: str = ""  # what states (or may state) the truth: shown only when asked, after scoring
 
     def with_truth(self) -> str:
         """:attr:`text` followed by what states the truth."""
@@ -148,10 +162,13 @@ def explain(summary: SampleSummary, sample_dir: Path | None = None) -> Explanati
             + (f", read from the {answer['source']}" if answer.get("source") else "")
             + "):"
         )
-        lines += [f"  {r.name}: {'matched' if r.verdict == 'pass' else 'wrong'}: {r.note}" for r in fields]
+        lines += [f"  {plain(r.name)}: {'matched' if r.verdict == 'pass' else 'wrong'}: {plain(r.note, 400)}" for r in fields]
         extra = answer.get("extra_fields")
         if extra:
-            lines.append(f"  fields the contract does not ask for ({answer.get('extra_policy', 'ignore')}): {', '.join(map(str, extra))}")
+            # names the subject chose: each quoted, on this one line
+            named = ", ".join(repr(plain(name, 60)) for name in list(extra)[:20])
+            more = f" and {len(extra) - 20} more" if len(extra) > 20 else ""
+            lines.append(f"  fields the contract does not ask for ({plain(answer.get('extra_policy', 'ignore'))}): {named}{more}")
 
     errors = detail.get("probe_errors_px")
     if isinstance(errors, Sequence) and not isinstance(errors, str) and errors:
@@ -183,10 +200,10 @@ def explain(summary: SampleSummary, sample_dir: Path | None = None) -> Explanati
             lines.append(f"{label.capitalize()}: {detail[key]}")
     if sample_rows:
         reasons[""] = tuple(sample_rows)
+    # what else the verifier noted may state the truth (segmentation QC's truth_counts): it is
+    # kept with the provenance, shown only when asked (and flagged saw-truth then)
     others = {k: v for k, v in detail.items() if k not in _READ}
-    if others:
-        lines.append("Also in the verifier's detail:")
-        lines += [f"  {k}: {json.dumps(v, default=str) if not isinstance(v, str) else v}" for k, v in others.items()]
+    noted = [f"  {plain(k)}: {plain(v if isinstance(v, str) else json.dumps(v, default=str), 400)}" for k, v in others.items()]
 
     metric_lines = ["Metrics:"]
     for m in summary.metrics:
@@ -216,5 +233,7 @@ def explain(summary: SampleSummary, sample_dir: Path | None = None) -> Explanati
         reasons=reasons,
         text="\n\n".join(blocks),
         legend=legend,
-        truth=summary.provenance or "",
+        truth="\n\n".join(
+            part for part in (summary.provenance or "", "\n".join(["The verifier's detail:", *noted]) if noted else "") if part
+        ),
     )

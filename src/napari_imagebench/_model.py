@@ -204,6 +204,14 @@ class BenchModel:
     def layer_added(self, name: str) -> None:
         self.workbench.layer_added(name)
 
+    def layer_arrived(self, metadata: Mapping[str, Any]) -> None:
+        """A layer arrived on the viewer: a pane of a run folder or a case folder's data (the
+        reader) may show the loaded case's truth, and flags its next samples."""
+        flag = self.workbench.layer_arrived(metadata)
+        if flag is not None:
+            label = self.workbench.need_loaded().case.label
+            self.notify("warning", f"the reader showed what may be {label}'s truth: your next samples of it are flagged {flag}")
+
     def artifacts_shown(self, result: ResultRow) -> None:
         self.workbench.artifacts_shown(result)
 

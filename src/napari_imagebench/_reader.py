@@ -1,6 +1,7 @@
-"""The reader: open a run folder (a review of its artifacts) or a fixture case folder (its data).
+"""The reader: open a run folder or a panel's sitting (a review of its artifacts) or a fixture case
+folder (its data).
 
-napari offers this reader for two file names only, ``run.json`` and ``case.json`` (see
+napari offers this reader for three file names only, ``run.json``, ``sitting.json`` and ``case.json`` (see
 ``napari.yaml``), never for a folder: npe2 offers a reader that accepts folders for *every*
 folder whatever its ``filename_patterns`` (npe2 applies them to files only), which made napari
 ask which reader to use for each plain folder of TIFFs or ``.zarr`` folder dropped on it. So a
@@ -11,6 +12,9 @@ bench folder is opened through the record that makes it one:
   verdict in its metadata; when a viewer window is active they are laid out in its grid mode,
   contrast linked, and each sample's verdict is said in a notification (a tampered or
   unjournaled sample is named in a warning, not shown).
+- ``sitting-*/sitting.json``: every subject's run of the bench panel's sitting, as a run folder's
+  review, each pane's title starting with its subject; the sitting's own checks (a run dropped,
+  added or moved in from another sitting) are named in a warning.
 - ``<tree>/<namespace>/<case_id>/case.json``: the case's *data* read from the tree (checked
   against the tree's manifest) and shown as the case presents it; when no case in this suite
   has that label, each data key is shown as an image. Truth is never read.
@@ -28,12 +32,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from napari_imagebench._artifacts import CASE_DATA_KEY
 from napari_imagebench._layers import LayerData, fixture_layer_data, present_fixture
 
 ReaderFunction = Callable[[Any], list[LayerData]]
 
 RUN_RECORD = "run.json"
 CASE_LAYOUT = "case.json"
+SITTING_RECORD = "sitting.json"  # imagebench.runs.sitting.SITTING_RECORD
 
 
 def _one_path(path: Any) -> Path | None:
@@ -103,11 +109,29 @@ def case_folder_of(path: Any) -> Path | None:
     return folder
 
 
+def sitting_folder_of(path: Any) -> Path | None:
+    """The bench panel's sitting ``path`` names (the folder or its ``sitting.json``), or None when
+    its ``sitting.json`` is not a sitting record (somebody else's)."""
+    from imagebench.runs.layout import RunFolderError
+    from imagebench.runs.sitting import read_sitting_record
+
+    folder = _bench_folder(path, SITTING_RECORD)
+    if folder is None:
+        return None
+    try:
+        read_sitting_record(folder)
+    except RunFolderError:
+        return None
+    return folder
+
+
 def napari_get_reader(path: Any) -> ReaderFunction | None:
-    """A reader for a run folder or a fixture case folder (or its ``run.json`` / ``case.json``);
-    None for anything else."""
+    """A reader for a run folder, a panel's sitting or a fixture case folder (or its ``run.json``,
+    ``sitting.json`` / ``case.json``); None for anything else."""
     if run_folder_of(path) is not None:
         return run_folder_layers
+    if sitting_folder_of(path) is not None:
+        return sitting_layers
     if case_folder_of(path) is not None:
         return read_case_folder
     return None
@@ -146,6 +170,45 @@ def run_folder_layers(path: Any) -> list[LayerData]:
     return datas
 
 
+def sitting_layers(path: Any) -> list[LayerData]:
+    """Every subject's run of a panel's sitting, as :func:`run_folder_layers` shows one run, each
+    pane titled ``<subject> · <case label> s<n> [<status>]: <artifact>``; what the sitting's own
+    journal says against it (a run dropped, added or moved in) and each run's samples left out
+    are named in a warning."""
+    from imagebench.runs.layout import RunFolderError
+    from imagebench.runs.sitting import read_sitting
+    from napari_imagebench._artifacts import (
+        FOLDER_NOTE,
+        review_layer_data,
+        review_on_arrival,
+        run_samples,
+        verdict_lines,
+    )
+
+    folder = sitting_folder_of(path)
+    if folder is None:
+        raise ValueError(f"{path}: not a bench panel's sitting (sitting-<UTC timestamp>/ holding sitting.json) nor its sitting.json")
+    try:
+        contents = read_sitting(folder)
+    except RunFolderError as exc:
+        raise ValueError(str(exc)) from None
+    said = list(contents.integrity)
+    samples, left = [], []
+    for subject, run in contents.runs.items():
+        shown, excluded = run_samples(run.run_dir)
+        samples += shown
+        left += [f"{subject}: {e[len(FOLDER_NOTE):] if e.startswith(FOLDER_NOTE) else e}" for e in excluded]
+    if said:
+        warnings.warn(f"{folder}: does not check out: {'; '.join(said[:5])}", stacklevel=2)
+    if left:
+        listed = "; ".join(left[:5]) + (f"; and {len(left) - 5} more" if len(left) > 5 else "")
+        warnings.warn(f"{folder}: {len(left)} sample(s) or run(s) not shown in full: {listed}", stacklevel=2)
+    datas = review_layer_data(samples, with_subject=True)
+    lines = verdict_lines(samples, with_subject=True)
+    review_on_arrival(datas, f"{folder.name}: " + ("; ".join(lines) or "no sample to show"))
+    return datas
+
+
 def read_case_folder(path: Any) -> list[LayerData]:
     """The data layers of the fixture case folder ``path`` (``<tree>/<namespace>/<case_id>``, or
     its ``case.json``)."""
@@ -160,10 +223,15 @@ def read_case_folder(path: Any) -> list[LayerData]:
         )
     namespace, case_id, root = folder.parent.name, folder.name, folder.parent.parent
     fixture = load_fixture(root, namespace, case_id)  # FixtureError names the file and field
-    case = _known_case(f"{namespace}/{case_id}")
+    label = f"{namespace}/{case_id}"
+    case = _known_case(label)
     if case is not None:
-        return present_fixture(case, fixture)  # a tensor layer through the data plane, as a subject sees it
-    return fixture_layer_data([Layer(name=key, key=key, kind="image") for key in fixture.data], fixture.data)
+        datas = present_fixture(case, fixture)  # a tensor layer through the data plane, as a subject sees it
+    else:
+        datas = fixture_layer_data([Layer(name=key, key=key, kind="image") for key in fixture.data], fixture.data)
+    for _, kwargs, _ in datas:  # whose data it is: the panel flags a case whose truth it may be
+        kwargs.setdefault("metadata", {})[CASE_DATA_KEY] = label
+    return datas
 
 
 def _known_case(label: str) -> Any:

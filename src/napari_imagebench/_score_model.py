@@ -78,9 +78,11 @@ class ScoreModel:
             lookup = self.answering.interactive_lookup(layers or {}, console)
             # A person who has seen another subject's answer or the artifacts (which can show the
             # truth) is no longer working blind: the sample says so.
-            flags = sorted(loaded.seen)
+            flags = sorted(self.workbench.flags())
             if flags:
-                self.notices.notify("warning", f"this sample is flagged {', '.join(flags)}: since Load you have seen more than the data")
+                self.notices.notify(
+                    "warning", f"this sample is flagged {', '.join(flags)}: this sitting you have seen more than the data"
+                )
         else:
             name = self.subjects.subject_name(spec)
             pending = loaded.runs.pop(name, None)
@@ -116,12 +118,11 @@ class ScoreModel:
     # ---------------------------------------------------------------- what a score shows beyond itself
 
     def _seen(self, flag: str, label: str, what: str) -> bool:
-        """Flag the person's later samples of the loaded case when ``label`` is it; True when newly flagged."""
-        loaded = self.workbench.loaded
-        if loaded is None or loaded.case.label != label or flag in loaded.seen:
+        """Keep ``flag`` for case ``label`` (:meth:`WorkbenchModel.mark`); True when it newly flags the loaded case."""
+        if not self.workbench.mark(label, flag):
             return False
-        loaded.seen.add(flag)
-        self.notices.notify("warning", f"{what}: your next samples of {label} are flagged {flag}")
+        loaded = self.workbench.need_loaded()
+        self.notices.notify("warning", f"{what}: your next samples of {loaded.case.label} are flagged {flag}")
         return True
 
     def truth_shown(self, result: ResultRow) -> str:

@@ -353,6 +353,7 @@ class BenchPanel(QWidget):
 
     def _on_layer_inserted(self, event: Any) -> None:
         self.model.layer_added(event.value.name)
+        self.model.layer_arrived(event.value.metadata)
 
     def panel_state(self) -> PanelState:
         """What the enabling rules need to know of this widget (see :mod:`napari_imagebench._controls`)."""

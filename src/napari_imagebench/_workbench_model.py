@@ -117,6 +117,11 @@ class WorkbenchModel:
         self.deleted: list[str] = []  # of those (and of leaving names), deleted since Load
         self.loads = 0  # how many loads this panel has adopted: the last one's number
         self._seen_by_load: dict[int, set[str]] = {}  # each load's flags (the set it keeps adding to)
+        # what the person has seen, per case, for the whole sitting: a new Load of a case starts
+        # with its flags (a second Load forgets nothing); read over the case's kin (see flags())
+        self.seen_by_case: dict[str, set[str]] = {}
+        self.data_shown: set[str] = set()  # cases whose data was opened beside the loaded one (the reader)
+        self._kin: tuple[Any, dict[str, frozenset[str]]] | None = None  # (fixtures root, kinship)
         # how the person answers a Leftovers question: the panel shows a message box; by default
         # (no panel, a script) the layers are kept aside, never removed unasked
         self.ask_leftovers: Callable[[Leftovers], str] = lambda _question: KEEP
@@ -164,6 +169,10 @@ class WorkbenchModel:
         if not loaded.number:
             self.loads += 1
             loaded.number = self.loads
+            # one set per case for the sitting: what this load sees is what the case has been seen with
+            case_seen = self.seen_by_case.setdefault(loaded.case.label, set())
+            case_seen |= loaded.seen
+            loaded.seen = case_seen
             self._seen_by_load[loaded.number] = loaded.seen
         loaded.unit.started = time.perf_counter()  # the person's turn starts when the layers are shown
         self.start_showing()
@@ -254,9 +263,63 @@ class WorkbenchModel:
         return added
 
     def artifacts_shown(self, result: ResultRow) -> None:
-        """A sample's artifacts were put on the viewer; for the loaded case they may show its truth."""
-        if self.loaded is not None and result.label == self.loaded.case.label:
-            self.loaded.seen.add("saw-artifacts")
+        """A sample's artifacts were put on the viewer: they may show its case's truth (and so the
+        truth of every case sharing a file with it)."""
+        self.mark(result.label, "saw-artifacts")
+
+    # ---------------------------------------------------------------- what the person has seen
+
+    def kin(self, label: str) -> frozenset[str]:
+        """``label`` and the cases of the fixture tree sharing a file with it (:mod:`._kin`)."""
+        from napari_imagebench._kin import kin_of, kinship
+
+        root = self.browser.fixtures_root
+        if self._kin is None or self._kin[0] != root:
+            self._kin = (root, kinship(root))
+        return kin_of(label, self._kin[1])
+
+    def mark(self, label: str, flag: str) -> bool:
+        """The person saw something of case ``label`` that may show its truth: ``flag`` is kept for
+        it for the sitting. True when it newly flags the loaded case (``label`` or its kin)."""
+        before = self.flags()
+        self.seen_by_case.setdefault(label, set()).add(flag)
+        return flag not in before and flag in self.flags()
+
+    def data_opened(self, label: str) -> bool:
+        """Case ``label``'s data was opened beside the loaded case (the reader's ``case.json``): for
+        a case sharing a file with it, that file may be its truth. True when it newly flags the loaded case."""
+        before = self.flags()
+        self.data_shown.add(label)
+        return "saw-truth" not in before and "saw-truth" in self.flags()
+
+    def layer_arrived(self, metadata: Mapping[str, Any]) -> str | None:
+        """A layer arrived on the viewer from outside the panel's own work: a run folder's pane
+        (the reader) flags its case ``saw-artifacts``, a fixture case folder's data its kin
+        ``saw-truth``. Returns the flag when it newly flags the loaded case."""
+        from napari_imagebench._artifacts import CASE_DATA_KEY, VERDICT_KEY
+
+        verdict = metadata.get(VERDICT_KEY)
+        if isinstance(verdict, Mapping) and verdict.get("label"):
+            return "saw-artifacts" if self.mark(str(verdict["label"]), "saw-artifacts") else None
+        data = metadata.get(CASE_DATA_KEY)
+        if isinstance(data, str) and data:
+            return "saw-truth" if self.data_opened(data) else None
+        return None
+
+    def flags(self) -> set[str]:
+        """The loaded case's flags: what it was seen with this sitting, what each case sharing a
+        file with it was seen with, and ``saw-truth`` when such a case's data was opened."""
+        loaded = self.loaded
+        if loaded is None:
+            return set()
+        label = loaded.case.label
+        kin = self.kin(label)
+        out = set(loaded.seen)
+        for other in kin:
+            out |= self.seen_by_case.get(other, set())
+        if any(other in self.data_shown for other in kin - {label}):
+            out.add("saw-truth")
+        return out
 
     def close(self) -> None:
         """Forget the loaded case (and its fixture, and its copy of a bundle case's files)."""

@@ -147,7 +147,7 @@ def test_reader_opens_a_run_folder_s_artifacts_with_one_contrast_range(tmp_path:
     assert all(v.dtype == np.float32 for v in values)
     assert {kw["contrast_limits"] for _, kw, _ in layers} == {shared_range(*values)}
     assert {tuple(np.asarray(data).shape) for data, _, _ in layers} == {v.shape for v in values}
-    assert {kw["name"] for _, kw, _ in layers} == {"toy/rectangle s0 [ok]: mask", "toy/rectangle s0 [ok]: truth"}
+    assert {kw["name"] for _, kw, _ in layers} == {"toy/rectangle s1 [ok]: mask", "toy/rectangle s1 [ok]: truth"}
     assert all(ARTIFACT_KEY in kw["metadata"] for _, kw, _ in layers)
 
 
@@ -181,7 +181,7 @@ def test_reader_names_and_leaves_out_a_forged_summary(tmp_path: Path) -> None:
     with pytest.warns(UserWarning, match=r"1 sample\(s\) not shown: toy/rectangle sample 1: .*journal"):
         layers = napari_get_reader(str(result.run_dir))(str(result.run_dir))  # type: ignore[misc]
     assert {kw["metadata"][VERDICT_KEY]["sample"] for _, kw, _ in layers} == {0}
-    assert all(kw["name"].startswith("toy/rectangle s0 ") for _, kw, _ in layers)
+    assert all(kw["name"].startswith("toy/rectangle s1 ") for _, kw, _ in layers)
 
 
 @needs_display

@@ -106,10 +106,10 @@ def test_a_run_json_opens_the_run_as_a_review_in_grid_mode(viewer: Any, qtbot: A
     added = drop(viewer, run_dir / "run.json")
     assert {layer.source.reader_plugin for layer in added} == {PLUGIN}
     assert sorted(layer.name for layer in added) == [
-        "toy/rectangle s0 [ok]: mask",
-        "toy/rectangle s0 [ok]: truth",
         "toy/rectangle s1 [ok]: mask",
         "toy/rectangle s1 [ok]: truth",
+        "toy/rectangle s2 [ok]: mask",
+        "toy/rectangle s2 [ok]: truth",
     ]
     assert viewer_grid(viewer).enabled
     assert all(layer.metadata[VERDICT_KEY]["status"] == "ok" for layer in added)
@@ -123,7 +123,7 @@ def test_a_run_json_opens_the_run_as_a_review_in_grid_mode(viewer: Any, qtbot: A
     assert contrast_ranges(added) == {(0.0, 0.25)}
     qtbot.waitUntil(lambda: any("s1: ok" in n for n in notices), timeout=5_000)
     [notice] = [n for n in notices if n.startswith(run_dir.name)]
-    assert "(reference)" in notice and "toy/rectangle s0: ok" in notice
+    assert "(reference)" in notice and "toy/rectangle s1: ok" in notice
 
 
 def test_a_fixture_case_json_opens_its_data_without_grid_mode(viewer: Any) -> None:

@@ -142,3 +142,29 @@ def test_opening_the_run_folder_flags_the_next_sample_as_viewing_artifacts_does(
     model.load(TOY)
     model.folders.copied(model.folders.folder())  # a copied path is as good as an opened folder
     assert model.loaded.seen == {SAW_ARTIFACTS}  # type: ignore[union-attr]
+
+
+def _flags(row) -> list[str]:  # noqa: ANN001 - a ResultRow
+    return read_record(row.sample_dir / "summary.json", SampleSummary).flags
+
+
+def test_the_qc_explanation_keeps_the_verifiers_truth_counts_with_the_truth(tmp_path: Path) -> None:
+    """segmentation-qc-metrics: the verifier's ``detail.truth_counts`` (tp, fp, fn: the truth's
+    precision, recall and F1 exactly) is kept apart in ``Explanation.truth``, not in the text shown
+    right after Score; a retry computed from it after Show the truth is flagged. (A red team found
+    it listed in the text.)"""
+    label = "segmentation-qc-metrics/annotation-vs-model"
+    model = BenchModel(cases=lambda: [get_case(label)], outcome_root=tmp_path / "out")
+    model.load(label)
+    first = model.score(INTERACTIVE, console={"precision": 0.5, "recall": 0.5, "f1": 0.5})
+    shown = model.explanation(first).text  # the results pane's text, before any Show the truth
+    counts = read_record(first.sample_dir / "summary.json", SampleSummary).detail["truth_counts"]
+    tp, fp, fn = counts["tp"], counts["fp"], counts["fn"]
+    leaked = f'"tp": {tp}, "fp": {fp}, "fn": {fn}' in shown
+    p, r = tp / (tp + fp), tp / (tp + fn)
+    second = model.score(INTERACTIVE, console={"precision": p, "recall": r, "f1": 2 * p * r / (p + r)})
+    assert not leaked and second.status == "ok" and _flags(second) == []  # a guess is a guess
+    assert f'"tp": {tp}' in model.explanation(first).truth  # Show the truth has it
+    model.truth_shown(first)
+    third = model.score(INTERACTIVE, console={"precision": p, "recall": r, "f1": 2 * p * r / (p + r)})
+    assert _flags(third) == ["saw-truth"]

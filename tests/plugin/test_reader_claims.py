@@ -54,7 +54,7 @@ def test_the_manifest_read_is_this_checkout_s(toy_run: Path) -> None:
     pm = PluginManager.instance()
     pm.discover()
     [reader] = pm.get_manifest(PLUGIN).contributions.readers
-    assert (reader.filename_patterns, reader.accepts_directories) == (["run.json", "case.json"], False)
+    assert (reader.filename_patterns, reader.accepts_directories) == (["run.json", "sitting.json", "case.json"], False)
 
 
 def test_never_offered_for_a_folder_of_tiffs_a_zarr_folder_or_a_plain_file(tmp_path: Path) -> None:
@@ -145,10 +145,10 @@ def test_a_run_folder_reads_as_titled_panes_with_verdicts_and_one_range(tmp_path
     pngs = sorted(right.glob("*/*/*/sample-*/*.png"))
     assert len(layers) == len(pngs) == 4
     assert sorted(kw["name"] for _, kw, _ in layers) == [
-        "toy/rectangle s0 [ok]: mask",
-        "toy/rectangle s0 [ok]: truth",
         "toy/rectangle s1 [ok]: mask",
         "toy/rectangle s1 [ok]: truth",
+        "toy/rectangle s2 [ok]: mask",
+        "toy/rectangle s2 [ok]: truth",
     ]
     values = [np.load(p.with_suffix(".npy")) for p in pngs]
     assert {kw["contrast_limits"] for _, kw, _ in layers} == {shared_range(*values)}
@@ -162,4 +162,4 @@ def test_a_run_folder_reads_as_titled_panes_with_verdicts_and_one_range(tmp_path
     wrong = run_cases([wrong_case], ReferenceSubject(), out=tmp_path / "b", progress=False).run_dir
     statuses = {kw["metadata"][VERDICT_KEY]["status"] for _, kw, _ in run_folder_layers(str(wrong))}
     assert statuses == {"wrong-answer"}
-    assert all(kw["name"].startswith("toy/rectangle s0 [wrong-answer]: ") for _, kw, _ in run_folder_layers(str(wrong)))
+    assert all(kw["name"].startswith("toy/rectangle s1 [wrong-answer]: ") for _, kw, _ in run_folder_layers(str(wrong)))

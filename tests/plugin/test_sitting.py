@@ -212,3 +212,31 @@ def test_a_sitting_given_where_run_folders_are_asked_for_stands_for_each_of_its_
     record["runs"] = record["runs"][:1]
     (sitting / SITTING_RECORD).write_text(json.dumps(record))
     assert expand_sittings([sitting]) == runs
+
+
+def test_the_reader_opens_a_sitting_as_one_review_and_names_what_does_not_check_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from napari_imagebench._reader import napari_get_reader, sitting_layers
+
+    model = _sitting(tmp_path, monkeypatch)
+    sitting = model.ledger.sitting_dir
+    assert sitting is not None
+    assert napari_get_reader(str(sitting / SITTING_RECORD)) is sitting_layers
+    assert napari_get_reader(str(sitting)) is sitting_layers  # the folder itself, as a script passes it
+    names = [kw["name"] for _, kw, _ in sitting_layers(str(sitting / SITTING_RECORD))]
+    subjects = {name.split(" · ")[0] for name in names}
+    assert subjects == set(model.run_folders) and all(" s1 [" in name for name in names)
+    # a sample forged after its run is named and not shown; the others still are
+    summary = next(model.run_folders["reference"].path.rglob("sample-0/summary.json"))
+    raw = json.loads(summary.read_text())
+    raw["reason"] = "forged"
+    summary.write_text(json.dumps(raw))
+    with pytest.warns(UserWarning, match="not shown"):
+        names = [kw["name"] for _, kw, _ in sitting_layers(str(sitting))]
+    assert not any(name.startswith("reference · ") for name in names) and names
+    # somebody else's sitting.json is declined
+    foreign = tmp_path / "elsewhere"
+    foreign.mkdir()
+    (foreign / SITTING_RECORD).write_text('{"chairs": 4}')
+    assert napari_get_reader(str(foreign / SITTING_RECORD)) is None
