@@ -86,10 +86,13 @@ def test_layers_taken_back_bring_the_flags_of_the_load_they_were_made_on(tmp_pat
     assert model.loaded is not None
     model.loaded.seen.add("saw-artifacts")  # the person looked at the truth, then painted
     model.load("segment-nuclei/dsb2018")
-    model.load("segment-nuclei/synthetic-blobs")
     assert model.loaded.seen == set()
-    assert model.workbench.take_back([1, 2]) == {"saw-artifacts"}
-    assert model.loaded.seen == {"saw-artifacts"}  # a sample scored from them is flagged
+    model.loaded.seen.add("saw-results-reference")
+    model.load("segment-nuclei/synthetic-blobs")  # the case's flags stay for the sitting
+    assert model.loaded.seen == {"saw-artifacts"}
+    # a layer made on dsb2018 brought here (taken back) brings what was seen there
+    assert model.workbench.take_back([1, 2]) == {"saw-results-reference"}
+    assert model.loaded.seen == {"saw-artifacts", "saw-results-reference"}
 
 
 def _layer(name: str, kind: str, role: str | None, load: int | None, case: str = LANDMARKS) -> tuple[str, str, dict]:
