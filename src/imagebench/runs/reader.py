@@ -201,6 +201,7 @@ def read_run(
             lines[(entry.label, entry.sample)] = (number, entry)  # the last line for a unit wins
         elif entry.event == "case" and entry.label is not None:
             case_lines[entry.label] = (number, entry)  # and the last line for a case
+    unit_labels = {label for label, _ in lines}
     contents = RunContents(run_dir=run_dir, record=record, journal=journal)
     _read_receipt(contents)
     anchor = contents.receipt.get("journal") if contents.receipt is not None else None
@@ -235,7 +236,7 @@ def read_run(
             if require_journal and not entry.problem and not entry.journaled:
                 entry.problem = "summary.json is not in the journal (written outside the run)"
             contents.units[(label, n)] = entry
-        _read_case(contents, label, folder / SUMMARY, case_lines.get(label), any(k[0] == label for k in lines))
+        _read_case(contents, label, folder / SUMMARY, case_lines.get(label), label in unit_labels)
     firsts: dict[tuple[str, int], JournalEntry] = {}
     for entry in journal:
         if entry.event == "unit" and entry.label is not None and entry.sample is not None:
