@@ -25,3 +25,17 @@ from imagebench.case.model import Case  # noqa: E402
 def toy_case() -> Callable[..., Case]:
     """Factory for toy cases: ``toy_case(case_id="x", spec=..., reference=None, ...)``."""
     return make_toy_case
+
+
+@pytest.fixture(autouse=True)
+def _leftovers_kept_aside(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The panel asks in a modal message box what to do with a person's layers of an earlier case;
+    a test that loads another case after adding a layer would wait on it for ever. Unless a test is
+    marked ``leftovers_box`` (it answers the real box), the question is answered Keep aside, as a
+    script's model answers it. Only where the plugin's Qt side is already imported (no Qt here)."""
+    import sys
+
+    panel = sys.modules.get("napari_imagebench._answer_panel")
+    if panel is None or request.node.get_closest_marker("leftovers_box"):
+        return
+    monkeypatch.setattr(panel.AnswerPanel, "ask_leftovers", lambda self, question: "keep")

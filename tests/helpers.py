@@ -227,6 +227,11 @@ def resign_run(
                     data = summary.read_bytes()
                     fields["sha256"] = hashlib.sha256(data).hexdigest()
                     fields["status"] = json.loads(data).get("status", fields.get("status"))
+            if entry.event == "case" and entry.summary:  # a case's summary: its digest as it is now
+                summary = run_dir / entry.summary
+                if not summary.is_file():
+                    continue
+                fields["sha256"] = hashlib.sha256(summary.read_bytes()).hexdigest()
             detail = dict(fields.pop("detail", None) or {})
             if entry.event == "start" and "record" in detail:
                 keys = tuple(k for k in detail["record"] if "." not in k)

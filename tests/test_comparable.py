@@ -21,7 +21,7 @@ from typing import Any
 import helpers
 import numpy as np
 import pytest
-from helpers import make_toy_case
+from helpers import make_toy_case, resign_run
 
 from imagebench import cli
 from imagebench.case.model import Case
@@ -332,6 +332,9 @@ def test_a_case_summary_that_disagrees_with_its_samples_is_named(tmp_path: Path)
     raw = json.loads(path.read_text())
     raw.update(passed=1, counts={"ok": 1})
     path.write_text(json.dumps(raw))
+    contents = read_run(run)  # its journal line names the edit first
+    assert contents.forged and any("changed after it was journaled" in p for p in contents.integrity)
+    resign_run(run)  # a holder of the key signing it again: its samples still say otherwise
     contents = read_run(run)
     assert contents.forged and any("disagrees with its samples" in p for p in contents.integrity)
 
@@ -508,8 +511,10 @@ def test_a_case_summary_s_means_and_limits_are_held_to_its_samples(tmp_path: Pat
     raw = json.loads(honest)
     raw["metric_means"] = {k: 0.0 for k in raw["metric_means"]}
     path.write_text(json.dumps(raw))
+    resign_run(run)  # signed again by a holder of the key: held to its samples all the same
     assert read_run(run).forged
     raw = json.loads(honest)
     raw["extra"]["limits"] = {k: 1.0 for k in raw["extra"]["limits"]}
     path.write_text(json.dumps(raw))
+    resign_run(run)
     assert any("limit of 1.0" in p for p in read_run(run).integrity)

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 import numpy as np
 import pytest
-from helpers import UnavailableSpec, make_toy_case
+from helpers import UnavailableSpec, make_toy_case, resign_run
 
 from imagebench import cli
 from imagebench.executor import run_cases
@@ -199,6 +199,7 @@ def test_markup_in_a_label_subject_or_reason_stays_text(mixed_run: RunResult) ->
     case = json.loads(case_json.read_text())
     case["extra"]["reasons"] = [HOSTILE]
     case_json.write_text(json.dumps(case))
+    resign_run(mixed_run.run_dir)  # as if the run had written them (a case summary is journaled too)
     sample_json = mixed_run.run_dir / "reference/toy/passes/sample-0/summary.json"
     sample = json.loads(sample_json.read_text())
     sample["flags"] = [HOSTILE]

@@ -19,11 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field
 #: added ``sandbox`` (how the subject was confined); 4 added the ``resource-limit`` status and
 #: ``limits`` (what a confined subject could use: imagebench.sandbox.limits.Limits); 5 added a
 #: sample's ``fixture_digest`` (which fixture it saw) and a case's ``scoring`` (its scoring
-#: closure) and ``fixtures`` (how many distinct fixtures its samples saw). An older record is a
-#: newer one without those fields (read as None), so every version is read.
-SCHEMA_VERSION = 5
-READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
-Version = Literal[1, 2, 3, 4, 5]
+#: closure) and ``fixtures`` (how many distinct fixtures its samples saw); 6 added a sample's
+#: ``artifact_digests`` (the sha256 of every file beside its summary, which the journal thereby
+#: anchors). An older record is a newer one without those fields (read as None), so every version
+#: is read.
+SCHEMA_VERSION = 6
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+Version = Literal[1, 2, 3, 4, 5, 6]
+#: The first version whose sample summaries record ``artifact_digests``.
+ARTIFACT_DIGESTS_SINCE = 6
 
 #: How a subject was confined: ``bubblewrap`` (a command, or an isolated python function, in its
 #: own namespaces), ``none`` (a command run with --no-sandbox: it could see this machine) or
@@ -90,6 +94,11 @@ class SampleSummary(Record):
     answer: dict[str, Any] | None = None
     detail: dict[str, Any] = Field(default_factory=dict)
     artifacts: list[str] = Field(default_factory=list)
+    # {file name: sha256 of its bytes} of every regular file beside this summary when it was written
+    # (the artifacts' PNGs and ``.png.error``, their ``.npy`` values, stdout.txt, stderr.txt, a
+    # transcript): the summary is journaled, so they are anchored too (imagebench.runs.reader checks
+    # them). None: a record older than version 6.
+    artifact_digests: dict[str, str] | None = None
     flags: list[str] = Field(default_factory=list)
     provenance: str = ""
     citation: str | None = None

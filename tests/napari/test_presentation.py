@@ -72,6 +72,7 @@ def answer_the_question_with(qtbot: Any, panel: BenchPanel, button_name: str) ->
     return text
 
 
+@pytest.mark.leftovers_box
 def test_a_labels_layer_painted_on_one_case_is_no_answer_to_the_next_and_comes_back_on_its_own(
     make_napari_viewer: Any, qtbot: Any, tmp_path: Path
 ) -> None:

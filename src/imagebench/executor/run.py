@@ -110,8 +110,12 @@ def _begin(
             scan = read_run(run_dir, expected=units, require_journal=True)
         except RunFolderError as exc:
             raise ResumeError(str(exc)) from None
-        # a journaled sample whose summary is gone or changed is run again, and the resume line says so
-        untrusted = [p for p in scan.integrity if "does not anchor" not in p and "the journal (line" not in p]
+        # a journaled sample whose summary is gone or changed is run again, a journaled case summary
+        # gone or changed is written again, and the resume line says so
+        mended = {f"{label}: {why}" for label, why in scan.case_forged.items()}
+        untrusted = [
+            p for p in scan.integrity if "does not anchor" not in p and "the journal (line" not in p and p not in mended
+        ]
         if untrusted:
             what = "is forged" if scan.forged else "cannot be verified here"
             raise ResumeError(f"{run_dir}: the run folder {what}: {'; '.join(untrusted[:5])}")
@@ -125,6 +129,7 @@ def _begin(
             "kept": sum(1 for e in scan.units.values() if e.usable),
             "run": len(redo),
             "discarded": {f"{e.label}#{e.sample}": e.problem for e in redo if e.problem != "missing" or e.journaled},
+            **({"case_summaries": dict(scan.case_forged)} if scan.case_forged else {}),
             "mode": parallel.describe(),
         }
         base_extra["resumes"] = [*base_extra.get("resumes", []), note]

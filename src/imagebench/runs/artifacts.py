@@ -32,7 +32,7 @@ from imagebench.records import (
     json_safe,
     write_record,
 )
-from imagebench.runs.layout import report_dir, safe_name
+from imagebench.runs.layout import artifact_digests, report_dir, safe_name
 
 __all__ = [
     "save_png",
@@ -63,6 +63,7 @@ _OWNED = {
     "passed",
     "metrics",
     "artifacts",
+    "artifact_digests",
     "detail",
 }
 
@@ -236,7 +237,8 @@ def write_report(
     in ``outcome.artifacts`` becomes ``<name>.png`` with one range shared by all of them.
     ``outcome.detail`` is stored JSON-safe. ``extra`` sets further summary fields (``seed``,
     ``times``, ``flags``, ``answer``, ``case_class``, ...); fields this function derives are refused.
-    The summary is written last and atomically, so it only ever lists artifacts that exist.
+    The summary is written last and atomically, so it only ever lists artifacts that exist, and it
+    records the sha256 of every file beside it (``artifact_digests``), which its journal line anchors.
     """
     fixture = outcome.fixture
     if not fixture.skill_id or not fixture.case_id:
@@ -293,6 +295,7 @@ def write_report(
             "metrics": [_metric_record(m) for m in outcome.metrics],
             "detail": json_safe(dict(outcome.detail)),
             "artifacts": written,
+            "artifact_digests": artifact_digests(folder),
         }
     )
     return write_record(folder / "summary.json", summary)

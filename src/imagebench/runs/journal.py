@@ -6,7 +6,11 @@ flushed and fsync'd before the run goes on:
 - ``start`` when a run begins, ``resume`` each time ``imagebench run --resume`` takes it up again,
   ``end`` when a pass over the run finished (``complete`` says whether every unit is done);
 - ``unit`` for every finished ``(case, sample)``: its label, sample, status, the summary's path
-  relative to the run folder and the sha256 of the summary's bytes.
+  relative to the run folder and the sha256 of the summary's bytes (which records the sha256 of
+  every artifact beside it, so those are anchored too);
+- ``case`` each time a case's ``summary.json`` is written (its label, path, sha256 and verdict):
+  its check across samples (a bundle's rerun class) can turn a pass into a fail, so it is anchored
+  as a sample's summary is. Journals of version 1 (before this line) have none.
 
 The order of writes is what makes a resume safe: a unit's ``summary.json`` is written atomically
 (and is the last file of its sample folder) *before* its journal line. So a run killed at any
@@ -53,17 +57,20 @@ from pydantic import ValidationError
 from imagebench.records import Record
 
 if TYPE_CHECKING:
-    from imagebench.records import SampleSummary
+    from imagebench.records import CaseSummary, SampleSummary
 
 JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = ".lock"
-JOURNAL_SCHEMA_VERSION = 1
+#: 2 added the ``case`` line; a journal whose first line is of version 2 or later journals every
+#: case summary it writes (:mod:`imagebench.runs.reader` holds it to that).
+JOURNAL_SCHEMA_VERSION = 2
+CASE_LINES_SINCE = 2
 #: The journal key's file in the state folder (its 32 bytes as hex text).
 KEY_NAME = "journal.key"
 _KEY_ID_TAG = b"imagebench-journal-key\0"
 _MAC_TAIL = re.compile(rb',"mac":"([0-9a-f]{64})"\}$')
 
-Event = Literal["start", "resume", "unit", "end"]
+Event = Literal["start", "resume", "unit", "case", "end"]
 
 
 class JournalError(ValueError):
@@ -77,14 +84,14 @@ class RunLocked(RuntimeError):
 class JournalEntry(Record):
     """One line of ``journal.jsonl``."""
 
-    schema_version: Literal[1] = JOURNAL_SCHEMA_VERSION
+    schema_version: Literal[1, 2] = JOURNAL_SCHEMA_VERSION
     event: Event
     time: str
     pid: int | None = None
     label: str | None = None
     sample: int | None = None
     status: str | None = None
-    summary: str | None = None  # path of the unit's summary.json, relative to the run folder
+    summary: str | None = None  # path of the unit's (or the case's) summary.json, relative to the run folder
     sha256: str | None = None  # of the summary's bytes
     detail: dict[str, Any] | None = None
     key: str | None = None  # the id of the journal key the line is signed with
@@ -252,6 +259,17 @@ class Journal:
             status=summary.status,
             summary=summary_path.relative_to(run_dir).as_posix(),
             sha256=digest(data),
+        )
+
+    def case(self, run_dir: Path, summary_path: Path, summary: CaseSummary, data: bytes) -> JournalEntry:
+        """The line for a case's summary, once it (``data`` are its bytes) is on disk."""
+        verdict = summary.extra.get("verdict") if isinstance(summary.extra, dict) else None
+        return self.append(
+            "case",
+            label=summary.label,
+            summary=summary_path.relative_to(run_dir).as_posix(),
+            sha256=digest(data),
+            detail={"verdict": verdict, "samples": summary.samples},
         )
 
     def close(self) -> None:

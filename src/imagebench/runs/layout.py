@@ -120,6 +120,93 @@ def new_run_dir(root: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
     raise RunFolderError(f"{root}: could not create a run folder (1000 run-{stamp}* folders exist)")
 
 
+def artifact_digests(folder: str | os.PathLike[str]) -> dict[str, str]:
+    """``{name: sha256 of its bytes}`` of every regular file directly in a sample folder except its
+    ``summary.json`` and hidden temporaries (``.<name>...``): the artifacts' PNGs (or their
+    ``.png.error``), their ``.npy`` values, ``stdout.txt``, ``stderr.txt``, a transcript. What a
+    sample summary records (:attr:`imagebench.records.SampleSummary.artifact_digests`) when it is
+    written, the sample folder's last file; an absent folder has none. Subfolders (a kept
+    ``workspace/``) are not covered."""
+    import hashlib
+
+    out: dict[str, str] = {}
+    try:
+        found = sorted(os.scandir(folder), key=lambda e: e.name)
+    except FileNotFoundError:
+        return out
+    for item in found:
+        if item.name == SUMMARY or item.name.startswith(".") or not item.is_file(follow_symlinks=False):
+            continue
+        with open(item.path, "rb") as fh:
+            out[item.name] = hashlib.file_digest(fh, "sha256").hexdigest()
+    return out
+
+
+#: Digests this process already took of files that have not changed since (see :func:`_checked_digest`).
+_DIGESTS: dict[tuple[int, int, int, int, int], str] = {}
+_DIGESTS_MAX = 200_000
+#: A file changed this recently may change again within the same timestamp tick: never remembered.
+_SETTLED_NS = 2_000_000_000
+
+
+def _checked_digest(path: str) -> str:
+    """sha256 of the file at ``path`` (never a link: ``O_NOFOLLOW``). A digest is remembered for the
+    file as its descriptor's ``fstat`` names it (device, inode, size, mtime and ctime, to the
+    nanosecond), and only once it was last changed more than two seconds before it was hashed, so
+    reading a big run twice in one process (the panel, a run's exit check and its report) hashes
+    each artifact once. Any write since changes its ctime, which no user can set back."""
+    import hashlib
+    import time
+
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        known = _DIGESTS.get(key)
+        if known is not None:
+            return known
+        taken = time.time_ns()
+        value = hashlib.file_digest(fh, "sha256").hexdigest()
+    if taken - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS:
+        if len(_DIGESTS) >= _DIGESTS_MAX:
+            _DIGESTS.clear()
+        _DIGESTS[key] = value
+    return value
+
+
+def artifacts_problem(folder: str | os.PathLike[str], digests: dict[str, str]) -> str:
+    """Why the files beside a sample's summary are not those it recorded (:func:`artifact_digests`):
+    one changed, gone or put there since; '' when every one is as it was."""
+    wrong: list[str] = []
+    try:
+        present = {
+            e.name: e for e in os.scandir(folder)
+            if e.name != SUMMARY and not e.name.startswith(".") and not e.is_dir(follow_symlinks=False)
+        }  # fmt: skip
+    except OSError as exc:
+        return f"its folder could not be listed ({exc.strerror or exc})"
+    for name, want in sorted(digests.items()):
+        item = present.get(name)
+        if item is None:
+            wrong.append(f"{name} is missing")
+            continue
+        if not item.is_file(follow_symlinks=False):
+            wrong.append(f"{name} is no longer a regular file")
+            continue
+        try:
+            got = _checked_digest(item.path)
+        except OSError as exc:
+            wrong.append(f"{name} could not be read ({exc.strerror or exc})")
+            continue
+        if got != want:
+            wrong.append(f"{name} changed after the run (digest mismatch)")
+    added = sorted(set(present) - set(digests))
+    if added:
+        were = "was" if len(added) == 1 else "were"
+        wrong.append(f"{', '.join(added)} {were} put beside it after the run (not in its artifact digests)")
+    return f"its artifacts are not what its summary recorded: {'; '.join(wrong)}" if wrong else ""
+
+
 def sample_index(path: Path) -> int | None:
     try:
         return int(path.name.split("-", 1)[1])

@@ -5,8 +5,11 @@ record of its own label, subject and sample and its bytes match the digest the j
 it was written; anything else is named in :attr:`SampleEntry.problem` and left out, so a summary
 edited by hand (a ``nop`` forged to ``ok``) is caught, not believed. The journal itself is checked
 against its key (:func:`imagebench.runs.journal.check_journal`): a summary rewritten together with
-its journal line is named forged (:attr:`RunContents.forged`), and each case's summary is checked
-against the samples it summarises. The report, ``compare``,
+its journal line is named forged (:attr:`RunContents.forged`). A sample summary records the digest
+of every file beside it (its artifacts: the PNGs, their ``.npy`` values, stdout and stderr), so a
+changed, removed or added artifact leaves that sample out too. Each case's summary is held to its
+own journal line (its check across samples can turn a pass into a fail) and to the samples it
+summarises. The report, ``compare``,
 ``--resume``, the napari reader, the panel's run list and the bundle coverage all read runs here.
 """
 
@@ -65,6 +68,9 @@ class RunContents:
     unverifiable: list[str] = field(default_factory=list)
     # units a resume ran again after their journaled summary was lost or changed (visible, not hidden)
     reruns: list[str] = field(default_factory=list)
+    # the cases whose journaled summary.json is gone or changed, and why (named in :attr:`integrity`
+    # too; left out of :attr:`case_summaries`): a resume writes them again and its line says so
+    case_forged: dict[str, str] = field(default_factory=dict)
 
     @property
     def forged(self) -> bool:
@@ -124,8 +130,9 @@ def parse_summary(path: Path, data: bytes) -> SampleSummary:
 
 
 def _read_sample(path: Path, label: str, subject: str, n: int, line: JournalEntry | None) -> SampleEntry:
-    from imagebench.records import RecordError
+    from imagebench.records import ARTIFACT_DIGESTS_SINCE, RecordError
     from imagebench.runs.journal import digest
+    from imagebench.runs.layout import artifacts_problem
 
     entry = SampleEntry(label=label, sample=n, path=path, journaled=line is not None)
     try:
@@ -154,6 +161,10 @@ def _read_sample(path: Path, label: str, subject: str, n: int, line: JournalEntr
         entry.problem = f"summary.json belongs elsewhere: {'; '.join(wrong)}"
     elif line is not None and line.sha256 != digest(entry.data):
         entry.problem = "summary.json changed after it was journaled (digest mismatch)"
+    elif entry.summary.artifact_digests is not None:  # the files beside it, as the summary recorded them
+        entry.problem = artifacts_problem(path.parent, entry.summary.artifact_digests)
+    elif entry.summary.schema_version >= ARTIFACT_DIGESTS_SINCE:
+        entry.problem = f"summary.json records no artifact digests (every summary of version {ARTIFACT_DIGESTS_SINCE} on does)"
     return entry
 
 
@@ -174,7 +185,6 @@ def read_run(
     resume passes False, since a kill can fall between a summary and its line.
     Raises RunFolderError only for a missing or unreadable ``run.json`` or journal.
     """
-    from imagebench.records import CaseSummary, RecordError, read_record
     from imagebench.runs.journal import JOURNAL_NAME, JournalError, check_journal, read_journal_lines
 
     run_dir = Path(run_dir)
@@ -185,9 +195,13 @@ def read_run(
         raise RunFolderError(str(exc)) from None
     journal = [entry for _, entry in raw_lines]
     lines: dict[tuple[str, int], tuple[int, JournalEntry]] = {}
+    case_lines: dict[str, tuple[int, JournalEntry]] = {}
     for number, entry in enumerate(journal, start=1):
         if entry.event == "unit" and entry.label is not None and entry.sample is not None:
             lines[(entry.label, entry.sample)] = (number, entry)  # the last line for a unit wins
+        elif entry.event == "case" and entry.label is not None:
+            case_lines[entry.label] = (number, entry)  # and the last line for a case
+    unit_labels = {label for label, _ in lines}
     contents = RunContents(run_dir=run_dir, record=record, journal=journal)
     _read_receipt(contents)
     anchor = contents.receipt.get("journal") if contents.receipt is not None else None
@@ -222,12 +236,7 @@ def read_run(
             if require_journal and not entry.problem and not entry.journaled:
                 entry.problem = "summary.json is not in the journal (written outside the run)"
             contents.units[(label, n)] = entry
-        path = folder / SUMMARY
-        if path.is_file():
-            try:
-                contents.case_summaries[label] = read_record(path, CaseSummary)
-            except RecordError as exc:
-                contents.case_problems.setdefault(label, []).append(str(exc).split(": ", 1)[-1])
+        _read_case(contents, label, folder / SUMMARY, case_lines.get(label), label in unit_labels)
     firsts: dict[tuple[str, int], JournalEntry] = {}
     for entry in journal:
         if entry.event == "unit" and entry.label is not None and entry.sample is not None:
@@ -257,6 +266,66 @@ def read_run(
     return contents
 
 
+
+
+def _read_case(
+    contents: RunContents, label: str, path: Path, journaled: tuple[int, JournalEntry] | None, has_units: bool
+) -> None:
+    """A case's ``summary.json`` into :attr:`RunContents.case_summaries` when it can be trusted.
+
+    In a signed journal the case's last ``case`` line vouches for it: gone or changed since, it is
+    forged (its check across samples alone can turn a pass into a fail). A journal begun at version
+    2 or later journals every case summary it writes, so there a case whose samples are journaled
+    but whose summary is not is left out (a kill between the summary and its line), and forged in a
+    run whose last pass ended complete. An older journal, or one that cannot be verified here, is
+    read as before: the summary as it lies, held to its samples only."""
+    from imagebench.records import CaseSummary, RecordError, parse_record
+    from imagebench.runs.journal import CASE_LINES_SINCE, digest
+
+    check, journal = contents.journal_check, contents.journal
+    signed = check is not None and check.key_id is not None
+    data: bytes | None = None
+    why = ""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        why = f"summary.json could not be read ({exc.strerror or exc})"
+
+    def forged(text: str) -> None:
+        contents.case_forged[label] = text
+        contents.integrity.append(f"{label}: {text}")
+
+    def left_out(text: str) -> None:
+        contents.case_problems.setdefault(label, []).append(text)
+
+    if signed and journaled is not None:
+        number, line = journaled
+        vouches = f"the journal (line {number}) vouches for its case summary ({(line.detail or {}).get('verdict')})"
+        if check is not None and number in check.forged_lines:
+            return left_out(f"its case summary's journal line ({number}) does not verify under the journal key (forged)")
+        if data is None:
+            return forged(f"{vouches}, but {why or 'summary.json is missing'}")
+        if line.sha256 != digest(data):
+            return forged(f"{vouches}, but summary.json changed after it was journaled (digest mismatch)")
+    elif signed and has_units and journal and journal[0].schema_version >= CASE_LINES_SINCE:
+        last = journal[-1]
+        ended = last.event == "end" and bool((last.detail or {}).get("complete"))
+        if data is not None or ended:
+            what = "summary.json is not in the journal" if data is not None else "summary.json is missing"
+            text = f"its samples are journaled, but {what}: its case summary was never journaled"
+            if ended:
+                return forged(f"{text} (the run ended complete)")
+            return left_out(f"{text} (written outside the run, or the run was cut off)")
+    if data is None:
+        if why:
+            left_out(why)
+        return
+    try:
+        contents.case_summaries[label] = parse_record(path, data, CaseSummary)
+    except RecordError as exc:
+        left_out(str(exc).split(": ", 1)[-1])
 
 
 def _against_journal(record: RunRecord, journal: list[JournalEntry], has_receipt: bool) -> list[str]:

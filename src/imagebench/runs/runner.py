@@ -556,7 +556,7 @@ def write_ended(
 ) -> SampleSummary:
     """Write the summary of a sample that ended without an Outcome (skipped, harness-error, timeout)."""
     from imagebench.records import SampleSummary, json_safe, write_record
-    from imagebench.runs.layout import SUMMARY
+    from imagebench.runs.layout import SUMMARY, artifact_digests
 
     case, fx = unit.case, unit.fixture
     unit.times["total_s"] = time.perf_counter() - unit.started
@@ -580,6 +580,7 @@ def write_ended(
         detail=json_safe(dict(detail or {})),
         flags=list(flags),
         times=dict(unit.times),
+        artifact_digests=artifact_digests(unit.sample_dir),  # stdout.txt, stderr.txt, what a failed report left
     )
     write_record(unit.sample_dir / SUMMARY, summary)
     return summary

@@ -166,7 +166,9 @@ class Sitting:
         writer, record = RunWriter.create(self.path, subject_name, extra=extra, **fields)
         joined = SittingRun(subject=subject_name, run=writer.run_dir.name, joined=now_iso())
         self.record = self.record.model_copy(update={"runs": [*self.record.runs, joined]})
-        self._sign({"joined": JOINED, "subject": subject_name, "run": writer.run_dir.name, "run_id": record.run_id})
+        run = writer.run_dir.name
+        # the join line signs who joined, in which run folder, and when (sitting.json's ``joined``)
+        self._sign({"joined": JOINED, "subject": subject_name, "run": run, "run_id": record.run_id, "at": joined.joined})
         return writer, record
 
 
@@ -197,7 +199,10 @@ def read_sitting(path: str | os.PathLike[str], **read_options: Any) -> SittingCo
 
     Named in :attr:`SittingContents.integrity`: a run the journal signed but ``sitting.json`` does
     not list or the folder does not hold, a run folder in it that the journal never signed, a run
-    whose ``run.json`` names another subject or sitting, and every problem of each run's own.
+    whose ``run.json`` names another subject, run id or sitting than the journal signed, a run or a
+    subject listed twice, what ``sitting.json`` says of the sitting (its id, ``started``,
+    ``source``, each run's ``joined`` and the order they joined in) that the journal's first line
+    and join lines contradict, and every problem of each run's own.
     Raises RunFolderError only for a missing or unreadable ``sitting.json`` or journal."""
     from imagebench.runs.journal import JOURNAL_NAME, JournalError, check_journal, read_journal_lines
     from imagebench.runs.reader import read_run
@@ -217,14 +222,18 @@ def read_sitting(path: str | os.PathLike[str], **read_options: Any) -> SittingCo
         contents.unverifiable.extend(check.problems)
     if record.sitting_id.rpartition(".")[0] != path.name:
         contents.integrity.append(f"sitting.json names sitting {record.sitting_id!r}, its folder is {path.name!r}")
-    signed = {
-        str(e.detail.get("run")): str(e.detail.get("subject"))
-        for _, e in lines
-        if e.event == "start" and e.detail and e.detail.get("joined") == JOINED
-    }
+    joins = [e.detail for _, e in lines if e.event == "start" and e.detail and e.detail.get("joined") == JOINED]
+    signed = {str(d.get("run")): str(d.get("subject")) for d in joins}
     listed = {r.run: r.subject for r in record.runs}
     on_disk = {p.name for p in path.iterdir() if p.is_dir() and is_run_folder_name(p.name)}
+    for run in sorted({r.run for r in record.runs if [x.run for x in record.runs].count(r.run) > 1}):
+        contents.integrity.append(f"sitting.json lists run {run} more than once")
+    for subject in sorted({r.subject for r in record.runs if [x.subject for x in record.runs].count(r.subject) > 1}):
+        contents.integrity.append(
+            f"sitting.json lists subject {subject} more than once (a sitting holds one run per subject)"
+        )
     if check.key_id is not None:  # a signed journal: what it signed holds the folder to it
+        contents.integrity.extend(_against_signed(record, lines[0][1] if lines else None, joins))
         for run, subject in signed.items():
             if run not in listed:
                 contents.integrity.append(f"the sitting's journal signed {subject}'s run {run}, which sitting.json does not list")
@@ -244,7 +253,14 @@ def read_sitting(path: str | os.PathLike[str], **read_options: Any) -> SittingCo
         except RunFolderError as exc:
             contents.integrity.append(f"{entry.subject}: {exc}")
             continue
+        if entry.subject in contents.runs:
+            continue  # a subject listed twice (named above): its first run stands
         contents.runs[entry.subject] = run
+        signed_id = next((d.get("run_id") for d in joins if d.get("run") == entry.run), None)
+        if check.key_id is not None and signed_id is not None and signed_id != run.record.run_id:
+            contents.integrity.append(
+                f"{entry.run}: its run.json names run {run.record.run_id!r}, the sitting's journal signed {signed_id!r}"
+            )
         if run.record.subject != entry.subject:
             contents.integrity.append(f"{entry.run}: its run.json names subject {run.record.subject!r}, sitting.json {entry.subject!r}")
         if run.record.extra.get(SITTING_KEY) != record.sitting_id:
@@ -254,6 +270,36 @@ def read_sitting(path: str | os.PathLike[str], **read_options: Any) -> SittingCo
         contents.integrity.extend(f"{entry.subject}: {p}" for p in run.integrity)
         contents.unverifiable.extend(f"{entry.subject}: {p}" for p in run.unverifiable)
     return contents
+
+
+def _against_signed(record: SittingRecord, first: Any, joins: list[dict[str, Any]]) -> list[str]:
+    """What ``sitting.json`` says of the sitting that its signed journal contradicts: its id, start
+    and source against the journal's first line; each run's joining time (where its join line signs
+    it) and the order the runs joined in against the join lines."""
+    problems: list[str] = []
+    detail = (first.detail or {}) if first is not None and first.event == "start" else None
+    if detail is None or "sitting_id" not in detail:
+        problems.append("the sitting's journal has no first line signing the sitting: its beginning was cut off")
+    else:
+        for name, said, signed in (
+            ("sitting_id", record.sitting_id, detail.get("sitting_id")),
+            ("started", record.started, detail.get("started")),
+            ("source", record.source, detail.get("mode")),
+        ):
+            if said != signed:
+                problems.append(f"sitting.json's {name} is {said!r}, the sitting's journal signed {signed!r}")
+    at = {str(d.get("run")): d.get("at") for d in joins if "at" in d}  # sittings before it signed no time
+    for entry in record.runs:
+        if entry.run in at and at[entry.run] != entry.joined:
+            problems.append(
+                f"sitting.json says run {entry.run} joined at {entry.joined}, the sitting's journal signed {at[entry.run]}"
+            )
+    signed_order = [str(d.get("run")) for d in joins]
+    listed_order = [r.run for r in record.runs if r.run in signed_order]
+    unique = listed_order == list(dict.fromkeys(listed_order))  # a run listed twice is named on its own
+    if unique and listed_order != [r for r in signed_order if r in listed_order]:
+        problems.append("sitting.json lists its runs in another order than they joined (as its journal signed them)")
+    return problems
 
 
 __all__ = [

@@ -61,7 +61,8 @@ def samples_for(case: Any, samples: int) -> int:
 
 def checked_verdict(samples: Sequence[SampleSummary], summary: CaseSummary | None) -> str:
     """A case's verdict from its checked samples, never its summary's say-so: only the summary's
-    check across samples (a bundle's rerun class) can turn a pass into a fail."""
+    check across samples (a bundle's rerun class) can turn a pass into a fail. ``summary`` is one
+    the reader checked against its journal line (:func:`imagebench.runs.reader.read_run`)."""
     verdict = case_verdict(samples)
     consistency = summary.extra.get("consistency") if summary is not None else None
     if verdict == "pass" and isinstance(consistency, dict) and not consistency.get("consistent"):

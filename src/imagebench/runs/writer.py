@@ -93,12 +93,13 @@ def distinct_fixtures(samples: Sequence[SampleSummary]) -> int | None:
 
 def write_case_summary(
     run_dir: Path, case: Any, subject_name: str, samples: Sequence[SampleSummary], build_s: float
-) -> CaseSummary:
+) -> tuple[CaseSummary, Path]:
+    """The case's ``summary.json`` written (atomically); returns it and its path."""
     from imagebench.records import write_record
 
     summary = summarize_case(case, subject_name, samples, build_s)
-    write_record(case_dir(run_dir, subject_name, case) / SUMMARY, summary)
-    return summary
+    path = write_record(case_dir(run_dir, subject_name, case) / SUMMARY, summary)
+    return summary, path
 
 
 def closing_record(
@@ -131,7 +132,7 @@ def closing_record(
 
 class RunWriter:
     """Writes one run folder: its ``run.json``, a journal line for each sample summary on disk, each
-    case's summary and the closing record. The executor (its sink) and the bench panel write runs
+    case's summary (and its journal line) and the closing record. The executor (its sink) and the bench panel write runs
     through it, so a panel run folder is a run folder like any other.
 
     ``journal`` is an open :class:`~imagebench.runs.journal.Journal` held for the whole run (the
@@ -181,8 +182,12 @@ class RunWriter:
         self._append(lambda j: j.unit(self.run_dir, path, summary, body))
 
     def case(self, case: Any, samples: Sequence[SampleSummary], build_s: float) -> CaseSummary:
-        """The case's ``summary.json`` over its samples."""
-        return write_case_summary(self.run_dir, case, self.subject_name, samples, build_s)
+        """The case's ``summary.json`` over its samples, then its journal line (its digest): the
+        reader holds the summary to it, as it holds each sample's."""
+        summary, path = write_case_summary(self.run_dir, case, self.subject_name, samples, build_s)
+        data = path.read_bytes()
+        self._append(lambda j: j.case(self.run_dir, path, summary, data))
+        return summary
 
     def close(
         self,
