@@ -29,10 +29,11 @@ def toy_case() -> Callable[..., Case]:
 
 @pytest.fixture(autouse=True)
 def _leftovers_kept_aside(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The panel asks in a modal message box what to do with a person's layers of an earlier case;
-    a test that loads another case after adding a layer would wait on it for ever. Unless a test is
-    marked ``leftovers_box`` (it answers the real box), the question is answered Keep aside, as a
-    script's model answers it. Only where the plugin's Qt side is already imported (no Qt here)."""
+    """The panel asks in a message box what to do with a person's layers of another case (not
+    modal since the box was found to hold tests up for ever: the Load keeps them aside and goes
+    on). Unless a test is marked ``leftovers_box`` (it answers the real box), the question is
+    answered Keep aside, as a script's model answers it, and no box is left on screen. Only where
+    the plugin's Qt side is already imported (no Qt here)."""
     import sys
 
     panel = sys.modules.get("napari_imagebench._answer_panel")
