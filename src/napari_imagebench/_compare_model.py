@@ -28,6 +28,7 @@ import numpy as np
 
 from napari_imagebench._artifacts import ARTIFACT_KEY, artifact_layer_data, difference_layer_data, sample_pngs
 from napari_imagebench._base import Level
+from napari_imagebench._explain import sample_number
 from napari_imagebench._runs import ResultRow
 
 if TYPE_CHECKING:
@@ -246,11 +247,11 @@ class CompareModel:
         for run in runs:
             summary = summaries[run.name]
             verdict = summary.status + (f" ({summary.reason})" if summary.reason and summary.status != "ok" else "")
-            notes.append(f"{run.name} {run.subject} s{sample}: {verdict}" + ("" if pngs[run.name] else "; it left no images"))
+            notes.append(f"{run.name} {run.subject} s{sample_number(sample)}: {verdict}" + ("" if pngs[run.name] else "; it left no images"))
         for stem in names:
             for run in runs:
                 data = by_side[run.name].get(stem)
-                title = f"{run.name} {run.subject} s{sample}: {stem}"
+                title = f"{run.name} {run.subject} s{sample_number(sample)}: {stem}"
                 if data is None:
                     title = f"{title} (none: {summaries[run.name].status})"
                     layers.append(_placeholder(title, run.name, stem))
@@ -262,7 +263,7 @@ class CompareModel:
                 panes.append(Pane(run.name, stem, title))
             diff, why = self._difference(by_side["A"].get(stem), by_side["B"].get(stem), stem, sample)
             if diff is None:
-                title = f"{DIFFERENCE} s{sample}: {stem} ({why})"
+                title = f"{DIFFERENCE} s{sample_number(sample)}: {stem} ({why})"
                 layers.append(_placeholder(title, DIFFERENCE, stem))
                 panes.append(Pane(DIFFERENCE, stem, title, present=False))
                 notes.append(f"{stem}: no difference pane, {why}")
@@ -290,7 +291,7 @@ class CompareModel:
             return None, "a colour image" if same else f"shapes differ, A {np.shape(a[0])}, B {np.shape(b[0])}"
         values, kwargs, kind = diff
         identical = not np.any(values)
-        kwargs["name"] = f"{DIFFERENCE} s{sample}: {stem}" + (" (identical)" if identical else "")
+        kwargs["name"] = f"{DIFFERENCE} s{sample_number(sample)}: {stem}" + (" (identical)" if identical else "")
         kwargs["colormap"] = dict(DIFFERENCE_COLORMAP)
         kwargs["metadata"][COMPARE_KEY] = {"side": DIFFERENCE, "artifact": stem}
         return (values, kwargs, kind), ""

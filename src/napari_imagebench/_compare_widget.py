@@ -43,6 +43,7 @@ from napari_imagebench._compare_model import (
     CompareModel,
     SideBySide,
 )
+from napari_imagebench._explain import sample_number
 from napari_imagebench._layers import add_layer_data
 from napari_imagebench._style import VERDICT_COLORS, name_children
 
@@ -277,7 +278,7 @@ class CompareTab(QWidget):
         label = self.compare_case.currentText() or None
         self.compare_sample.clear()
         for n in self.model.samples(label) if label else []:
-            self.compare_sample.addItem(f"s{n}", n)
+            self.compare_sample.addItem(f"s{sample_number(n)}", n)
         self._update_buttons()
 
     def _update_buttons(self) -> None:

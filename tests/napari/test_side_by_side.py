@@ -87,7 +87,7 @@ def test_two_runs_side_by_side_in_the_grid_with_the_compare_table(
     assert [case_box.itemText(i) for i in range(case_box.count())] == ["toy/alpha", "toy/beta"]
     case_box.setCurrentText("toy/beta")
     sample_box = find(panel, QComboBox, "compare_sample")
-    assert [sample_box.itemText(i) for i in range(sample_box.count())] == ["s0", "s1"]
+    assert [sample_box.itemText(i) for i in range(sample_box.count())] == ["s1", "s2"]
     assert show.isEnabled() and not back.isEnabled()
     show.click()
 
@@ -95,8 +95,8 @@ def test_two_runs_side_by_side_in_the_grid_with_the_compare_table(
     assert grid.enabled and tab.comparing and back.isEnabled()
     panes = [layer for layer in viewer.layers if COMPARE_KEY in layer.metadata]
     assert [layer.name for layer in panes] == [
-        "A reference s0: mask", "B shifted s0: mask", "A − B s0: mask",
-        "A reference s0: truth", "B shifted s0: truth", "A − B s0: truth (identical)",
+        "A reference s1: mask", "B shifted s1: mask", "A − B s1: mask",
+        "A reference s1: truth", "B shifted s1: truth", "A − B s1: truth (identical)",
     ]  # fmt: skip
     assert tuple(grid.shape) == (2, 3)
     assert [grid.position(viewer.layers.index(p), viewer.layers) for p in panes] == [
@@ -142,7 +142,7 @@ def test_two_runs_side_by_side_in_the_grid_with_the_compare_table(
     # another sample replaces the panes; Back restores the viewer as it was
     sample_box.setCurrentIndex(1)
     show.click()
-    assert [p.name for p in viewer.layers if COMPARE_KEY in p.metadata][0] == "A reference s1: mask"
+    assert [p.name for p in viewer.layers if COMPARE_KEY in p.metadata][0] == "A reference s2: mask"
     assert len([p for p in viewer.layers if COMPARE_KEY in p.metadata]) == 6
     back.click()
     assert not [p for p in viewer.layers if COMPARE_KEY in p.metadata]

@@ -69,8 +69,8 @@ def test_two_suite_runs_side_by_side_with_the_compare_table(toys: dict[str, Any]
     ]  # fmt: skip
     assert view.rows == 2 and view.columns == 3
     assert [d[1]["name"] for d in view.layers] == [
-        "A reference s0: mask", "B shifted s0: mask", "A − B s0: mask",
-        "A reference s0: truth", "B shifted s0: truth", "A − B s0: truth (identical)",
+        "A reference s1: mask", "B shifted s1: mask", "A − B s1: mask",
+        "A reference s1: truth", "B shifted s1: truth", "A − B s1: truth (identical)",
     ]  # fmt: skip
     # every grey pane of both sides under ONE contrast range; each a panel artifact pane, never a leaving
     ranges = {d[1]["contrast_limits"] for d, p in zip(view.layers, view.panes, strict=True) if p.side != DIFFERENCE}
@@ -86,7 +86,7 @@ def test_two_suite_runs_side_by_side_with_the_compare_table(toys: dict[str, Any]
     assert diff[1]["colormap"] == DIFFERENCE_COLORMAP and diff[1]["contrast_limits"] == (-1.0, 1.0)
     assert "green where A is higher, magenta where B is higher" in view.legend
     assert "truth: identical in A and B" in view.notes
-    assert "B shifted s0: wrong-answer" in " ".join(view.notes)
+    assert "B shifted s1: wrong-answer" in " ".join(view.notes)
     # the façade hears each sample shown (a person working that case has now seen its truth)
     assert [(r.subject, r.label, r.sample) for r in shown] == [("reference", "toy/alpha", 0), ("shifted", "toy/alpha", 0)]
 
@@ -167,10 +167,10 @@ def test_a_subject_that_left_nothing_gets_empty_panes_named_so(toys: dict[str, A
     model.set_run("B", run_b)
     view = model.side_by_side("toy/beta", 0)
     assert [(p.side, p.present) for p in view.panes] == [("A", True), ("B", False), (DIFFERENCE, False)] * 2
-    assert view.panes[1].name == "B nop s0: mask (none: no-result)"
-    assert view.panes[2].name == "A − B s0: mask (only A has it)"
+    assert view.panes[1].name == "B nop s1: mask (none: no-result)"
+    assert view.panes[2].name == "A − B s1: mask (only A has it)"
     assert view.layers[1][2] == "points" and len(view.layers[1][0]) == 0  # an empty pane, no pixel made up
-    assert "B nop s0: no-result" in " ".join(view.notes) and "it left no images" in " ".join(view.notes)
+    assert "B nop s1: no-result" in " ".join(view.notes) and "it left no images" in " ".join(view.notes)
     assert {row[0]: row[2] for row in model.condition_rows()} == {"C1": "yes", "C2": "yes", "C3": "yes", "C4": "yes"}
     assert model.case_rows()[-1][:8] == ("overall", "2", "2", "2/2", "0/2", "-1", "2", "0")
 
@@ -190,7 +190,7 @@ def test_two_runs_of_the_panel_s_sitting(tmp_path: Path) -> None:
     model.set_run("B", folders[1])
     assert model.cases() == ["toy/rectangle"]
     view = model.side_by_side("toy/rectangle", 0)
-    assert [p.name for p in view.panes][:3] == ["A reference s0: mask", "B interactive s0: mask", "A − B s0: mask"]
+    assert [p.name for p in view.panes][:3] == ["A reference s1: mask", "B interactive s1: mask", "A − B s1: mask"]
     assert "saw-artifacts" in loaded.seen  # the person has now seen the truth of the case they work
     # the panel's runs were not run with --suite: compare refuses all four, as the command does
     rows = model.condition_rows()
