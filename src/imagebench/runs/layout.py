@@ -103,21 +103,25 @@ def is_run_folder_name(name: str) -> bool:
     return RUN_FOLDER_NAME.fullmatch(name) is not None
 
 
-def new_run_dir(root: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
-    """A fresh ``run-<UTC timestamp>`` folder under ``root`` (default ``artifact_root()``) and its start time."""
-    if root is None:
-        root = artifact_root()
+def new_stamped_dir(root: str | os.PathLike[str], prefix: str, what: str) -> tuple[Path, str]:
+    """A fresh ``<prefix>-<UTC timestamp>`` folder under ``root`` (``-<n>`` appended while the name
+    is taken) and its start time; RunFolderError naming ``what`` when 1000 such names are taken."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     stamp, started = utc_stamp()
     for n in range(1000):
-        path = root / (f"run-{stamp}" if n == 0 else f"run-{stamp}-{n}")
+        path = root / (f"{prefix}-{stamp}" if n == 0 else f"{prefix}-{stamp}-{n}")
         try:
             path.mkdir()
             return path, started
         except FileExistsError:
             continue
-    raise RunFolderError(f"{root}: could not create a run folder (1000 run-{stamp}* folders exist)")
+    raise RunFolderError(f"{root}: could not create a {what} (1000 {prefix}-{stamp}* folders exist)")
+
+
+def new_run_dir(root: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
+    """A fresh ``run-<UTC timestamp>`` folder under ``root`` (default ``artifact_root()``) and its start time."""
+    return new_stamped_dir(root if root is not None else artifact_root(), "run", "run folder")
 
 
 def artifact_digests(folder: str | os.PathLike[str]) -> dict[str, str]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from imagebench.records import Record
-from imagebench.runs.layout import RUN_RECORD, RunFolderError, is_run_folder_name, utc_stamp
+from imagebench.runs.layout import RUN_RECORD, RunFolderError, is_run_folder_name, new_stamped_dir
 
 if TYPE_CHECKING:
     from imagebench.records import RunRecord
@@ -126,18 +126,7 @@ class Sitting:
         journal's first line."""
         from imagebench.records import write_record
 
-        root = Path(root)
-        root.mkdir(parents=True, exist_ok=True)
-        stamp, started = utc_stamp()
-        for n in range(1000):
-            path = root / (f"sitting-{stamp}" if n == 0 else f"sitting-{stamp}-{n}")
-            try:
-                path.mkdir()
-                break
-            except FileExistsError:
-                continue
-        else:
-            raise RunFolderError(f"{root}: could not create a sitting folder (1000 sitting-{stamp}* folders exist)")
+        path, started = new_stamped_dir(root, "sitting", "sitting folder")
         # the folder's name and a random part: two sittings begun in the same second (under two
         # roots) are two sittings, so a run moved from one to the other is named
         record = SittingRecord(sitting_id=f"{path.name}.{secrets.token_hex(6)}", started=started, source=source)
