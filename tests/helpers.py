@@ -71,6 +71,17 @@ def toy_verify(fixture: Fixture, attempt: Attempt) -> Outcome:
     return Outcome(fixture=fixture, attempt=attempt, metrics=metrics, artifacts=artifacts)
 
 
+class ToyAcrossThree:
+    """The toy's verifier judged across samples, as a bundle's RerunVerifier is: consistent only
+    over 3 samples."""
+
+    def __call__(self, fixture: Any, attempt: Any) -> Any:
+        return toy_verify(fixture, attempt)
+
+    def across_samples(self, samples: Any) -> dict[str, Any]:
+        return {"consistent": len(samples) >= 3, "required": 3, "reason": f"needs 3 samples; {len(samples)} ran"}
+
+
 def toy_reference(session: Any) -> None:
     mask = np.asarray(session.namespace["image"]) > 0.5
     session.namespace["mask"] = mask

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import make_toy_case, resign_run, toy_verify
+from helpers import ToyAcrossThree, make_toy_case, resign_run
 
 from imagebench import cli
 from imagebench.executor import resume_run, run_cases
@@ -29,19 +29,9 @@ from imagebench.suite.compare import compare_runs
 TOY = "toy/rectangle"
 
 
-class _Rerun:
-    """A verifier judged across samples, as a bundle's RerunVerifier is: consistent only over 3 samples."""
-
-    def __call__(self, fixture: Any, attempt: Any) -> Any:
-        return toy_verify(fixture, attempt)
-
-    def across_samples(self, samples: Any) -> dict[str, Any]:
-        return {"consistent": len(samples) >= 3, "required": 3, "reason": f"needs 3 samples; {len(samples)} ran"}
-
-
 def _rerun_run(tmp_path: Path) -> Path:
     """A reference run of a case judged across samples: its one sample passes, the case fails."""
-    result = run_cases([make_toy_case(verify=_Rerun())], ReferenceSubject(), out=tmp_path / "out", progress=False)
+    result = run_cases([make_toy_case(verify=ToyAcrossThree())], ReferenceSubject(), out=tmp_path / "out", progress=False)
     assert result.verdicts == {TOY: "fail"} and read_run(result.run_dir).verified
     return result.run_dir
 
@@ -90,7 +80,7 @@ def test_a_case_summary_changed_or_deleted_after_the_run_is_forged(tmp_path: Pat
     assert 'data-forged="yes"' in (run / "report.html").read_text()
     page = read_page(run)
     assert page.contents is not None and page.contents.forged
-    honest = run_cases([make_toy_case(verify=_Rerun())], ReferenceSubject(), out=tmp_path / "b", progress=False)
+    honest = run_cases([make_toy_case(verify=ToyAcrossThree())], ReferenceSubject(), out=tmp_path / "b", progress=False)
     compared = compare_runs(honest.run_dir, run)
     assert not compared.comparable and any("is forged" in p and named in p for p in compared.problems)
 
@@ -101,7 +91,7 @@ def test_a_resume_writes_a_forged_case_summary_again_and_says_so(tmp_path: Path)
     raw = json.loads(summary.read_text())
     raw["extra"]["consistency"]["consistent"] = True
     summary.write_text(json.dumps(raw))
-    result = resume_run(run, cases=[make_toy_case(verify=_Rerun())], progress=False)
+    result = resume_run(run, cases=[make_toy_case(verify=ToyAcrossThree())], progress=False)
     assert result.verdicts == {TOY: "fail"}
     contents = read_run(run)
     assert contents.verified, contents.integrity
@@ -160,7 +150,7 @@ def test_a_run_cut_off_before_its_case_summary_was_journaled_is_not_forged(tmp_p
     contents = read_run(run)
     assert not contents.forged and TOY not in contents.case_summaries, contents.integrity
     assert any("never journaled" in p for p in contents.case_problems[TOY])
-    resume_run(run, cases=[make_toy_case(verify=_Rerun())], progress=False)
+    resume_run(run, cases=[make_toy_case(verify=ToyAcrossThree())], progress=False)
     contents = read_run(run)
     assert contents.verified and contents.case_summaries[TOY].extra["verdict"] == "fail", contents.integrity
 

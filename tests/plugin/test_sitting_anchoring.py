@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import make_toy_case, toy_verify
+from helpers import ToyAcrossThree, make_toy_case
 
 from imagebench.cli import main
 from imagebench.report import read_sitting_page, sitting_view
@@ -22,16 +22,6 @@ from napari_imagebench._compare_model import CompareModel
 from napari_imagebench._model import INTERACTIVE, BenchModel
 
 TOY = "toy/rectangle"
-
-
-class _Rerun:
-    """A verifier judged across samples, as a bundle's RerunVerifier is: consistent only over 3 samples."""
-
-    def __call__(self, fixture: Any, attempt: Any) -> Any:
-        return toy_verify(fixture, attempt)
-
-    def across_samples(self, samples: Any) -> dict[str, Any]:
-        return {"consistent": len(samples) >= 3, "required": 3, "reason": f"needs 3 samples; {len(samples)} ran"}
 
 
 def _verdicts(sitting: Path) -> dict[str, str]:
@@ -46,7 +36,7 @@ def _empty_mask(model: BenchModel) -> Any:
 
 @pytest.mark.parametrize("forgery", ["consistency edited", "case summary deleted"])
 def test_a_case_summary_changed_in_a_sitting_is_named(tmp_path: Path, forgery: str) -> None:
-    model = BenchModel(cases=lambda: [make_toy_case(verify=_Rerun())], outcome_root=tmp_path / "out")
+    model = BenchModel(cases=lambda: [make_toy_case(verify=ToyAcrossThree())], outcome_root=tmp_path / "out")
     model.load(TOY)
     job = model.prepare_run("reference")
     model.finish_run(job, job.work())
