@@ -20,6 +20,7 @@ FORMATS: dict[str, str] = {
     "scorer-manifest": "imagebench.scoring.manifest:ScorerManifest",
     "task-contract": "imagebench.scoring.contract:TaskContract",
     "bundle-case": "imagebench.bundle.casefile:CaseFile",
+    "case-declaration": "imagebench.case.declared:CaseDeclaration",
     "suite": "imagebench.suite.model:SuiteManifest",
     "suite-aliases": "imagebench.suite.model:AliasFile",
     "suite-run": "imagebench.suite.record:SuiteRunInfo",
