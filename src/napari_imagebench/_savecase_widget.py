@@ -49,7 +49,7 @@ def _control(widget: Any, name: str, tip: str) -> Any:
     return widget
 
 
-class SaveCaseTab(QScrollArea):
+class SaveCaseTab(QWidget):
     """The Save as case tab; ``saved(tree, label)`` fires after a case is written."""
 
     saved = Signal(str, str)
@@ -59,7 +59,6 @@ class SaveCaseTab(QScrollArea):
         self.viewer, self.model = viewer, model
         self.rules = rules if rules is not None else SaveCaseModel()
         self.setObjectName("savecase_tab")
-        self.setWidgetResizable(True)
         self._default_prompt = ""  # the prompt last written from the picks; replaced while unedited
         self._saved: tuple[SaveForm, str] | None = None  # the form last saved and what was written
         body = QWidget()
@@ -68,7 +67,7 @@ class SaveCaseTab(QScrollArea):
         self.data_list = _control(
             QListWidget(), "savecase_data", "the Image layers the subject is shown: check one or more"
         )
-        self.data_list.setMaximumHeight(80)
+        self.data_list.setMaximumHeight(60)
         self.truth_combo = _control(
             QComboBox(), "savecase_truth", "the layer that is the truth: Labels, Points or Shapes (rasterized)"
         )
@@ -79,7 +78,7 @@ class SaveCaseTab(QScrollArea):
         self.prompt_edit = _control(
             QPlainTextEdit(), "savecase_prompt", "the task as a subject reads it; it must name what to leave"
         )
-        self.prompt_edit.setMaximumHeight(90)
+        self.prompt_edit.setMaximumHeight(80)
         self.citation_edit = _control(QLineEdit(), "savecase_citation", "whose data this is (copied into every report)")
         self.provenance_edit = _control(
             QLineEdit(), "savecase_provenance", "how the data and its truth came to be: acquisition, who annotated it"
@@ -99,11 +98,15 @@ class SaveCaseTab(QScrollArea):
         form.addRow("Prompt", self.prompt_edit)
         form.addRow("Citation", self.citation_edit)
         form.addRow("Provenance", self.provenance_edit)
-        column = QVBoxLayout()
+        self.scroll = QScrollArea()  # the form scrolls; Save and its line stay in sight under it
+        self.scroll.setObjectName("savecase_form")
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setWidget(body)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.scroll, 1)
         column.addWidget(self.save_button)
         column.addWidget(self.why_label)
-        form.addRow(column)
-        self.setWidget(body)
 
         root = model.browser.fixtures_root
         if root is not None and not self.rules.is_packaged(root):
@@ -203,9 +206,11 @@ class SaveCaseTab(QScrollArea):
             self.why_label.setText(f"not saved: {exc}")
             self.model.notify("error", f"Save as case: {exc}")
             return None
-        files = "\n".join(f"  {path}" for path in saved.paths())
-        self._saved = (form, f"saved {saved.label} into {form.tree}:\n{files}")
+        folder, written = saved.written.folder, saved.paths()
+        names = ", ".join(p.name for p in written if p.parent == folder)
+        where = f"{folder}/ ({names}) and {written[-1]}"
+        self._saved = (form, f"saved {saved.label} into {form.tree}: {where}")
         self.why_label.setText(self._saved[1])
-        self.model.notify("info", f"saved case {saved.label} into {form.tree}")
+        self.model.notify("info", f"saved case {saved.label}: {where}")
         self.saved.emit(form.tree, saved.label)
         return saved
