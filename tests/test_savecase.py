@@ -274,3 +274,14 @@ def test_reload_it_and_score_the_reference(tmp_path: Path) -> None:
     fixture = case.fixture.build(case.namespace, case.case_id)
     assert solve_case(case, fixture, reference).passed
     assert not solve_case(case, fixture, baseline).passed
+
+
+def test_a_skill_folder_linked_out_of_the_tree_is_refused(tmp_path: Path) -> None:
+    """The tree's own folders are followed only inside it: a skill folder that is a link elsewhere is refused."""
+    root, elsewhere = tmp_path / "tree", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    (root / "my-skill").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(FixtureError, match="outside the fixture tree"):
+        _save(root)
+    assert list(elsewhere.iterdir()) == [] and not (root / "manifest.json").exists()
