@@ -119,6 +119,7 @@ def test_a_case_is_never_overwritten(tmp_path: Path) -> None:
         ({"reference": "not a target"}, "reference"),
         ({"kinds": {"labels": "mask"}}, "kind 'mask'"),
         ({"verifier": "my-own"}, "no default limits"),
+        ({"tolerance": {"f1_shortfal": 0.2}}, "['f1_shortfal']: not metrics of verifier 'label-image'"),
     ],
 )
 def test_bad_input_is_named_and_nothing_is_written(tmp_path: Path, changes: dict, named: str) -> None:
@@ -207,7 +208,7 @@ def test_several_truths_need_the_scored_one_named(tmp_path: Path) -> None:
     with pytest.raises(SaveError, match="say which one"):
         _save(tmp_path, **both)
     saved = _save(tmp_path, scored="labels", tolerance={"f1_shortfall": 0.1}, **both)
-    assert saved.declaration.tolerance == {"f1_shortfall": 0.1}
+    assert saved.declaration.tolerance == {**DEFAULT_TOLERANCES["label-image"], "f1_shortfall": 0.1}
     assert set(tree.load_layout(tmp_path, "my-skill", "blobs").truth) == {"labels", "spots"}
 
 

@@ -9,6 +9,7 @@ import pytest
 from savecase_solutions import field
 
 from imagebench.case.declared import DECLARATION, read_declaration
+from imagebench.cases.authoring import DEFAULT_TOLERANCES
 from imagebench.cli import main
 from imagebench.fixtures import tree
 
@@ -40,7 +41,8 @@ def test_case_new_writes_a_case_that_verifies_clean(files: Path, capsys: pytest.
     assert f"imagebench fixtures verify {root}" in out and f"imagebench list --tree {root}" in out
     assert "imagebench calibrate" in out
     declared = read_declaration(root / "my-skill" / "blobs" / DECLARATION)
-    assert declared.verifier.name == "label-image" and declared.tolerance == {"f1_shortfall": 0.2}
+    assert declared.verifier.name == "label-image" and declared.tolerance["f1_shortfall"] == 0.2
+    assert declared.tolerance["missed_fraction"] == DEFAULT_TOLERANCES["label-image"]["missed_fraction"]
     fixture = tree.load_fixture(root, "my-skill", "blobs")
     assert np.array_equal(np.asarray(fixture.data["nuclei"]), field()[0])  # read from the TIFF, kept as .npy
     assert tree.verify_tree(root) == []

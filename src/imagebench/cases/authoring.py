@@ -19,7 +19,8 @@ into a workspace or a session.
 Default limits (:data:`DEFAULT_TOLERANCES`) are a starting point, not a calibration: near the
 limits the built-in curated segmentation case earned on real data (``docs/cases.md``). Set them
 properly with ``imagebench calibrate`` once the case has a reference and a baseline, or give
-them (``tolerance=``, ``--tolerance NAME=VALUE``). A user case has no reference solution unless
+them (``tolerance=``, ``--tolerance NAME=VALUE``: a limit given replaces its default; a name the verifier does
+not produce is refused). A user case has no reference solution unless
 one is named (``pkg.mod:func``); without one it still lists, and a person can work and score it.
 """
 
@@ -71,15 +72,28 @@ except ImportError:  # until they are: the same mapping, here
 DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
     # object matching at IoU 0.5: 1 - F1, unmatched truth / truth, unmatched objects / objects, 1 - mean IoU
     "label-image": {"f1_shortfall": 0.3, "missed_fraction": 0.35, "false_fraction": 0.3, "iou_shortfall": 0.35},
-    # points matched one to one: unmatched truth / truth, unmatched points / points, median distance (px)
-    "points": {"missed_fraction": 0.2, "false_fraction": 0.2, "median_distance": 2.0},
+    # points matched one to one within 3 px: 1 - F1, unmatched truth / truth, unmatched points / points,
+    # the mean distance of the matched pairs (px)
+    "points": {"f1_shortfall": 0.2, "missed_fraction": 0.2, "false_fraction": 0.2, "localization_error": 2.0},
 }
+
+
+def metrics_of(name: str) -> tuple[str, ...] | None:
+    """The metrics the built-in verifier ``name`` produces (each needs a limit), or None when unknown here."""
+    try:
+        from imagebench.cases.verifiers import VERIFIERS  # type: ignore[import-not-found]
+    except ImportError:  # until the named verifiers are here: the metrics of the starting limits
+        return tuple(DEFAULT_TOLERANCES[name]) if name in DEFAULT_TOLERANCES else None
+    kind = VERIFIERS.get(name)
+    return tuple(kind.metrics) if kind is not None else None
+
 
 __all__ = [
     "DEFAULT_TOLERANCES",
     "SaveError",
     "SavedCase",
     "default_prompt",
+    "metrics_of",
     "save_case",
     "verifier_for_truth",
 ]
@@ -190,9 +204,17 @@ def save_case(
         raise SaveError(f"the scored truth {scored!r} is not a truth layer ({', '.join(truths)})")
     kind: TruthKind = kinds[scored]  # type: ignore[assignment]
     name = verifier or verifier_for_truth(kind)
-    limits = dict(tolerance) if tolerance else DEFAULT_TOLERANCES.get(name)
+    limits = {**DEFAULT_TOLERANCES.get(name, {}), **dict(tolerance or {})}  # a limit given replaces its default
     if not limits:
         raise SaveError(f"verifier {name!r} has no default limits here; give them (tolerance NAME=VALUE)")
+    produced = metrics_of(name)
+    if produced is not None:
+        unknown = sorted(set(limits) - set(produced))
+        if unknown:
+            raise SaveError(f"tolerance {unknown}: not metrics of verifier {name!r} (it produces {list(produced)})")
+        missing = [m for m in produced if m not in limits]
+        if missing:
+            raise SaveError(f"verifier {name!r} needs a limit for {missing} (tolerance NAME=VALUE)")
     grid = like[scored]
     text = prompt if prompt is not None and prompt.strip() else default_prompt(grids, scored, kind, grid)
     scales = dict(scale or {})
