@@ -52,7 +52,9 @@ def key_warnings(case: Case, where: str | Path) -> list[str]:
     try:
         data, truth = fixture_keys(case)
     except Exception as exc:  # reindex reports, never crashes; the run says the same at its start
-        return [f"{where}: the keys of {case.label} were not checked: its fixture cannot be read ({type(exc).__name__}: {exc})"]
+        return [
+            f"{where}: the keys of {case.label} were not checked: its fixture cannot be read ({type(exc).__name__}: {exc})"
+        ]
     out: list[str] = []
     for i, layer in enumerate(case.layers):
         if layer.key not in data:
