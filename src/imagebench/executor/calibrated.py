@@ -36,6 +36,10 @@ STORE_SCHEMA_VERSION = 1
 #: How many fingerprints of one label are kept (the newest).
 KEEP_PER_LABEL = 8
 COMMAND = "imagebench calibrate"
+#: What no run can calibrate: the case declares no reference, or no baseline (re-exported by
+#: imagebench.executor.calibration with the other verdict words).
+NO_BASELINE = "no baseline"
+NO_REFERENCE = "no reference"
 
 
 class StoredCalibration(Record):
@@ -156,8 +160,6 @@ def recall(cases: Iterable[Case], store: CalibrationStore | None = None) -> list
 
 
 def _static_problems(case: Case) -> list[str]:
-    from imagebench.executor.calibration import NO_BASELINE, NO_REFERENCE
-
     return [
         p for p, missing in ((NO_REFERENCE, case.reference is None), (NO_BASELINE, case.baseline is None)) if missing
     ]
@@ -170,8 +172,6 @@ def calibration_notes(cases: Sequence[Case], *, store: CalibrationStore | None =
     one per case whose latest calibration, for its current fingerprint, says what does not hold.
     The summary line counts the cases calibrated ok, never calibrated here and not checkable.
     """
-    from imagebench.executor.calibration import NO_BASELINE, NO_REFERENCE
-
     warnings: list[str] = []
     for missing, attr, why in (
         ("baseline", "baseline", "nothing shows their limits tell a naive answer from a good one"),

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from imagebench.executor.calibrated import NO_BASELINE, NO_REFERENCE
 from imagebench.records import Record, RecordError, read_record, write_record
 
 if TYPE_CHECKING:
@@ -34,8 +35,6 @@ SUBJECTS: tuple[str, ...] = ("reference", "baseline", "nop")
 CALIBRATION_RECORD = "calibration.json"
 CALIBRATION_SCHEMA_VERSION = 1
 
-NO_BASELINE = "no baseline"
-NO_REFERENCE = "no reference"
 BASELINE_PASSES = "baseline passes: the limits cannot tell the naive answer from a good one"
 REFERENCE_FAILS = "reference fails"
 NOP_PASSES = "nop passes"
