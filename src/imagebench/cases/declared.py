@@ -23,8 +23,8 @@ from typing import Any
 
 from imagebench.case.declared import DECLARATION, CaseDeclaration, DeclarationError, read_declaration
 from imagebench.case.model import Case, CaseError, Collect, Layer
-from imagebench.cases.targets import TargetError, call_of, is_target
-from imagebench.cases.verifiers import TargetVerifier, VerifierError, limit_problems, named_kind
+from imagebench.cases.targets import TargetError, TargetVerifier, call_of, is_target
+from imagebench.cases.verifiers import VerifierError, limit_problems, named_kind
 from imagebench.fixtures import tree
 from imagebench.fixtures.fixture import FixtureError
 from imagebench.fixtures.specs import OnDisk

@@ -15,7 +15,9 @@ before it is digested, so the code that runs is always the code the digest names
 
 :class:`TargetCall` wraps a resolved callable for a case (a builder, reference or baseline): a
 frozen dataclass whose fields are the target and its digest, which is what the fingerprint's
-``source_digest`` pins for a callable object.
+``source_digest`` pins for a callable object. :class:`TargetVerifier` is a user's verifier, called
+``func(fixture, attempt, **params)``, which fails a sample for each declared leaving left absent
+whatever the user's code reads.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ import re
 import sys
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from imagebench.case.declared import TARGET_PATTERN
 from imagebench.fixtures.digest import FingerprintError, digest_json
+from imagebench.fixtures.fixture import Attempt, Fixture, Metric, Outcome, WhyNot
 
 _TARGET = re.compile(TARGET_PATTERN)
 
@@ -195,9 +198,80 @@ def _call_from(spec: str, digest: str) -> TargetCall:
     return TargetCall.of(target)
 
 
+def missing_leavings(attempt: Attempt, names: tuple[str, ...]) -> list[Metric]:
+    """One failing metric ``left:<name>`` for each of ``names`` the attempt lacks: a user verifier
+    may not read every leaving, yet a subject asked to leave something that left nothing fails."""
+    return [
+        Metric.missing(f"left:{name}", 0.0, WhyNot(f"the subject left nothing named {name!r}", "absent"))
+        for name in names
+        if name not in attempt.arrays
+    ]
+
+
+@dataclass(frozen=True)
+class TargetVerifier:
+    """A user's verifier ``pkg.mod:func``, called ``func(fixture, attempt, **params)`` in the harness.
+
+    Its fields pin it (the target's digest covers the user's code, :mod:`imagebench.cases.targets`).
+    Whatever it reads, each of ``leavings`` the subject did not leave fails the sample, and anything
+    but an :class:`~imagebench.fixtures.fixture.Outcome` it returns is the harness's error.
+    """
+
+    target: str
+    digest: str
+    params: Mapping[str, Any]
+    leavings: tuple[str, ...]
+    func: Callable[..., Any] = field(compare=False, repr=False, init=False)
+
+    @classmethod
+    def of(cls, spec: str, params: Mapping[str, Any] | None, leavings: tuple[str, ...]) -> TargetVerifier:
+        target = resolve_target(spec)
+        made = cls(target.spec, target.digest, dict(params or {}), tuple(leavings))
+        object.__setattr__(made, "func", target.func)
+        return made
+
+    def __call__(self, fixture: Fixture, attempt: Attempt) -> Outcome:
+        outcome = self.func(fixture, attempt, **dict(self.params))
+        if not isinstance(outcome, Outcome):
+            raise TypeError(f"verifier {self.target} returned {type(outcome).__name__}, expected an Outcome")
+        absent = missing_leavings(attempt, self.leavings)
+        if absent:
+            outcome = replace(outcome, metrics=[*outcome.metrics, *absent])
+        return outcome
+
+    def scoring_inputs(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "digest": self.digest,
+            "params": dict(self.params),
+            "leavings": list(self.leavings),
+        }
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_target_verifier, (self.target, self.digest, dict(self.params), self.leavings))
+
+
+def _target_verifier(spec: str, digest: str, params: Mapping[str, Any], leavings: tuple[str, ...]) -> TargetVerifier:
+    made = TargetVerifier.of(spec, params, leavings)
+    if made.digest != digest:
+        raise TargetError(
+            f"{spec}: its code here differs from the code the case was made with (digest {digest[:19]}...)"
+        )
+    return made
+
+
 def call_of(spec: str) -> TargetCall:
     """:func:`resolve_target` wrapped for a case."""
     return TargetCall.of(resolve_target(spec))
 
 
-__all__ = ["Target", "TargetCall", "TargetError", "call_of", "is_target", "resolve_target"]
+__all__ = [
+    "Target",
+    "TargetCall",
+    "TargetError",
+    "TargetVerifier",
+    "call_of",
+    "is_target",
+    "missing_leavings",
+    "resolve_target",
+]

@@ -27,10 +27,13 @@ from typing import Any, Literal
 import numpy as np
 
 from imagebench.case.model import LayerKind, Verifier
-from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Metric, Outcome, WhyNot
+from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Outcome, WhyNot
 
 Role = Literal["data", "truth", "leaving", "number", "numbers", "names"]
 KEY_ROLES: tuple[str, ...] = ("data", "truth", "leaving")
+
+
+_UNSET = object()
 
 
 class VerifierError(ValueError):
@@ -51,10 +54,12 @@ class Param:
 
     def settle(self, value: Any, verifier: str) -> Any:
         where = f"verifier {verifier!r}: parameter {self.name!r}"
-        if value is None:
+        if value is _UNSET or (value is None and not self.optional):
             if self.default is None and not self.optional:
                 raise VerifierError(f"{where} is required ({self.about})")
             return self.default
+        if value is None:  # an optional parameter given as null: not read at all
+            return None
         if self.role in KEY_ROLES:
             if not isinstance(value, str) or not value:
                 raise VerifierError(f"{where} must be a key name (text), got {value!r}")
@@ -96,8 +101,8 @@ class NamedKind:
             raise VerifierError(
                 f"verifier {self.name!r}: unknown parameter(s) {unknown} (it takes {sorted(known) or 'none'})"
             )
-        out = {p.name: p.settle(params.get(p.name), self.name) for p in self.params}
-        if "metrics" in out:
+        out = {p.name: p.settle(params.get(p.name, _UNSET), self.name) for p in self.params}
+        if out.get("metrics") is not None:
             bad = sorted(set(out["metrics"]) - set(self.metrics))
             if bad:
                 raise VerifierError(
@@ -514,75 +519,9 @@ def verifier_for_truth(kind: LayerKind) -> str:
         ) from None
 
 
-def missing_leavings(attempt: Attempt, names: tuple[str, ...]) -> list[Metric]:
-    """One failing metric ``left:<name>`` for each of ``names`` the attempt lacks: a user verifier
-    may not read every leaving, yet a subject asked to leave something that left nothing fails."""
-    return [
-        Metric.missing(f"left:{name}", 0.0, WhyNot(f"the subject left nothing named {name!r}", "absent"))
-        for name in names
-        if name not in attempt.arrays
-    ]
-
-
-@dataclass(frozen=True)
-class TargetVerifier:
-    """A user's verifier ``pkg.mod:func``, called ``func(fixture, attempt, **params)`` in the harness.
-
-    Its fields pin it (the target's digest covers the user's code, :mod:`imagebench.cases.targets`).
-    Whatever it reads, each of ``leavings`` the subject did not leave fails the sample, and anything
-    but an :class:`~imagebench.fixtures.fixture.Outcome` it returns is the harness's error.
-    """
-
-    target: str
-    digest: str
-    params: Mapping[str, Any]
-    leavings: tuple[str, ...]
-    func: Callable[..., Any] = field(compare=False, repr=False, init=False)
-
-    @classmethod
-    def of(cls, spec: str, params: Mapping[str, Any] | None, leavings: tuple[str, ...]) -> TargetVerifier:
-        from imagebench.cases.targets import resolve_target
-
-        target = resolve_target(spec)
-        made = cls(target.spec, target.digest, dict(params or {}), tuple(leavings))
-        object.__setattr__(made, "func", target.func)
-        return made
-
-    def __call__(self, fixture: Fixture, attempt: Attempt) -> Outcome:
-        outcome = self.func(fixture, attempt, **dict(self.params))
-        if not isinstance(outcome, Outcome):
-            raise TypeError(f"verifier {self.target} returned {type(outcome).__name__}, expected an Outcome")
-        absent = missing_leavings(attempt, self.leavings)
-        if absent:
-            outcome = replace(outcome, metrics=[*outcome.metrics, *absent])
-        return outcome
-
-    def scoring_inputs(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "digest": self.digest,
-            "params": dict(self.params),
-            "leavings": list(self.leavings),
-        }
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_target_verifier, (self.target, self.digest, dict(self.params), self.leavings))
-
-
-def _target_verifier(spec: str, digest: str, params: Mapping[str, Any], leavings: tuple[str, ...]) -> TargetVerifier:
-    from imagebench.cases.targets import TargetError
-
-    made = TargetVerifier.of(spec, params, leavings)
-    if made.digest != digest:
-        raise TargetError(
-            f"{spec}: its code here differs from the code the case was made with (digest {digest[:19]}...)"
-        )
-    return made
-
-
 def verifier_of(name: str, params: Mapping[str, Any] | None = None, leavings: tuple[str, ...] = ()) -> Verifier:
     """A built-in verifier by ``name``, or the user's ``pkg.mod:func`` (imported here, in the harness)."""
-    from imagebench.cases.targets import is_target
+    from imagebench.cases.targets import TargetVerifier, is_target
 
     if is_target(name):
         return TargetVerifier.of(name, params, leavings)
@@ -596,10 +535,8 @@ __all__ = [
     "Param",
     "VerifierError",
     "limit_problems",
-    "missing_leavings",
     "named_kind",
     "named_verifier",
-    "TargetVerifier",
     "verifier_for_truth",
     "verifier_of",
 ]
