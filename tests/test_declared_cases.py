@@ -4,10 +4,11 @@ its load-time checks naming file and field, and a tree scanned without one bad c
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from user_code import declaration, write_tree, write_user_package
+from user_code import declaration, forget_package, write_tree, write_user_package
 
 from imagebench.case.declared import DeclarationError
 from imagebench.cases.declared import TARGETS_META, declared_case, tree_cases
@@ -19,11 +20,14 @@ from imagebench.subjects import BaselineSubject, NopSubject, ReferenceSubject
 
 
 @pytest.fixture
-def user_pkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def user_pkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The user's package ``mybench``, this test's own copy."""
     code = tmp_path / "code"
     write_user_package(code)
     monkeypatch.syspath_prepend(str(code))
-    return code
+    forget_package("mybench")
+    yield code
+    forget_package("mybench")
 
 
 def test_a_declared_case_runs_with_its_reference_and_fails_with_nop(tmp_path: Path, user_pkg: Path) -> None:

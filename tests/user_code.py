@@ -81,6 +81,14 @@ def write_user_package(folder: Path, name: str = "mybench", *, score: str = SCOR
     return pkg
 
 
+def forget_package(name: str) -> None:
+    """Drop ``name`` and its submodules from ``sys.modules``: the next import reads this test's copy."""
+    import sys
+
+    for module in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
+        del sys.modules[module]
+
+
 LABEL_TOLERANCE = {"f1_shortfall": 0.05, "missed_fraction": 0.05, "false_fraction": 0.05, "iou_shortfall": 0.1}
 
 

@@ -38,8 +38,17 @@ from imagebench.fixtures.fixture import Attempt, Fixture, Metric, Outcome, WhyNo
 
 _TARGET = re.compile(TARGET_PATTERN)
 
-#: module name -> sha256 of its file when this process imported (or last reloaded) it
-_IMPORTED: dict[str, str] = {}
+
+class _ImportLog:
+    """Module name -> sha256 of its file when this process imported (or last reloaded) it. An object,
+    not a plain dict at module level: the scoring closure digests plain module constants, and what
+    this process happened to import must not enter a case's digest."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, str] = {}
+
+
+_IMPORTED = _ImportLog()
 
 
 class TargetError(ValueError):
@@ -87,6 +96,8 @@ def _sha256(path: Path, spec: str, name: str) -> str:
 
 
 def _import(name: str, spec: str) -> types.ModuleType:
+    if name not in sys.modules:
+        importlib.invalidate_caches()  # a module written since the last import is found
     try:
         module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -105,7 +116,7 @@ def _import(name: str, spec: str) -> types.ModuleType:
     if path is None or path.suffix != ".py":
         raise TargetError(f"{spec}: module {name!r} has no Python source file to pin (it is built in or compiled)")
     now = _sha256(path, spec, name)
-    seen = _IMPORTED.setdefault(name, now)
+    seen = _IMPORTED.seen.setdefault(name, now)
     if seen != now:  # edited since imported here: run (and pin) the code as it is now
         importlib.invalidate_caches()
         try:
@@ -114,7 +125,7 @@ def _import(name: str, spec: str) -> types.ModuleType:
             raise TargetError(
                 f"{spec}: module {name!r} changed on disk and re-importing it raised {type(exc).__name__}: {exc}"
             ) from None
-        _IMPORTED[name] = now
+        _IMPORTED.seen[name] = now
     return module
 
 

@@ -249,6 +249,8 @@ class _Walk:
         """A plain module-level value (a tolerance, a table) decides a score as much as code does."""
         if callable(value) or isinstance(value, types.ModuleType) or value is None:
             return
+        if value is _MODULES:  # the walk's own cache (a user target's pinning reaches it): process state
+            return
         key = f"{module}:{name}"
         try:
             self.constants[key] = digest_json(plain(value, key))
