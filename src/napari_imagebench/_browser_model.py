@@ -245,6 +245,7 @@ class BrowserModel:
         if r.case is None:
             raise PanelError(f"{label}: {r.reason}")
         from imagebench.case.session import case_prompt
+        from imagebench.executor.calibrated import calibration_line
 
         case = r.case
         return CaseDetail(
@@ -266,4 +267,5 @@ class BrowserModel:
             at_viewer=tuple(f"{slot.name}: {slot.how()}" for slot in answer_slots(case)),
             pixels_from=pixels_from(case),
             citation=getattr(case.source(), "citation", None) or "",
+            calibration=calibration_line(case),
         )

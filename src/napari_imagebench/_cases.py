@@ -56,6 +56,7 @@ class CaseDetail:
     at_viewer: tuple[str, ...] = ()  # how a person gives each answer (the Answer tab)
     pixels_from: str = ""  # where the case's pixels come from: generated, the package's data, a tree
     citation: str = ""  # a curated case's citation (its provenance is shown in the report, after scoring)
+    calibration: str = ""  # what its latest calibration says (imagebench.executor.calibrated.calibration_line)
 
     def text(self) -> str:
         lines = [
@@ -70,6 +71,8 @@ class CaseDetail:
             lines.append(f"from the bundle {self.bundle}")
         if not self.has_reference:
             lines.append("no reference solution: work it yourself or run a python: solver")
+        if self.calibration:
+            lines.append(self.calibration)
         if self.about:
             lines += ["", self.about]
         lines += ["", "Persona:", self.persona or "(none)", "", "Prompt:", self.prompt.rstrip(), "", "Layers:"]

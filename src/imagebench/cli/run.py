@@ -143,6 +143,14 @@ def _cmd_list(args: argparse.Namespace) -> int:
     warnings = presentation_warnings(builtin.skills(), all_cases) + kind_warnings(all_cases)
     for w in warnings:
         console.print(f"[yellow]coverage warning:[/yellow] {w}")
+    from rich.markup import escape
+
+    from imagebench.executor.calibrated import calibration_notes
+
+    calibration, summary = calibration_notes(all_cases)
+    for w in calibration:
+        console.print(f"[yellow]calibration warning:[/yellow] {escape(w)}", soft_wrap=True)
+    console.print(summary, soft_wrap=True)
     return 0
 
 
@@ -155,6 +163,21 @@ def _listed_cases(args: argparse.Namespace) -> tuple[list[Case], str]:
     if bundle_cases is not None:
         return bundle_cases, "bundle"
     return builtin.all_cases(), "built-in"
+
+
+def selected_cases(args: argparse.Namespace) -> list[Case]:
+    """The cases ``run`` and ``calibrate`` work: those of :func:`_listed_cases` that ``-k`` and
+    ``--fixtures`` select. A pattern that matches nothing, or an empty selection, is a UsageError."""
+    from imagebench.case.model import select_cases
+
+    all_cases, _ = _listed_cases(args)
+    chosen, unmatched = select_cases(all_cases, args.patterns, args.fixtures)
+    if unmatched:
+        labels = "\n".join(f"  {c.label}" for c in all_cases) or "  (none registered)"
+        raise UsageError(f"-k {', '.join(map(repr, unmatched))} matched no case; valid labels:\n{labels}")
+    if not chosen:
+        raise UsageError(f"no case selected (-k {args.patterns or '-'}, --fixtures {args.fixtures})")
+    return chosen
 
 
 def _find_case(args: argparse.Namespace) -> Case:
@@ -232,8 +255,6 @@ def _spec_about(case: Case) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from imagebench import cases as builtin
-
     if getattr(args, "resume", None):
         return cmd_resume(args)
     if getattr(args, "suite", None):
@@ -245,18 +266,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     subject = checked_run_args(args)
     seal = seal_from_args(args)
-    from imagebench.cli.bundle import cases_from_args
-
-    bundle_cases = cases_from_args(args)  # None unless --bundle
-    all_cases = bundle_cases if bundle_cases is not None else builtin.all_cases()
-    from imagebench.case.model import select_cases
-
-    chosen, unmatched = select_cases(all_cases, args.patterns, args.fixtures)
-    if unmatched:
-        labels = "\n".join(f"  {c.label}" for c in all_cases) or "  (none registered)"
-        raise UsageError(f"-k {', '.join(map(repr, unmatched))} matched no case; valid labels:\n{labels}")
-    if not chosen:
-        raise UsageError(f"no case selected (-k {args.patterns or '-'}, --fixtures {args.fixtures})")
+    chosen = selected_cases(args)
     selection = {"k": list(args.patterns or []), "fixtures": args.fixtures, "timeout": args.timeout}
     if args.bundle:
         selection["bundle"] = str(args.bundle)
