@@ -32,3 +32,12 @@ def field(size: tuple[int, int] = (48, 64), seed: int = 3) -> tuple[np.ndarray, 
     rng = np.random.default_rng(seed)
     image = ((labels > 0) * 200.0 + rng.normal(20.0, 4.0, size)).astype(np.float32)
     return image, labels
+
+
+def centres(session: Any) -> None:
+    """The reference of the points case: the centre of each bright object, as ``spots``."""
+    from scipy import ndimage as ndi
+
+    image = np.asarray(session.namespace["nuclei"], dtype=np.float64)
+    labels, n = ndi.label(image > 0.5 * (image.min() + image.max()))
+    session.namespace["spots"] = np.array(ndi.center_of_mass(image > 0, labels, range(1, n + 1)), dtype=np.float64)

@@ -265,12 +265,13 @@ def test_the_declaration_is_pinned_by_the_manifest(tmp_path: Path) -> None:
 
 def test_reload_it_and_score_the_reference(tmp_path: Path) -> None:
     """The saved case, read back as a case, is solved by its reference and failed by its baseline."""
-    declared = pytest.importorskip("imagebench.cases.declared")
     from helpers import solve_case
     from savecase_solutions import baseline, reference
 
+    from imagebench.cases.declared import declared_case
+
     saved = _save(tmp_path, reference="savecase_solutions:reference", baseline="savecase_solutions:baseline")
-    case = declared.declared_case(saved.declaration_path, tmp_path)
+    case = declared_case(saved.declaration_path, tmp_path)
     assert case.label == "my-skill/blobs"
     fixture = case.fixture.build(case.namespace, case.case_id)
     assert solve_case(case, fixture, reference).passed
@@ -286,3 +287,22 @@ def test_a_skill_folder_linked_out_of_the_tree_is_refused(tmp_path: Path) -> Non
     with pytest.raises(FixtureError, match="outside the fixture tree"):
         _save(root)
     assert list(elsewhere.iterdir()) == [] and not (root / "manifest.json").exists()
+
+
+def test_a_saved_points_case_is_scored_by_the_points_verifier(tmp_path: Path) -> None:
+    """Points clicked at the objects' centres: the centres a reference finds pass, the field's corner fails."""
+    from helpers import solve_case
+    from savecase_solutions import centres
+
+    from imagebench.cases.declared import declared_case
+
+    truth = np.array([[10.5, 13.5], [32.5, 37.5], [13.5, 54.5]])  # the centres of field()'s three squares
+    saved = _save(tmp_path, truth={"spots": truth}, kinds={"spots": "points"})
+    case = declared_case(saved.declaration_path, tmp_path)
+    fixture = case.fixture.build(case.namespace, case.case_id)
+    assert solve_case(case, fixture, centres).passed
+
+    def corner(session: object) -> None:
+        session.namespace["spots"] = np.array([[0.0, 0.0]])  # type: ignore[attr-defined]
+
+    assert not solve_case(case, fixture, corner).passed

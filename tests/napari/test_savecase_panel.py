@@ -111,12 +111,12 @@ def test_an_image_and_a_painted_labels_layer_are_saved_and_listed(
 
 def test_reload_the_saved_case_and_score_the_reference(make_napari_viewer: Any, qtbot: Any, tmp_path: Path) -> None:
     """The case saved from the viewer, read back as a case, passes its reference and fails its baseline."""
+    from helpers import solve_case
     from qtpy.QtCore import Qt
     from qtpy.QtWidgets import QPlainTextEdit, QPushButton
-
-    declared = pytest.importorskip("imagebench.cases.declared")
-    from helpers import solve_case
     from savecase_solutions import baseline, reference
+
+    from imagebench.cases.declared import declared_case
 
     viewer, panel = _panel(make_napari_viewer, tmp_path)
     _painted(viewer)
@@ -126,7 +126,7 @@ def test_reload_the_saved_case_and_score_the_reference(make_napari_viewer: Any, 
         "Segment every nucleus in `nuclei`; leave `labels`, an integer label image of its shape."
     )
     qtbot.mouseClick(panel.findChild(QPushButton, "savecase_button"), Qt.MouseButton.LeftButton)
-    case = declared.declared_case(root / "my-skill" / "blobs" / DECLARATION, root)
+    case = declared_case(root / "my-skill" / "blobs" / DECLARATION, root)
     fixture = case.fixture.build(case.namespace, case.case_id)
     assert solve_case(case, fixture, reference).passed
     assert not solve_case(case, fixture, baseline).passed

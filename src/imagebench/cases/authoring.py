@@ -43,6 +43,7 @@ from imagebench.case.declared import (
     DeclaredVerifier,
     declaration_json,
 )
+from imagebench.cases.verifiers import VERIFIERS, verifier_for_truth
 from imagebench.fixtures.annotations import (
     TRUTH_KINDS,
     AnnotationError,
@@ -53,20 +54,6 @@ from imagebench.fixtures.annotations import (
     point_array,
 )
 from imagebench.fixtures.authoring import WrittenCase, write_curated_case
-
-try:  # the named verifiers (imagebench.cases.verifiers) own the mapping once they are here
-    from imagebench.cases.verifiers import verifier_for_truth  # type: ignore[import-not-found]
-except ImportError:  # until they are: the same mapping, here
-
-    def verifier_for_truth(kind: str) -> str:
-        """The built-in verifier that scores a truth of ``kind``."""
-        try:
-            return {"labels": "label-image", "points": "points"}[kind]
-        except KeyError:
-            raise ValueError(
-                f"no built-in verifier scores a {kind!r} truth (kinds: {', '.join(TRUTH_KINDS)})"
-            ) from None
-
 
 #: the limits a new case starts with, per built-in verifier (calibrate them: ``imagebench calibrate``)
 DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
@@ -79,11 +66,7 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
 
 
 def metrics_of(name: str) -> tuple[str, ...] | None:
-    """The metrics the built-in verifier ``name`` produces (each needs a limit), or None when unknown here."""
-    try:
-        from imagebench.cases.verifiers import VERIFIERS  # type: ignore[import-not-found]
-    except ImportError:  # until the named verifiers are here: the metrics of the starting limits
-        return tuple(DEFAULT_TOLERANCES[name]) if name in DEFAULT_TOLERANCES else None
+    """The metrics the built-in verifier ``name`` produces (each needs a limit); None for ``pkg.mod:func``."""
     kind = VERIFIERS.get(name)
     return tuple(kind.metrics) if kind is not None else None
 
