@@ -182,7 +182,7 @@ def _cmd_case_new(args: argparse.Namespace) -> int:
     print(f"  imagebench fixtures verify {root}")
     calibrate = f"  imagebench calibrate --tree {root} -k {saved.label}"
     if declared.reference is not None:
-        print(f"{calibrate}   (sets out whether the limits pass the reference and stop the baseline)")
+        print(f"{calibrate}   (checks that the limits pass the reference and stop the baseline)")
     else:
         print(f"{calibrate}   (once the case has a --reference and a --baseline, to set its limits)")
     return 0
