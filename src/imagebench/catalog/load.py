@@ -51,13 +51,14 @@ def build_catalog(
     modules: Iterable[str] = (),
     bundles: Iterable[PathLike] = (),
     tree: PathLike | None = None,
-    env_tree: bool = True,
+    env_tree: bool | PathLike = True,
 ) -> Catalog:
     """The cases of every source asked for, each with its source.
 
     ``modules``: ``--cases`` values; ``bundles``: bundle folders; ``tree``: a fixture tree whose
-    declared cases join (an error when it cannot be read); without it, ``env_tree`` reads the tree
-    ``$IMAGEBENCH_FIXTURES`` names (warnings only). Raises :class:`CatalogError`.
+    declared cases join (an error when it cannot be read); without it, ``env_tree`` reads the
+    user's tree, warnings only: ``True`` the one ``$IMAGEBENCH_FIXTURES`` names, a path that folder
+    (the panel's chosen tree), ``False`` none. Raises :class:`CatalogError`.
     """
     catalog = Catalog()
     if builtin:
@@ -72,8 +73,8 @@ def build_catalog(
         catalog.named.append(open_bundle(catalog, folder))
     if tree is not None:
         catalog.named.append(open_tree(catalog, tree, strict=True))
-    elif env_tree:
-        root = user_tree()
+    elif env_tree is not False:
+        root = user_tree() if env_tree is True else Path(env_tree)
         if root is not None:
             open_tree(catalog, root, strict=False)
     return catalog
