@@ -79,6 +79,19 @@ def catalog_from_args(args: argparse.Namespace, *, warn: bool = True) -> Catalog
     return catalog
 
 
+def refuse_empty_sources(catalog: Catalog) -> None:
+    """A source given by name that holds no runnable case is a UsageError (what ``run`` was asked to run)."""
+    for source in catalog.named:
+        if not any(catalog.source_of(label) == source for label in catalog.labels):
+            prefix = f"{source.name}/"
+            cannot = (
+                sum(1 for label in catalog.unavailable if label.startswith(prefix)) if source.kind == "bundle" else 0
+            )
+            raise UsageError(
+                f"{source} has no runnable case" + (f" ({cannot} cannot run; see above)" if cannot else "")
+            )
+
+
 def find_case(catalog: Catalog, label: str) -> Any:
     """The case labelled ``label``; a UsageError with the closest labels otherwise."""
     import difflib

@@ -8,7 +8,14 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from imagebench.cli import UsageError
-from imagebench.cli.catalog import add_catalog_flags, catalog_from_args, find_case, sources_given, trees_line
+from imagebench.cli.catalog import (
+    add_catalog_flags,
+    catalog_from_args,
+    find_case,
+    refuse_empty_sources,
+    sources_given,
+    trees_line,
+)
 from imagebench.cli.common import (
     RUN_DIRS,
     add_sealed_args,
@@ -121,7 +128,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     catalog = catalog_from_args(args)
     all_cases = catalog.offered()
-    where = ", ".join(str(s) for s in catalog.named) if catalog.named else "known"
+    where = ", ".join(s.short for s in catalog.named) if catalog.named else "known"
     console = _console()
     console.print(escape(trees_line()), soft_wrap=True)
     if not all_cases:
@@ -256,6 +263,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     subject = checked_run_args(args)
     seal = seal_from_args(args)
     catalog = catalog_from_args(args)
+    refuse_empty_sources(catalog)
     all_cases = catalog.offered()  # the named sources' cases when any is named, else all
     from imagebench.case.model import select_cases
 
