@@ -174,7 +174,9 @@ def test_a_module_by_name_and_by_file(site: Path, tmp_path: Path) -> None:
     assert mine == ["blob-skill/three-squares", "blob-skill/three-more"]
     assert catalog.source_of(mine[0]) == Source("module", "blobskill.cases", module="blobskill.cases")
     assert "blob-skill" in catalog.skills and "blob-skill.squares" in catalog.builders
-    assert len(catalog) == len(catalog.offered()) + len([c for c in catalog if catalog.source_of(c.label).kind == "builtin"])
+    assert len(catalog) == len(catalog.offered()) + len(
+        [c for c in catalog if catalog.source_of(c.label).kind == "builtin"]
+    )
     _forget("blobskill")
     # a .py file elsewhere: its folder goes on sys.path, the source keeps the file
     loose = tmp_path / "loose"
@@ -201,13 +203,17 @@ def test_a_label_two_sources_give_is_an_error_naming_both(site: Path) -> None:
     first = builtin.all_cases()[0]
     body = f"from imagebench import cases\nCASES = [cases.get_case({first.label!r})]\n"
     write_skill(site, "otherskill", body)
-    with pytest.raises(CatalogError, match=f"case {first.label} is provided by the built-in cases and module otherskill.cases"):
+    with pytest.raises(
+        CatalogError, match=f"case {first.label} is provided by the built-in cases and module otherskill.cases"
+    ):
         build_catalog(modules=["otherskill.cases"], entry_points=False, env_tree=False)
 
 
 def test_a_module_that_fails_is_an_error_naming_it(site: Path) -> None:
     write_skill(site, "brokenskill", "import no_such_dependency_here\nCASES = []\n")
-    with pytest.raises(CatalogError, match=r"module brokenskill.cases: ModuleNotFoundError: No module named 'no_such_dependency_here'"):
+    with pytest.raises(
+        CatalogError, match=r"module brokenskill.cases: ModuleNotFoundError: No module named 'no_such_dependency_here'"
+    ):
         build_catalog(modules=["brokenskill.cases"], entry_points=False, env_tree=False)
     write_skill(site, "nocases", "SKILLS = []\n")
     with pytest.raises(CatalogError, match="field 'CASES' is missing"):
@@ -295,7 +301,9 @@ def test_the_real_declared_tree_cases_when_present(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the commands
 
 
-def test_list_and_show_name_the_source_and_the_tree(site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_list_and_show_name_the_source_and_the_tree(
+    site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     write_skill(site)
     monkeypatch.setenv("COLUMNS", "250")
     mine = tmp_path / "mytree"
@@ -325,13 +333,18 @@ def _last_run(out: Path) -> Path:
     return sorted(out.glob("run-*"))[-1]
 
 
-def test_a_run_records_its_sources_and_a_resume_opens_them_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_run_records_its_sources_and_a_resume_opens_them_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = tmp_path / "work"
     file = write_skill(folder)
     loose = folder / "blobskill" / "cases.py"
     assert file == loose
     out = tmp_path / "out"
-    assert cli.main(["run", "--cases", str(file), "--subject", "reference", "--out", str(out), "--quiet", "--no-report"]) == 0
+    assert (
+        cli.main(["run", "--cases", str(file), "--subject", "reference", "--out", str(out), "--quiet", "--no-report"])
+        == 0
+    )
     run = _last_run(out)
     record = read_record(run / "run.json", RunRecord)
     assert record.cases == ["blob-skill/three-squares", "blob-skill/three-more"]  # only the named source's cases
@@ -366,7 +379,9 @@ def test_a_run_records_its_sources_and_a_resume_opens_them_again(tmp_path: Path,
 def test_an_older_run_without_sources_resumes_from_the_builtin_cases(tmp_path: Path) -> None:
     from imagebench.catalog import cases_of_run
 
-    record = RunRecord(run_id="run-x", started="now", subject="reference", samples=1, cases=["flatfield/vignetted-field"])
+    record = RunRecord(
+        run_id="run-x", started="now", subject="reference", samples=1, cases=["flatfield/vignetted-field"]
+    )
     assert record.sources is None
     assert [c.label for c in cases_of_run(record)] == ["flatfield/vignetted-field"]
     record = RunRecord(run_id="run-x", started="now", subject="reference", samples=1, cases=["blob-skill/x"])
@@ -374,7 +389,9 @@ def test_an_older_run_without_sources_resumes_from_the_builtin_cases(tmp_path: P
         cases_of_run(record)
 
 
-def test_a_new_skill_outside_src_listed_run_pinned_and_compared(site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_skill_outside_src_listed_run_pinned_and_compared(
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The issue's measurement: a new skill, no edit of the package: an installed package's entry point."""
     write_skill(site)
     install_entry_point(site, "blob-skill-pkg", {"blob-skill": "blobskill.cases"})
@@ -396,21 +413,46 @@ def test_a_new_skill_outside_src_listed_run_pinned_and_compared(site: Path, tmp_
     b = _last_run(out)
     assert a != b
     sources = read_record(a / "run.json", RunRecord).sources
-    assert sources is not None and [(s.kind, s.name, s.dist) for s in sources] == [("entry-point", "blob-skill", "blob-skill-pkg")]
+    assert sources is not None and [(s.kind, s.name, s.dist) for s in sources] == [
+        ("entry-point", "blob-skill", "blob-skill-pkg")
+    ]
     capsys.readouterr()
     assert cli.main(["compare", str(a), str(b), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["comparable"] and {c["label"] for c in result["cases"]} == {"blob-skill/three-squares", "blob-skill/three-more"}
+    assert result["comparable"] and {c["label"] for c in result["cases"]} == {
+        "blob-skill/three-squares",
+        "blob-skill/three-more",
+    }
     assert result["overall"]["rate_a"] == 1.0 and result["overall"]["rate_b"] == 0.0
     # the baseline is a subject too: it fails the count
-    assert cli.main(["run", "-k", "blob-skill/three-squares", "--subject", "baseline", "--out", str(out), "--quiet", "--no-report"]) == 1
+    assert (
+        cli.main(
+            [
+                "run",
+                "-k",
+                "blob-skill/three-squares",
+                "--subject",
+                "baseline",
+                "--out",
+                str(out),
+                "--quiet",
+                "--no-report",
+            ]
+        )
+        == 1
+    )
 
 
-def test_a_suite_member_from_a_module_resolves_again_with_its_flag(site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_suite_member_from_a_module_resolves_again_with_its_flag(
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_skill(site)
     suites = tmp_path / "suites"
     args = ["--suites-dir", str(suites), "--quiet"]
-    assert cli.main(["suite", "pin", "mods", "-k", "blob-skill/*", "--cases", "blobskill.cases", "--revision", REV, *args]) == 0
+    assert (
+        cli.main(["suite", "pin", "mods", "-k", "blob-skill/*", "--cases", "blobskill.cases", "--revision", REV, *args])
+        == 0
+    )
     assert cli.main(["suite", "verify", "mods", "--cases", "blobskill.cases", *args]) == 0
     capsys.readouterr()
     assert cli.main(["suite", "verify", "mods", *args]) == 1
@@ -418,7 +460,9 @@ def test_a_suite_member_from_a_module_resolves_again_with_its_flag(site: Path, t
     assert out.count("not installed") == 2 and "give the --cases MODULE" in out
 
 
-def test_a_script_calling_run_cases_gets_a_report(site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_script_calling_run_cases_gets_a_report(
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``executor.run_cases`` from Python with one's own cases: ``imagebench report RUN_DIR`` writes its page,
     and the catalog's records let a resume find the cases again."""
     write_skill(site)
@@ -427,7 +471,13 @@ def test_a_script_calling_run_cases_gets_a_report(site: Path, tmp_path: Path, ca
 
     catalog: Catalog = build_catalog(modules=["blobskill.cases"], entry_points=False, env_tree=False)
     cases = catalog.offered()
-    result = run_cases(cases, ReferenceSubject(), out=tmp_path / "out", progress=False, sources=catalog.records([c.label for c in cases]))
+    result = run_cases(
+        cases,
+        ReferenceSubject(),
+        out=tmp_path / "out",
+        progress=False,
+        sources=catalog.records([c.label for c in cases]),
+    )
     assert result.passed
     assert cli.main(["report", str(result.run_dir), "--quiet"]) == 0
     page = (result.run_dir / "report.html").read_text()

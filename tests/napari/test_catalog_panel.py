@@ -72,7 +72,9 @@ def test_an_installed_packages_case_is_listed_with_its_source_and_loads(
     assert np.asarray(image.data).shape == (40, 40)
 
 
-def test_a_catalog_given_to_the_model_names_a_module(make_napari_viewer: Any, qtbot: Any, installed: Path, tmp_path: Path) -> None:
+def test_a_catalog_given_to_the_model_names_a_module(
+    make_napari_viewer: Any, qtbot: Any, installed: Path, tmp_path: Path
+) -> None:
     catalog = build_catalog(builtin=False, entry_points=False, modules=["blobskill.cases"], env_tree=False)
     viewer = make_napari_viewer()
     panel = BenchPanel(viewer, BenchModel(cases=lambda: catalog, outcome_root=tmp_path / "panel-out"))
