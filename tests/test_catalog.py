@@ -482,3 +482,42 @@ def test_a_script_calling_run_cases_gets_a_report(
     assert cli.main(["report", str(result.run_dir), "--quiet"]) == 0
     page = (result.run_dir / "report.html").read_text()
     assert "blob-skill/three-squares" in page
+
+
+def test_a_module_listing_one_label_twice_and_a_package_shadowing_a_builtin_label(site: Path) -> None:
+    body = SKILL_MODULE + "\nCASES = [CASES[0], CASES[0]]\n"
+    write_skill(site, "dupskill", body)
+    with pytest.raises(CatalogError, match="case blob-skill/three-squares is provided by module dupskill.cases, twice"):
+        build_catalog(modules=["dupskill.cases"], entry_points=False, env_tree=False)
+    # an installed package may not take a built-in label over: an error naming both, not a silent swap
+    from imagebench import cases as builtin
+
+    first = builtin.all_cases()[0]
+    write_skill(site, "otherskill", f"from imagebench import cases\nCASES = [cases.get_case({first.label!r})]\n")
+    install_entry_point(site, "shadow-pkg", {"shadow": "otherskill.cases"})
+    importlib.invalidate_caches()
+    with pytest.raises(CatalogError) as err:
+        build_catalog(env_tree=False)
+    assert f"case {first.label} is provided by the built-in cases and entry point shadow = otherskill.cases" in str(
+        err.value
+    )
+
+
+def test_a_report_never_imports_the_modules_a_run_recorded(site: Path, tmp_path: Path) -> None:
+    """A run.json names where its cases came from; reading it for people runs none of that code."""
+    marker = tmp_path / "imported"
+    body = f"from pathlib import Path\nPath({str(marker)!r}).write_text('x')\n" + SKILL_MODULE
+    write_skill(site, "otherskill", body)
+    from imagebench.executor import run_cases
+    from imagebench.subjects import ReferenceSubject
+
+    catalog = build_catalog(modules=["otherskill.cases"], entry_points=False, env_tree=False)
+    labels = [c.label for c in catalog.offered()]
+    result = run_cases(
+        catalog.offered(), ReferenceSubject(), out=tmp_path / "out", progress=False, sources=catalog.records(labels)
+    )
+    assert marker.is_file() and read_record(result.run_dir / "run.json", RunRecord).sources
+    marker.unlink()
+    _forget("otherskill")
+    assert cli.main(["report", str(result.run_dir), "--quiet"]) == 0
+    assert not marker.exists() and "otherskill" not in sys.modules
