@@ -278,6 +278,7 @@ class BrowserModel:
         if r.case is None:
             raise PanelError(f"{label}: {r.reason}")
         from imagebench.case.session import case_prompt
+        from imagebench.executor.calibrated import calibration_line
 
         case = r.case
         return CaseDetail(
@@ -300,4 +301,5 @@ class BrowserModel:
             pixels_from=pixels_from(case),
             citation=getattr(case.source(), "citation", None) or "",
             origin=r.origin,
+            calibration=calibration_line(case),
         )

@@ -58,6 +58,7 @@ class CaseDetail:
     pixels_from: str = ""  # where the case's pixels come from: generated, the package's data, a tree
     citation: str = ""  # a curated case's citation (its provenance is shown in the report, after scoring)
     origin: str = ""  # where the case comes from: the built-in cases, a module, an installed package, a tree
+    calibration: str = ""  # what its latest calibration says (imagebench.executor.calibrated.calibration_line)
 
     def text(self) -> str:
         lines = [
@@ -74,6 +75,8 @@ class CaseDetail:
             lines.append(f"from {self.origin}")
         if not self.has_reference:
             lines.append("no reference solution: work it yourself or run a python: solver")
+        if self.calibration:
+            lines.append(self.calibration)
         if self.about:
             lines += ["", self.about]
         lines += ["", "Persona:", self.persona or "(none)", "", "Prompt:", self.prompt.rstrip(), "", "Layers:"]

@@ -115,12 +115,19 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
     print(f"  {len(bundle.folders)} case folder(s): {len(bundle.cases)} runnable, {len(bundle.skipped)} cannot run")
     for case_id, reason in bundle.skipped:
         print(f"  cannot run {case_id}: {reason}")
-    if bundle.warnings:
-        print(f"{len(bundle.warnings)} warning(s):")
-        for w in bundle.warnings:
+    from imagebench.bundle.keys import bundle_key_warnings
+    from imagebench.executor.calibrated import calibration_notes
+
+    calibration, summary = calibration_notes(bundle.cases)
+    warnings = [*bundle.warnings, *bundle_key_warnings(bundle.cases), *calibration]
+    if warnings:
+        print(f"{len(warnings)} warning(s):")
+        for w in warnings:
             print(f"warning: {w}")
     else:
         print("no warnings")
+    if bundle.cases:
+        print(summary)
     return 0
 
 

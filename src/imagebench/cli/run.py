@@ -36,6 +36,7 @@ FIXTURE_KINDS: tuple[str, ...] = ("all", "synthetic", "curated")
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
+    from imagebench.catalog import Catalog
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
@@ -162,6 +163,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
     warnings = presentation_warnings(catalog.skills, all_cases) + kind_warnings(all_cases)
     for w in warnings:
         console.print(f"[yellow]coverage warning:[/yellow] {escape(w)}")
+    from imagebench.executor.calibrated import calibration_notes
+
+    calibration, summary = calibration_notes(all_cases)
+    for w in calibration:
+        console.print(f"[yellow]calibration warning:[/yellow] {escape(w)}", soft_wrap=True)
+    console.print(summary, soft_wrap=True)
     return 0
 
 
@@ -177,6 +184,25 @@ def _tree_word(read: object) -> str:
     if kind == "folder":
         return str(getattr(read, "root", ""))
     return "-"
+
+
+def selected_cases(args: argparse.Namespace, catalog: Catalog | None = None) -> list[Case]:
+    """The cases ``run`` and ``calibrate`` work: those the catalog offers (:func:`catalog_from_args`:
+    the named sources' cases when any is named, else all) that ``-k`` and ``--fixtures`` select. A
+    named source with no runnable case, a pattern that matches nothing, or an empty selection, is a
+    UsageError."""
+    from imagebench.case.model import select_cases
+
+    catalog = catalog if catalog is not None else catalog_from_args(args)
+    refuse_empty_sources(catalog)
+    all_cases = catalog.offered()
+    chosen, unmatched = select_cases(all_cases, args.patterns, args.fixtures)
+    if unmatched:
+        labels = "\n".join(f"  {c.label}" for c in all_cases) or "  (none registered)"
+        raise UsageError(f"-k {', '.join(map(repr, unmatched))} matched no case; valid labels:\n{labels}")
+    if not chosen:
+        raise UsageError(f"no case selected (-k {args.patterns or '-'}, --fixtures {args.fixtures})")
+    return chosen
 
 
 def _find_case(args: argparse.Namespace) -> tuple[Case, str, str]:
@@ -263,16 +289,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     subject = checked_run_args(args)
     seal = seal_from_args(args)
     catalog = catalog_from_args(args)
-    refuse_empty_sources(catalog)
-    all_cases = catalog.offered()  # the named sources' cases when any is named, else all
-    from imagebench.case.model import select_cases
-
-    chosen, unmatched = select_cases(all_cases, args.patterns, args.fixtures)
-    if unmatched:
-        labels = "\n".join(f"  {c.label}" for c in all_cases) or "  (none registered)"
-        raise UsageError(f"-k {', '.join(map(repr, unmatched))} matched no case; valid labels:\n{labels}")
-    if not chosen:
-        raise UsageError(f"no case selected (-k {args.patterns or '-'}, --fixtures {args.fixtures})")
+    chosen = selected_cases(args, catalog)
     selection = {"k": list(args.patterns or []), "fixtures": args.fixtures, "timeout": args.timeout}
     if len(args.bundle) == 1:
         selection["bundle"] = str(args.bundle[0])  # read by a resume of an older imagebench

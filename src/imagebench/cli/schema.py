@@ -27,6 +27,8 @@ FORMATS: dict[str, str] = {
     "comparison": "imagebench.suite.compare:Comparison",
     "cache-entry": "imagebench.fixtures.cache:CacheEntry",
     "transcript": "imagebench.subjects.mcp.transcript:Transcript",
+    "calibration": "imagebench.executor.calibration:CalibrationRecord",
+    "calibration-store": "imagebench.executor.calibrated:CalibrationStore",
 }
 
 
