@@ -271,7 +271,7 @@ def test_the_users_tree_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         seen.append(root)
         return [make_toy_case("declared", namespace="mine")], ["one declaration was left out"]
 
-    # imagebench.cases.declared.tree_cases comes with another branch: the one function that calls it is patched
+    # imagebench.cases.declared.tree_cases is reached through one function: patched here, the real one below
     monkeypatch.setattr(load, "declared_tree_cases", fake_tree_cases)
     catalog = build_catalog(tree=tree, entry_points=False)
     assert seen == [tree.resolve()]
@@ -287,15 +287,46 @@ def test_the_users_tree_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         build_catalog(tree=tmp_path / "gone", entry_points=False)
 
 
-def test_the_real_declared_tree_cases_when_present(tmp_path: Path) -> None:
-    pytest.importorskip(
-        "imagebench.cases.declared", reason="imagebench.cases.declared.tree_cases comes with the declared30 branch"
-    )
-    (tmp_path / "tree").mkdir()
-    from imagebench.catalog.load import declared_tree_cases
+def test_a_declared_tree_case_is_listed_run_resumed_and_pinned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real bench-case.json in the user's tree (imagebench.cases.declared): by itself from
+    $IMAGEBENCH_FIXTURES in list, run, a resume and a suite, named as its tree."""
+    from user_code import forget_package, write_tree, write_user_package
 
-    cases, warnings = declared_tree_cases(tmp_path / "tree")
-    assert isinstance(cases, list) and isinstance(warnings, list)
+    code = tmp_path / "code"
+    write_user_package(code)
+    monkeypatch.syspath_prepend(str(code))
+    forget_package("mybench")
+    root = tmp_path / "tree"
+    write_tree(root)
+    monkeypatch.setenv("IMAGEBENCH_FIXTURES", str(root))
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "my-skill/squares" in out and f"tree {root.resolve()}" in out and "yours" in out
+    assert cli.main(["show", "my-skill/squares"]) == 0
+    assert f"source:    tree {root.resolve()}" in capsys.readouterr().out
+    runs = tmp_path / "out"
+    assert (
+        cli.main(["run", "--tree", str(root), "--subject", "reference", "--out", str(runs), "--quiet", "--no-report"])
+        == 0
+    )
+    run = _last_run(runs)
+    record = read_record(run / "run.json", RunRecord)
+    assert record.cases == ["my-skill/squares"] and record.sources is not None
+    assert [(s.kind, s.path) for s in record.sources] == [("tree", str(root.resolve()))]
+    (run / "reference" / "my-skill" / "squares" / "sample-0" / "summary.json").unlink()
+    monkeypatch.delenv("IMAGEBENCH_FIXTURES")  # the resume opens the recorded tree, not the variable
+    capsys.readouterr()
+    assert cli.main(["run", "--resume", str(run), "--quiet", "--no-report"]) == 0
+    assert "ran 1" in capsys.readouterr().out
+    suites = ["--suites-dir", str(tmp_path / "suites"), "--quiet"]
+    assert cli.main(["suite", "pin", "mine", "-k", "my-skill/*", "--tree", str(root), "--revision", REV, *suites]) == 0
+    assert cli.main(["suite", "verify", "mine", "--tree", str(root), *suites]) == 0
+    assert cli.main(["suite", "verify", "mine", *suites]) == 1
+    forget_package("mybench")
 
 
 # --------------------------------------------------------------------------- the commands
