@@ -162,6 +162,17 @@ class CaseBrowser(QWidget):
                 out[item.data(0, LABEL_ROLE)] = item
         return out
 
+    def take_case(self, tree: str, label: str) -> None:
+        """A case just written into ``tree`` (Save as case): list that tree's cases, select it."""
+        root = self.model.fixtures_root
+        if root is None or Path(tree).resolve() != root.resolve():
+            if not self.set_fixtures_root(tree):
+                return
+        else:
+            self.refresh()
+        if label in self.case_items():
+            self.select_case(label)
+
     def select_case(self, label: str) -> None:
         item = self.case_items().get(label)
         if item is None:

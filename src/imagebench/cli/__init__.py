@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("imagebench.cli.scoring", "score one structured answer against a task contract"),
     "scorer": ("imagebench.cli.scoring", "scorer self-test and manifest"),
     "plane": ("imagebench.cli.plane", "run or inspect a tensor data plane"),
-    "case": ("imagebench.cli.bundle", "author cases in a skill bundle (case add)"),
+    "case": ("imagebench.cli.bundle", "author cases: in a bundle (case add), in a fixture tree (case new)"),
     "reindex": ("imagebench.cli.bundle", "print every warning about a bundle's claims and cases"),
     "coverage": ("imagebench.cli.bundle", "claims coverage of a bundle and validation by graded runs"),
     "suite": ("imagebench.cli.suite", "pin and verify suites"),

@@ -16,7 +16,7 @@ from imagebench.cli import UsageError
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("case", help="author cases in a skill bundle (case add)")
+    p = sub.add_parser("case", help="author cases: in a skill bundle (case add), in a fixture tree (case new)")
     case_sub = p.add_subparsers(dest="case_command", metavar="ACTION")
     add = case_sub.add_parser(
         "add", help="scaffold evals/fixtures/CASE/ (case.json, prompt.md, files/, expected/answer-key.md)"
@@ -32,6 +32,9 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     )
     add.add_argument("--risks", default="", metavar="IDS", help="comma-separated claim ids, e.g. IN-1,RE-2")
     add.set_defaults(func=_cmd_case_add)
+    from imagebench.cli.casenew import add_new
+
+    add_new(case_sub)  # case new: a curated case in a fixture tree, from files
     p.set_defaults(func=_cmd_case_help, _case_parser=p)
 
     p = sub.add_parser("reindex", help="check a bundle: print every warning about its claims and cases (exit 0)")
