@@ -153,9 +153,12 @@ def test_a_bundle_case_whose_naive_baseline_passes_is_a_warning_everywhere(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     case = _golden_count_with(reference=otsu_components, baseline=otsu_components)
+    import imagebench.bundle.load as bundle_load
     import imagebench.cli.bundle as cli_bundle
 
-    monkeypatch.setattr(cli_bundle, "cases_from_args", lambda args: [case] if args.bundle else None)
+    bundle = load_bundle(EXAMPLE)
+    bundle.cases = [case]
+    monkeypatch.setattr(bundle_load, "load_bundle", lambda path: bundle)  # what the catalog's --bundle reads
     argv = ["calibrate", "--bundle", str(EXAMPLE), "--out", str(tmp_path), "--quiet"]
     assert cli.main(argv) == 1
     out = capsys.readouterr().out
@@ -167,8 +170,6 @@ def test_a_bundle_case_whose_naive_baseline_passes_is_a_warning_everywhere(
     listed = capsys.readouterr().out
     assert "calibration warning: segment-nuclei/golden-count: its latest calibration" in listed
     assert BASELINE_PASSES in listed
-    bundle = load_bundle(EXAMPLE)
-    bundle.cases = [case]
     monkeypatch.setattr(cli_bundle, "_load", lambda path: bundle)
     assert cli.main(["reindex", str(EXAMPLE)]) == 0
     reindexed = capsys.readouterr().out

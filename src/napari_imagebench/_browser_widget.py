@@ -104,6 +104,8 @@ class CaseBrowser(QWidget):
             tip = r.label if r.available else f"{r.label}: cannot run here: {r.reason}"
             if r.bundle is not None:
                 tip += f"\n(from the bundle {r.bundle})"
+            elif r.origin and r.source != "built-in":
+                tip += f"\n(from {r.origin})"
             for col in range(len(CASE_COLUMNS)):
                 item.setToolTip(col, tip)
                 if not r.available:

@@ -1,7 +1,7 @@
 """The bundle commands: ``case add``, ``reindex`` and ``coverage``.
 
-``imagebench run --bundle DIR`` is the run command's own option; it reads the bundle through
-:func:`cases_from_args`.
+``--bundle DIR`` of ``list``, ``show``, ``run`` and the others is read by the catalog
+(:mod:`imagebench.cli.catalog`).
 """
 
 from __future__ import annotations
@@ -10,12 +10,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from imagebench.cli import UsageError
-
-if TYPE_CHECKING:
-    from imagebench.case.model import Case
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
@@ -184,27 +181,3 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     for w in [*bundle.warnings, *report.warnings]:
         console.print(f"[yellow]warning:[/yellow] {w}", soft_wrap=True)
     return 0
-
-
-def cases_from_args(args: argparse.Namespace) -> list[Case] | None:
-    """For ``imagebench run``: the cases of ``--bundle DIR``, or None when no bundle was given.
-
-    Warnings and cases that cannot run are printed to stderr; a bundle with no runnable case is a
-    usage error listing why each could not run.
-    """
-    from imagebench.bundle.load import BundleError, load_bundle
-
-    path = getattr(args, "bundle", None)
-    if not path:
-        return None
-    try:
-        bundle = load_bundle(path)
-    except BundleError as exc:
-        raise UsageError(str(exc)) from None
-    for w in bundle.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    for case_id, reason in bundle.skipped:
-        print(f"cannot run {bundle.skill_id}/{case_id}: {reason}", file=sys.stderr)
-    if not bundle.cases:
-        raise UsageError(f"bundle {path} has no runnable case ({len(bundle.skipped)} cannot run; see above)")
-    return bundle.cases

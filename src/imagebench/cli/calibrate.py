@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from imagebench.cli.catalog import add_catalog_flags
 from imagebench.cli.run import FIXTURE_KINDS
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         help="select cases whose label contains PATTERN (or matches it as a glob); repeatable",
     )
     p.add_argument("--fixtures", choices=FIXTURE_KINDS, default="all", help="only synthetic or curated cases")
-    p.add_argument("--bundle", metavar="DIR", help="calibrate a skill bundle's cases instead of the built-in ones")
+    add_catalog_flags(p)  # with --cases/--bundle/--tree, only their cases
     p.add_argument("--out", metavar="DIR", help="outcome root (default: $IMAGEBENCH_OUTCOME_DIR or ./outcomes)")
     p.add_argument("--json", action="store_true", help="print calibration.json instead of the table")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -49,8 +50,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     chosen = selected_cases(args)
     selection: dict[str, object] = {"k": list(args.patterns or []), "fixtures": args.fixtures}
-    if args.bundle:
-        selection["bundle"] = str(args.bundle)
+    if len(args.bundle) == 1:
+        selection["bundle"] = str(args.bundle[0])
     result = calibrate(chosen, out=args.out, progress=not (args.quiet or args.json), selection=selection)
     RUN_DIRS.append(result.folder)  # the supervised entry point checks it bears out the exit code
     if args.json:
