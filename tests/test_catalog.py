@@ -24,18 +24,20 @@ from imagebench.records import RunRecord, read_record
 
 REV = "2026.11.0"
 
-#: A label-image skill: find the bright squares, leave their label image; the verifier compares
-#: the foreground and the count; the baseline leaves the foreground as one label (a wrong count).
+#: A label-image skill: find the bright squares, leave their label image; scored by the built-in
+#: ``label-image`` verifier by name (objects at IoU 0.5); the baseline leaves the foreground as one
+#: label (every square but one missed).
 SKILL_MODULE = '''
 """Count bright squares: a skill written outside imagebench."""
 
 import numpy as np
 
 from imagebench.case.model import Case, Collect, Layer, Skill
-from imagebench.fixtures.fixture import Fixture, Metric, Outcome, read_array
+from imagebench.cases.verifiers import named_verifier
+from imagebench.fixtures.fixture import Fixture
 from imagebench.fixtures.specs import Procedural
 
-TOLERANCE = {"foreground_error": 0.05, "count_error": 0.0}
+TOLERANCE = {"f1_shortfall": 0.1, "missed_fraction": 0.1, "false_fraction": 0.1, "iou_shortfall": 0.2}
 
 
 def squares(seed=0, n=3, size=40):
@@ -48,32 +50,7 @@ def squares(seed=0, n=3, size=40):
     return Fixture(provenance=f"squares, seed {seed}", data={"image": image}, truth={"labels": labels})
 
 
-def verify(fixture, attempt):
-    tol = fixture.tolerance
-    truth = np.asarray(fixture.truth["labels"])
-    got, why = read_array(attempt, "labels", shape=truth.shape)
-    if got is None:
-        return Outcome(
-            fixture=fixture,
-            attempt=attempt,
-            metrics=[
-                Metric.missing("foreground_error", tol["foreground_error"], why or "no labels"),
-                Metric.missing("count_error", tol["count_error"], why or "no labels"),
-            ],
-        )
-    fg, true_fg = got > 0, truth > 0
-    union = np.logical_or(fg, true_fg).sum()
-    iou = np.logical_and(fg, true_fg).sum() / union if union else 1.0
-    n_true = len(np.unique(truth[truth > 0]))
-    n_got = len(np.unique(got[got > 0]))
-    return Outcome(
-        fixture=fixture,
-        attempt=attempt,
-        metrics=[
-            Metric("foreground_error", 1.0 - float(iou), tol["foreground_error"]),
-            Metric("count_error", abs(n_got - n_true) / n_true, tol["count_error"]),
-        ],
-    )
+verify = named_verifier("label-image", {"data": "image", "truth": "labels", "leaving": "labels"})
 
 
 def reference(session):
