@@ -44,7 +44,6 @@ def disc_movie(
     """A movie of ``frames`` frames of discs: ``cells`` at the start, dividing every ``cycle`` frames (a range)."""
     rng = np.random.default_rng(seed)
     height, width = shape
-    yy, xx = np.mgrid[0:height, 0:width]
     next_label = 1
     parents: dict[int, int] = {}
     alive: list[_Cell] = []
@@ -101,8 +100,13 @@ def disc_movie(
         frame = labels[t]
         for cell in alive:
             cell.radius = min(cell.radius * 1.02, radius * 1.2)  # daughters grow back to full size
-            disc = (yy - cell.y) ** 2 + (xx - cell.x) ** 2 <= cell.radius**2
-            frame[disc] = cell.label
+            y0, y1 = max(int(cell.y - cell.radius), 0), min(int(cell.y + cell.radius) + 2, height)
+            x0, x1 = max(int(cell.x - cell.radius), 0), min(int(cell.x + cell.radius) + 2, width)
+            if y0 >= y1 or x0 >= x1:
+                continue
+            yy, xx = np.mgrid[y0:y1, x0:x1]
+            window = frame[y0:y1, x0:x1]
+            window[(yy - cell.y) ** 2 + (xx - cell.x) ** 2 <= cell.radius**2] = cell.label
     return tracks_from_labels(labels, parents)
 
 
