@@ -29,6 +29,8 @@ FORMATS: dict[str, str] = {
     "transcript": "imagebench.subjects.mcp.transcript:Transcript",
     "calibration": "imagebench.executor.calibration:CalibrationRecord",
     "calibration-store": "imagebench.executor.calibrated:CalibrationStore",
+    "ctc-lineage": "imagebench.tracking.ctc:Lineage",
+    "ctc-metrics": "imagebench.tracking.metrics:CtcScores",
 }
 
 
