@@ -335,3 +335,62 @@ def finish_cli(args: argparse.Namespace, result: RunResult, console: Any) -> Non
         except Exception as exc:  # the run stands; only its page is missing
             console.print(f"[yellow]report not written:[/yellow] {type(exc).__name__}: {exc}", soft_wrap=True)
     console.print(f"run folder: {result.run_dir}", soft_wrap=True)
+
+
+# --------------------------------------------------------------------------- choosing cases
+
+SELECTION_RULE = (
+    "a case's exact label selects it alone; a PATTERN with *?[ is a glob on the whole label or case id; "
+    "any other PATTERN is a substring of the label"
+)
+
+
+def add_selection_args(p: argparse.ArgumentParser, *, kind_choices: tuple[str, ...], kind_dest: str = "fixtures") -> None:
+    """``-k``, ``--exclude``, ``--skill`` and ``--kind``: how ``run``, ``list`` and ``suite pin`` choose
+    cases (:func:`imagebench.case.model.select_cases`, one rule for all three)."""
+    p.add_argument(
+        "-k", dest="patterns", action="append", metavar="PATTERN", help=f"select cases: {SELECTION_RULE}; repeatable"
+    )
+    p.add_argument(
+        "--exclude", action="append", metavar="PATTERN", help="leave out the cases PATTERN picks (as -k reads it); repeatable"
+    )
+    p.add_argument(
+        "--skill", dest="skills", action="append", metavar="SKILL", help="only the cases of skill SKILL (the label's part before /); repeatable"
+    )
+    p.add_argument(
+        "--kind", dest=kind_dest, choices=kind_choices, default="all", help="only synthetic or only curated cases (default all)"
+    )
+
+
+def select_from_args(cases: list[Case], args: argparse.Namespace) -> list[Case]:
+    """The cases the selection flags pick; a pattern or skill that matched nothing, or an empty
+    selection, is a UsageError that lists the labels on offer."""
+    from imagebench.case.model import select_cases
+
+    kind = getattr(args, "fixtures", "all") or "all"
+    chosen, unmatched = select_cases(
+        cases,
+        getattr(args, "patterns", None),
+        kind,
+        exclude=getattr(args, "exclude", None),
+        skills=getattr(args, "skills", None),
+    )
+    if unmatched:
+        labels = "\n".join(f"  {c.label}" for c in cases) or "  (none registered)"
+        skills = ", ".join(sorted({c.namespace for c in cases})) or "(none)"
+        shown = ", ".join(u if u.startswith("--") else f"-k {u!r}" for u in unmatched)
+        raise UsageError(f"{shown} matched no case ({SELECTION_RULE}); skills: {skills}; valid labels:\n{labels}")
+    if not chosen:
+        raise UsageError(f"no case selected ({selection_text(args)})")
+    return chosen
+
+
+def selection_text(args: argparse.Namespace) -> str:
+    """The selection flags given, as a user would type them."""
+    parts = [f"-k {p}" for p in getattr(args, "patterns", None) or []]
+    parts += [f"--exclude {p}" for p in getattr(args, "exclude", None) or []]
+    parts += [f"--skill {s}" for s in getattr(args, "skills", None) or []]
+    kind = getattr(args, "fixtures", "all")
+    if kind and kind != "all":
+        parts.append(f"--kind {kind}")
+    return " ".join(parts) or "no selection flags"

@@ -11,6 +11,7 @@ from imagebench.cli import UsageError
 from imagebench.cli.common import (
     RUN_DIRS,
     add_sealed_args,
+    add_selection_args,
     add_subject_flags,
     checked_run_args,
     finish_cli,
@@ -18,6 +19,8 @@ from imagebench.cli.common import (
     run_from_args,
     sandbox_flags_given,
     seal_from_args,
+    select_from_args,
+    selection_text,
 )
 from imagebench.cli.tables import console as _console
 from imagebench.cli.tables import results_table, tally_line
@@ -33,6 +36,8 @@ if TYPE_CHECKING:
 def add_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list the built-in cases, their availability here and coverage warnings")
     p.add_argument("--bundle", metavar="DIR", help="list a skill bundle's cases instead of the built-in ones")
+    add_selection_args(p, kind_choices=FIXTURE_KINDS)
+    p.add_argument("--json", action="store_true", help="print the cases as JSON (label, skill, kind, class, available)")
     p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser("show", help="show what a subject of one case sees (never its truth)")
@@ -41,20 +46,14 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_show)
 
     p = sub.add_parser("run", help="run cases with a subject and write a run folder")
-    p.add_argument(
-        "-k",
-        dest="patterns",
-        action="append",
-        metavar="PATTERN",
-        help="select cases whose label contains PATTERN (or matches it as a glob); repeatable",
-    )
+    add_selection_args(p, kind_choices=FIXTURE_KINDS)
     p.add_argument(
         "--subject",
         help="reference | nop | baseline | python:package.module:function | command:<shell command> (default: reference; "
         "with --resume, only when run.json keeps the subject without its paths)",
     )
     p.add_argument("--samples", type=int, default=1, metavar="N", help="samples per case (default 1)")
-    p.add_argument("--fixtures", choices=FIXTURE_KINDS, default="all", help="run only synthetic or curated cases")
+    p.add_argument("--fixtures", choices=FIXTURE_KINDS, default="all", help="the old spelling of --kind")
     p.add_argument("--out", metavar="DIR", help="outcome root (default: $IMAGEBENCH_OUTCOME_DIR or ./outcomes)")
     p.add_argument("--timeout", type=float, metavar="S", help="subject time limit in seconds (default: each case's)")
     p.add_argument(
@@ -115,16 +114,33 @@ def _cmd_list(args: argparse.Namespace) -> int:
     )
     from imagebench.runs.runner import presents_tensor
 
-    all_cases, where = _listed_cases(args)
+    offered, where = _listed_cases(args)
     console = _console()
-    if not all_cases:
+    if not offered:
+        if args.json:
+            print("[]")
+            return 0
         console.print(f"no {where} cases are registered")
+        return 0
+    selected = bool(args.patterns or args.exclude or args.skills or args.fixtures != "all")
+    all_cases = select_from_args(offered, args) if selected else offered
+    if args.json:
+        import json
+
+        rows = []
+        for case in all_cases:
+            ok, why = case.available()
+            rows.append(
+                {"label": case.label, "skill": case.namespace, "case_id": case.case_id, "kind": case.kind,
+                 "class": case.case_class, "available": ok, "why": why, "tensor": presents_tensor(case)}
+            )  # fmt: skip
+        print(json.dumps(rows, indent=2))
         return 0
     per_skill = {k: v for k, v in kind_counts(all_cases).items() if k != NO_SKILL}
     n_curated = sum(1 for c in all_cases if c.kind == "curated")
     both = sum(1 for per in per_skill.values() if per.get("synthetic") and per.get("curated"))
     table = Table(
-        title=f"{len(all_cases)} {where} cases",
+        title=f"{len(all_cases)} {where} cases" + (f" of {len(offered)} ({selection_text(args)})" if selected else ""),
         caption=(
             f"{len(all_cases) - n_curated} synthetic, {n_curated} curated, over {len(per_skill)} skills; "
             f"{both} of {len(per_skill)} skills have both kinds"
@@ -140,7 +156,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
             case.label, case.kind, case.case_class, ("yes" + (f"; {why}" if why else "")) if ok else f"no: {why}"
         )
     console.print(table)
-    warnings = presentation_warnings(builtin.skills(), all_cases) + kind_warnings(all_cases)
+    warnings = presentation_warnings(builtin.skills(), offered) + kind_warnings(offered)
     for w in warnings:
         console.print(f"[yellow]coverage warning:[/yellow] {w}")
     return 0
@@ -249,15 +265,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     bundle_cases = cases_from_args(args)  # None unless --bundle
     all_cases = bundle_cases if bundle_cases is not None else builtin.all_cases()
-    from imagebench.case.model import select_cases
-
-    chosen, unmatched = select_cases(all_cases, args.patterns, args.fixtures)
-    if unmatched:
-        labels = "\n".join(f"  {c.label}" for c in all_cases) or "  (none registered)"
-        raise UsageError(f"-k {', '.join(map(repr, unmatched))} matched no case; valid labels:\n{labels}")
-    if not chosen:
-        raise UsageError(f"no case selected (-k {args.patterns or '-'}, --fixtures {args.fixtures})")
-    selection = {"k": list(args.patterns or []), "fixtures": args.fixtures, "timeout": args.timeout}
+    chosen = select_from_args(all_cases, args)
+    selection: dict[str, object] = {"k": list(args.patterns or []), "fixtures": args.fixtures, "timeout": args.timeout}
+    if args.exclude:
+        selection["exclude"] = list(args.exclude)
+    if args.skills:
+        selection["skills"] = list(args.skills)
     if args.bundle:
         selection["bundle"] = str(args.bundle)
     result = run_from_args(args, chosen, subject, selection, sealed=seal)
@@ -280,8 +293,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         flag
         for flag, value, default in (
             ("-k", getattr(args, "patterns", None), None),
+            ("--exclude", getattr(args, "exclude", None), None),
+            ("--skill", getattr(args, "skills", None), None),
             ("--samples", getattr(args, "samples", 1), 1),
-            ("--fixtures", getattr(args, "fixtures", "all"), "all"),
+            ("--kind", getattr(args, "fixtures", "all"), "all"),
             ("--timeout", getattr(args, "timeout", None), None),
             ("--out", getattr(args, "out", None), None),
             ("--suite", getattr(args, "suite", None), None),

@@ -10,13 +10,33 @@ if TYPE_CHECKING:
     from imagebench.runs.verdict import RunResult
 
 
-def console() -> Any:
+#: The width of a table printed to neither a terminal nor a COLUMNS-sized log: wide enough that
+#: labels and reasons stay on one line, so a log reads like the terminal did.
+PIPED_WIDTH = 160
 
+
+def console_width() -> int | None:
+    """The columns a table may use: ``$COLUMNS`` when set, the terminal's when stdout (or, when
+    stdout is piped, stderr) is one, else :data:`PIPED_WIDTH`; None lets rich ask the terminal."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return None
+    for stream in (sys.stderr, sys.stdin):
+        try:
+            if stream is not None and stream.isatty():
+                return os.get_terminal_size(stream.fileno()).columns
+        except (OSError, ValueError):
+            continue
+    return PIPED_WIDTH
+
+
+def console(stderr: bool = False, soft_wrap: bool = False) -> Any:
+    """The rich console every command prints tables to (:func:`console_width`)."""
     from rich.console import Console
 
-    # In a log (not a terminal) rich would assume 80 columns and squeeze the labels; allow more.
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
-    return Console(highlight=False, soft_wrap=False, width=width)
+    return Console(highlight=False, soft_wrap=soft_wrap, width=console_width(), stderr=stderr)
 
 
 def tally_line(result: RunResult) -> str:
