@@ -189,7 +189,7 @@ def _units(run: LoadedRun, label: str) -> dict[str, set[str]]:
     return units
 
 
-def pin_hint(a: LoadedRun, b: LoadedRun, name: str = "mine", revision: str = "1") -> str:
+def pin_hint(a: LoadedRun, b: LoadedRun, name: str = "mine", revision: str = "0.1.0") -> str:
     """The commands that make two plain runs comparable: pin the cases they ran as a suite, run
     each subject on it, compare the two new run folders."""
     import shlex
