@@ -37,7 +37,9 @@ def test_the_authoring_helpers_refuse_a_format_no_reader_opens_with_the_readers_
     assert f"truth['mask'] -> {name!r}" in text and "no reader for suffix" in text and "fixture formats are" in text
     assert not (folder / "case.json").exists()
     # a hand-written layout: write_manifest_entry refuses it too, and the folder given by name
-    (folder / "case.json").write_text(json.dumps({"about": "odd", "data": {"image": "image.npy"}, "truth": {"mask": name}}))
+    (folder / "case.json").write_text(
+        json.dumps({"about": "odd", "data": {"image": "image.npy"}, "truth": {"mask": name}})
+    )
     with pytest.raises(FixtureError, match="no reader for suffix"):
         tree.write_manifest_entry(tmp_path, "seg", "odd", provenance="p", citation="c")
     assert not (tmp_path / "manifest.json").exists()

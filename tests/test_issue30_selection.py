@@ -84,7 +84,19 @@ def test_run_takes_the_same_flags_and_records_them(
     from imagebench.records import RunRecord, read_record
 
     code = cli.main(
-        ["run", "--out", str(tmp_path), "--quiet", "--no-report", "--skill", "seg", "--exclude", "*dsb2018*", "--kind", "synthetic"]
+        [
+            "run",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+            "--no-report",
+            "--skill",
+            "seg",
+            "--exclude",
+            "*dsb2018*",
+            "--kind",
+            "synthetic",
+        ]
     )
     assert code == 0
     out = capsys.readouterr().out
@@ -109,7 +121,10 @@ def test_suite_pin_selects_as_run_does_and_run_suite_writes_its_report(
     pool = [make_toy_case("alpha"), make_toy_case("beta", seed=1), make_toy_case("gamma", namespace="other", seed=2)]
     monkeypatch.setattr(builtin, "all_cases", lambda: list(pool))
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["suite", "pin", "core", "--skill", "toy", "--exclude", "toy/beta", "--revision", "0.1.0", "--quiet"]) == 0
+    assert (
+        cli.main(["suite", "pin", "core", "--skill", "toy", "--exclude", "toy/beta", "--revision", "0.1.0", "--quiet"])
+        == 0
+    )
     assert [m.label for m in load_suite(tmp_path / "suites" / "core.json").members] == ["toy/alpha"]
     capsys.readouterr()
     assert cli.main(["suite", "pin", "core2", "--kind", "curated", "--revision", "0.1.0"]) == 2
@@ -128,9 +143,7 @@ def test_suite_pin_selects_as_run_does_and_run_suite_writes_its_report(
         assert "cannot be combined with --suite" in capsys.readouterr().err
 
 
-def test_compare_of_two_plain_runs_says_how_to_pin_a_suite(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_compare_of_two_plain_runs_says_how_to_pin_a_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from imagebench.executor import run_cases
     from imagebench.subjects import parse_subject
     from imagebench.suite.compare import compare_runs

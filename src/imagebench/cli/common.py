@@ -180,21 +180,7 @@ def checked_run_args(args: argparse.Namespace) -> Subject:
 def sandbox_flags_given(args: argparse.Namespace) -> list[str]:
     """The sandbox flags and ``--subject-name`` given (``--resume`` takes the subject's confinement
     and name from run.json)."""
-    return [
-        flag
-        for flag, dest in (
-            ("--subject-name", "subject_name"),
-            ("--no-sandbox", "no_sandbox"),
-            ("--subject-network", "subject_network"),
-            ("--subject-env", "subject_env"),
-            ("--subject-expose", "subject_expose"),
-            ("--isolate", "isolate"),
-            ("--subject-mcp", "subject_mcp"),
-            ("--subject-env-pass", "subject_env_pass"),
-            *((flag, flag[2:].replace("-", "_")) for flag in _LIMIT_FIELDS),
-        )
-        if getattr(args, dest, None)
-    ]
+    return [flag for flag, dest in _SUBJECT_FLAGS if getattr(args, dest, None)]
 
 
 def run_from_args(
@@ -345,20 +331,33 @@ SELECTION_RULE = (
 )
 
 
-def add_selection_args(p: argparse.ArgumentParser, *, kind_choices: tuple[str, ...], kind_dest: str = "fixtures") -> None:
+def add_selection_args(
+    p: argparse.ArgumentParser, *, kind_choices: tuple[str, ...], kind_dest: str = "fixtures"
+) -> None:
     """``-k``, ``--exclude``, ``--skill`` and ``--kind``: how ``run``, ``list`` and ``suite pin`` choose
     cases (:func:`imagebench.case.model.select_cases`, one rule for all three)."""
     p.add_argument(
         "-k", dest="patterns", action="append", metavar="PATTERN", help=f"select cases: {SELECTION_RULE}; repeatable"
     )
     p.add_argument(
-        "--exclude", action="append", metavar="PATTERN", help="leave out the cases PATTERN picks (as -k reads it); repeatable"
+        "--exclude",
+        action="append",
+        metavar="PATTERN",
+        help="leave out the cases PATTERN picks (as -k reads it); repeatable",
     )
     p.add_argument(
-        "--skill", dest="skills", action="append", metavar="SKILL", help="only the cases of skill SKILL (the label's part before /); repeatable"
+        "--skill",
+        dest="skills",
+        action="append",
+        metavar="SKILL",
+        help="only the cases of skill SKILL (the label's part before /); repeatable",
     )
     p.add_argument(
-        "--kind", dest=kind_dest, choices=kind_choices, default="all", help="only synthetic or only curated cases (default all)"
+        "--kind",
+        dest=kind_dest,
+        choices=kind_choices,
+        default="all",
+        help="only synthetic or only curated cases (default all)",
     )
 
 
@@ -394,3 +393,70 @@ def selection_text(args: argparse.Namespace) -> str:
     if kind and kind != "all":
         parts.append(f"--kind {kind}")
     return " ".join(parts) or "no selection flags"
+
+
+# --------------------------------------------------------------------------- an interrupted run
+
+
+def interrupted(args: argparse.Namespace, run_dir: Path) -> int:
+    """What ``run`` prints when it is interrupted after its folder was written, ``--quiet`` or not
+    (on stderr): the run folder and the exact command that takes it up again. Exit 130."""
+    import shlex
+    import sys
+
+    RUN_DIRS.append(run_dir)
+    command = resume_command(args, run_dir)
+    print(f"interrupted: run folder {run_dir}", file=sys.stderr)
+    print(f"take it up again with: {shlex.join(command)}", file=sys.stderr)
+    return 130
+
+
+def resume_command(args: argparse.Namespace, run_dir: Path) -> list[str]:
+    """``imagebench run --resume RUN_DIR`` and the flags that resume needs, as the user gave them:
+    the subject and its confinement when ``run.json`` keeps the subject without its paths (its
+    digest is checked), the secret file of a run sealed with one, the workers asked for."""
+    from imagebench.executor.run import SUBJECT_DIGEST_KEY
+    from imagebench.runs.layout import RunFolderError
+    from imagebench.runs.reader import read_record_of_run
+
+    command = ["imagebench", "run", "--resume", str(run_dir)]
+    try:
+        needs_subject = read_record_of_run(run_dir).extra.get(SUBJECT_DIGEST_KEY) is not None
+    except RunFolderError:
+        needs_subject = getattr(args, "subject", None) is not None
+    if needs_subject and getattr(args, "subject", None):
+        command += ["--subject", args.subject]
+        for flag, dest in _SUBJECT_FLAGS:
+            value = getattr(args, dest, None)
+            if value is True:
+                command.append(flag)
+            elif isinstance(value, list):
+                for item in value:
+                    command += [flag, str(item)]
+            elif value:
+                command += [flag, str(value)]
+    if getattr(args, "sealed_file", None):
+        command += ["--sealed-file", args.sealed_file]
+    elif getattr(args, "sealed", None):
+        command += ["--sealed", "SECRET"]  # the secret given; not echoed into a terminal or a log
+    for flag, dest in (("--workers", "workers"), ("--scheduler", "scheduler")):
+        if getattr(args, dest, None) is not None:
+            command += [flag, str(getattr(args, dest))]
+    for flag, dest in (("--quiet", "quiet"), ("--no-report", "no_report")):
+        if getattr(args, dest, False):
+            command.append(flag)
+    return command
+
+
+#: The subject's flags a resume is given again with ``--subject`` (as :func:`sandbox_flags_given` lists them).
+_SUBJECT_FLAGS: tuple[tuple[str, str], ...] = (
+    ("--subject-name", "subject_name"),
+    ("--no-sandbox", "no_sandbox"),
+    ("--subject-network", "subject_network"),
+    ("--subject-env", "subject_env"),
+    ("--subject-expose", "subject_expose"),
+    ("--isolate", "isolate"),
+    ("--subject-mcp", "subject_mcp"),
+    ("--subject-env-pass", "subject_env_pass"),
+    *((flag, flag[2:].replace("-", "_")) for flag in _LIMIT_FIELDS),
+)

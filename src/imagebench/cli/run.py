@@ -15,6 +15,7 @@ from imagebench.cli.common import (
     add_subject_flags,
     checked_run_args,
     finish_cli,
+    interrupted,
     parallel_from_args,
     run_from_args,
     sandbox_flags_given,
@@ -273,7 +274,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         selection["skills"] = list(args.skills)
     if args.bundle:
         selection["bundle"] = str(args.bundle)
-    result = run_from_args(args, chosen, subject, selection, sealed=seal)
+    from imagebench.executor import RunInterrupted
+
+    try:
+        result = run_from_args(args, chosen, subject, selection, sealed=seal)
+    except RunInterrupted as exc:
+        return interrupted(args, exc.run_dir)
     if isinstance(result, int):
         return result
     console = _console()
@@ -286,7 +292,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     """``imagebench run --resume RUN_DIR``."""
-    from imagebench.executor import ExecutorError, ResumeError, resume_run
+    from imagebench.executor import ExecutorError, ResumeError, RunInterrupted, resume_run
     from imagebench.runs.journal import JournalError, RunLocked
 
     given = [
@@ -334,6 +340,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     except RunLocked as exc:
         print(f"imagebench run: {exc}", file=sys.stderr)
         return 1
+    except RunInterrupted as exc:
+        return interrupted(args, exc.run_dir)
     RUN_DIRS.append(result.run_dir)
     console = _console()
     note = (result.record.extra.get("resumes") or [{}])[-1]

@@ -310,7 +310,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def run_suite(args: argparse.Namespace) -> int:
     """``imagebench run --suite SUITE [--sample POLICY] [--seed S]``: verify, assign, run exactly that."""
-    from imagebench.cli.common import checked_run_args, finish_cli, run_from_args, seal_from_args
+    from imagebench.cli.common import checked_run_args, finish_cli, interrupted, run_from_args, seal_from_args
     from imagebench.cli.tables import results_table, tally_line
     from imagebench.suite.model import SuiteError
     from imagebench.suite.record import RUN_INFO_KEY, SuiteRunInfo, conditions_now
@@ -370,7 +370,12 @@ def run_suite(args: argparse.Namespace) -> int:
     bundles = _bundles(args)
     if len(bundles) == 1:
         selection["bundle"] = bundles[0]  # what `run --resume` reads to find the bundle's cases again
-    result = run_from_args(args, cases, subject, selection, {RUN_INFO_KEY: info.model_dump(mode="json")}, sealed=seal)
+    from imagebench.executor import RunInterrupted
+
+    try:
+        result = run_from_args(args, cases, subject, selection, {RUN_INFO_KEY: info.model_dump(mode="json")}, sealed=seal)
+    except RunInterrupted as exc:
+        return interrupted(args, exc.run_dir)
     if isinstance(result, int):
         return result
     console = _console()
