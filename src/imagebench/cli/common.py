@@ -310,6 +310,36 @@ def _check_secret_hidden(args: argparse.Namespace, path: str) -> None:
         )
 
 
+def print_result(args: argparse.Namespace, result: RunResult, console: Any, before: tuple[str, ...] = ()) -> int:
+    """What every ``run`` prints at its end: the results table (unless ``--quiet``), ``before``
+    (lines such as the suite's), the tally, the report and the run folder; with ``--json`` one
+    JSON object on stdout instead (:func:`imagebench.cli.tables.result_json`). Returns the exit code."""
+    from imagebench.cli.tables import result_json, results_table, tally_line
+
+    if getattr(args, "json", False):
+        import json
+
+        report = None
+        if not getattr(args, "no_report", False):
+            try:
+                from imagebench.report import write_html_report
+
+                report = str(write_html_report(result.run_dir, progress=False))
+            except Exception as exc:  # the run stands; only its page is missing
+                import sys
+
+                print(f"imagebench run: report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(json.dumps(result_json(result, report), indent=2))
+        return result.exit_code
+    if not args.quiet:
+        console.print(results_table(result))
+    for line in before:
+        console.print(line, markup=False)
+    console.print(tally_line(result), markup=False)
+    finish_cli(args, result, console)
+    return result.exit_code
+
+
 def finish_cli(args: argparse.Namespace, result: RunResult, console: Any) -> None:
     """After ``run``: the report (unless ``--no-report``), then the run folder."""
     if not getattr(args, "no_report", False):

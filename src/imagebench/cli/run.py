@@ -14,9 +14,9 @@ from imagebench.cli.common import (
     add_selection_args,
     add_subject_flags,
     checked_run_args,
-    finish_cli,
     interrupted,
     parallel_from_args,
+    print_result,
     run_from_args,
     sandbox_flags_given,
     seal_from_args,
@@ -24,7 +24,6 @@ from imagebench.cli.common import (
     selection_text,
 )
 from imagebench.cli.tables import console as _console
-from imagebench.cli.tables import results_table, tally_line
 
 # imagebench.case.model.FIXTURE_CHOICES, spelled here so that parsing `run` (which the supervising
 # process does before it starts the run) imports no numpy (tests/test_packaging.py holds them equal).
@@ -98,6 +97,12 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         help="take up an interrupted run: run only its units without a complete summary (subject, cases and samples from run.json)",
     )
     p.add_argument("--no-report", action="store_true", help="do not write report.html into the run folder at the end")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as one JSON object on stdout (cases, samples, what the subject left, per-field reasons) "
+        "instead of the table",
+    )
     add_sealed_args(p)
     add_subject_flags(p)
     p.set_defaults(func=_cmd_run)
@@ -282,12 +287,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return interrupted(args, exc.run_dir)
     if isinstance(result, int):
         return result
-    console = _console()
-    if not args.quiet:
-        console.print(results_table(result))
-    console.print(tally_line(result))
-    finish_cli(args, result, console)
-    return result.exit_code
+    return print_result(args, result, _console())
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -343,7 +343,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     except RunInterrupted as exc:
         return interrupted(args, exc.run_dir)
     RUN_DIRS.append(result.run_dir)
-    console = _console()
+    console = _console(stderr=bool(getattr(args, "json", False)))  # --json: stdout holds the JSON alone
     note = (result.record.extra.get("resumes") or [{}])[-1]
     discarded = note.get("discarded") or {}
     console.print(
@@ -352,8 +352,4 @@ def cmd_resume(args: argparse.Namespace) -> int:
     )
     for unit, why in list(discarded.items())[:10]:
         console.print(f"  re-ran {unit}: {why}", soft_wrap=True)
-    if not args.quiet:
-        console.print(results_table(result))
-    console.print(tally_line(result))
-    finish_cli(args, result, console)
-    return result.exit_code
+    return print_result(args, result, console)

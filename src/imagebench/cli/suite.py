@@ -310,8 +310,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def run_suite(args: argparse.Namespace) -> int:
     """``imagebench run --suite SUITE [--sample POLICY] [--seed S]``: verify, assign, run exactly that."""
-    from imagebench.cli.common import checked_run_args, finish_cli, interrupted, run_from_args, seal_from_args
-    from imagebench.cli.tables import results_table, tally_line
+    from imagebench.cli.common import checked_run_args, interrupted, print_result, run_from_args, seal_from_args
     from imagebench.suite.model import SuiteError
     from imagebench.suite.record import RUN_INFO_KEY, SuiteRunInfo, conditions_now
     from imagebench.suite.resolve import case_source, resolve_members
@@ -378,17 +377,9 @@ def run_suite(args: argparse.Namespace) -> int:
         return interrupted(args, exc.run_dir)
     if isinstance(result, int):
         return result
-    console = _console()
-    if not args.quiet:
-        console.print(results_table(result))
     a = assignment.cohort
-    console.print(
-        f"suite {a.suite.suite_id}@{a.suite.revision}, {a.policy}, seed {assignment.seed}: {len(cases)} case(s)",
-        markup=False,
-    )
-    console.print(tally_line(result), markup=False)
-    finish_cli(args, result, console)
-    return result.exit_code
+    line = f"suite {a.suite.suite_id}@{a.suite.revision}, {a.policy}, seed {assignment.seed}: {len(cases)} case(s)"
+    return print_result(args, result, _console(), (line,))
 
 
 # --------------------------------------------------------------------------- compare, printed
