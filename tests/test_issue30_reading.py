@@ -43,7 +43,6 @@ def test_describe_leavings_tells_arrays_by_shape_and_dtype_and_answers_by_value(
 
 def test_the_panel_explains_with_the_core_s_one_implementation() -> None:
     import napari_imagebench._explain as panel
-
     from imagebench.runs import explain as core
 
     assert panel.explain is core.explain and panel.field_reasons is core.field_reasons

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from imagebench.subjects import Subject
 
 
+# imagebench.case.model.FIXTURE_CHOICES, spelled here so that parsing `run` (which the supervising
+# process does before it starts the run) imports no numpy (tests/test_boundary.py holds them equal).
+FIXTURE_KINDS: tuple[str, ...] = ("all", "synthetic", "curated")
+
 #: Run folders the commands of this process wrote, last last (the supervised entry point reads it).
 RUN_DIRS: list[Path] = []
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from imagebench.cli import UsageError
 from imagebench.cli.common import (
+    FIXTURE_KINDS,
     RUN_DIRS,
     add_sealed_args,
     add_selection_args,
@@ -24,10 +25,6 @@ from imagebench.cli.common import (
     selection_text,
 )
 from imagebench.cli.tables import console as _console
-
-# imagebench.case.model.FIXTURE_CHOICES, spelled here so that parsing `run` (which the supervising
-# process does before it starts the run) imports no numpy (tests/test_packaging.py holds them equal).
-FIXTURE_KINDS: tuple[str, ...] = ("all", "synthetic", "curated")
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case

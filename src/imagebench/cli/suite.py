@@ -26,8 +26,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
 
     pin = ssub.add_parser("pin", help="pin the selected cases, in order, as suite NAME at a revision")
     pin.add_argument("name", metavar="NAME", help="the suite id (a lowercase name)")
-    from imagebench.cli.common import add_selection_args
-    from imagebench.cli.run import FIXTURE_KINDS
+    from imagebench.cli.common import FIXTURE_KINDS, add_selection_args
 
     add_selection_args(pin, kind_choices=FIXTURE_KINDS)
     pin.add_argument("--bundle", action="append", default=[], metavar="DIR", help="also offer the cases of this skill bundle; repeatable")
