@@ -430,6 +430,9 @@ def render(result: Comparison, console: Any) -> None:
     if not result.comparable:
         failed = ", ".join(c.id for c in result.conditions if not c.holds)
         console.print(f"[red]not comparable[/red]: {failed} fail; nothing was compared")
+        hint = next((p for c in result.conditions for p in c.problems if "imagebench suite pin" in p), None)
+        if hint is not None:  # the commands on a line of their own, to copy (a table cell wraps them)
+            console.print(hint, markup=False, soft_wrap=True)
         return
     cases = Table(title=f"paired outcomes by case ({result.direction})")
     cases.add_column("case", overflow="fold")

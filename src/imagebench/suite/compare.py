@@ -202,7 +202,7 @@ def pin_hint(a: LoadedRun, b: LoadedRun, name: str = "mine", revision: str = "0.
         subject = spec if isinstance(spec, str) and spec else run.record.subject
         runs.append(f"imagebench run --suite {name}@{revision} --subject {shlex.quote(subject)}")
     return (
-        f"only runs of one pinned suite compare; pin the cases and run both subjects on it: `{pin}`, then "
+        f"only runs of one pinned suite compare: pin the cases and run both subjects on it: `{pin}`, then "
         f"`{runs[0]}` and `{runs[1]}` (give each the sandbox flags it ran with), then `imagebench compare RUN_A RUN_B` "
         "on the two new run folders (docs/suites.md)"
     )
@@ -228,9 +228,9 @@ def check_conditions(
     for run, info in ((a, ia), (b, ib)):
         if info is None:
             for cid in CONDITION_NAMES:
-                why = f"run {run.name} records no cohort (it was not run with --suite)"
-                fail(cid, f"{why}; {pin_hint(a, b)}" if cid == "C1" else f"{why}; see C1")
+                fail(cid, f"run {run.name} records no cohort (it was not run with --suite)")
     if ia is None or ib is None:
+        fail("C1", pin_hint(a, b))  # once: what makes the two comparable
         return list(conds.values())
 
     # C1: the same cohort
