@@ -398,7 +398,7 @@ def test_a_symbolic_link_in_files_is_refused(bundle_copy: Path) -> None:
 def test_list_and_show_read_a_bundle(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["list", "--bundle", str(EXAMPLE)]) == 0
     listed = capsys.readouterr().out
-    assert "6 bundle cases" in listed and "segment-nuclei/refusal-no-pixel-size" in listed
+    assert "6 cases of bundle segment-nuclei" in listed and "segment-nuclei/refusal-no-pixel-size" in listed
     assert cli.main(["show", "--bundle", str(EXAMPLE), "segment-nuclei/golden-count"]) == 0
     shown = capsys.readouterr().out
     assert "Count the nuclei" in shown and "answer (json)" in shown

@@ -136,7 +136,10 @@ def test_every_member_failure_is_named_by_role_never_by_path(tmp_path: Path, fx_
     (folder / "held_out.npy").unlink()  # the held-out truth file gone
     problems = verify_suite(manifest, installed)
     text = strings(problems)
-    assert "case toy/alpha: not installed: no built-in case or bundle given provides it" in text
+    assert (
+        "case toy/alpha: not installed: no built-in case or bundle given provides it (give the --cases MODULE, "
+        "--bundle DIR or --tree DIR that does)" in text
+    )
     assert "revision of toy/beta: the suite pins '2026.11.0', the installed case is '2026.12.0'" in text
     assert "prompt of toy/beta: changed since the pin" in text
     assert any(p.startswith("data 'image' of seg/tiny: the bytes on disk hash to") for p in text)

@@ -37,7 +37,11 @@ WIDTH = 1000  # pixels: screenshots are scaled down to this width at most, to ke
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images", help="folder for the PNGs")
-    parser.add_argument("--only", choices=("compare",), help="take only this shot (compare: panel-compare.png)")
+    parser.add_argument(
+        "--only",
+        choices=("compare", "savecase"),
+        help="take only this shot (compare: panel-compare.png, savecase: panel-savecase.png)",
+    )
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="imagebench-shots-") as tmp:
@@ -46,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["IMAGEBENCH_SUITES"] = str(Path(tmp) / "suites")  # the suite the compare shot pins
         if args.only == "compare":
             return _shoot_compare(args.out, CASE, Path(tmp))
-        return _shoot(args.out, CASE) or _shoot_compare(args.out, CASE, Path(tmp))
+        if args.only == "savecase":
+            return _shoot_savecase(args.out, Path(tmp))
+        return (
+            _shoot(args.out, CASE) or _shoot_compare(args.out, CASE, Path(tmp)) or _shoot_savecase(args.out, Path(tmp))
+        )
 
 
 def _suite_runs(label: str, tmp: Path, subjects: tuple[str, ...]) -> list[Path]:
@@ -104,6 +112,53 @@ def _shoot_compare(out: Path, label: str, tmp: Path) -> int:
         from PIL import Image
 
         path = out / "panel-compare.png"
+        shot = Image.fromarray(viewer.screenshot(canvas_only=False, flash=False)[..., :3])
+        shot.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+        print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    finally:
+        viewer.close()
+    return 0
+
+
+def _shoot_savecase(out: Path, tmp: Path) -> int:
+    """panel-savecase.png: an image and a Labels layer painted over it, saved as a case into a new tree."""
+    import napari
+    import numpy as np
+    from PIL import Image
+    from qtpy.QtWidgets import QApplication
+
+    out.mkdir(parents=True, exist_ok=True)
+    viewer = napari.Viewer(title="napari: Imagebench", show=True)
+    viewer.window._qt_window.resize(1500, 950)
+    _, panel = viewer.window.add_plugin_dock_widget("napari-imagebench", "Imagebench")
+    panel.setMinimumWidth(520)
+    try:
+        labels = np.zeros((96, 128), np.int32)
+        for label, (r, c, radius) in enumerate(((24, 30, 10), (60, 80, 14), (30, 100, 9)), start=1):
+            rr, cc = np.ogrid[:96, :128]
+            labels[(rr - r) ** 2 + (cc - c) ** 2 <= radius**2] = label
+        rng = np.random.default_rng(3)
+        viewer.add_image(((labels > 0) * 200.0 + rng.normal(20, 6, labels.shape)).astype(np.float32), name="nuclei")
+        viewer.add_labels(labels, name="Labels", opacity=0.4)
+        tab = panel.savecase_tab
+        panel.tabs.setCurrentWidget(tab)
+        panel.tabs.set_folded(False)
+        tab.skill_edit.setText("my-skill")
+        tab.case_edit.setText("three-nuclei")
+        tab.tree_edit.setText(str(tmp / "my-tree"))
+        tab.citation_edit.setText("my lab, 2026")
+        tab.provenance_edit.setText("painted in napari over a synthetic field")
+        if tab.save() is None:
+            print(f"make_screenshots: the case was not saved: {tab.why_label.text()}", file=sys.stderr)
+            return 1
+        for _ in range(2):  # the canvas has its size once the dock is laid out: fit the image then
+            end = time.monotonic() + 0.5
+            while time.monotonic() < end:
+                QApplication.processEvents()
+                time.sleep(0.02)
+            viewer.reset_view()
+        _close_toasts()
+        path = out / "panel-savecase.png"
         shot = Image.fromarray(viewer.screenshot(canvas_only=False, flash=False)[..., :3])
         shot.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
         print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")

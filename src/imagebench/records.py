@@ -21,11 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field
 #: sample's ``fixture_digest`` (which fixture it saw) and a case's ``scoring`` (its scoring
 #: closure) and ``fixtures`` (how many distinct fixtures its samples saw); 6 added a sample's
 #: ``artifact_digests`` (the sha256 of every file beside its summary, which the journal thereby
-#: anchors). An older record is a newer one without those fields (read as None), so every version
-#: is read.
-SCHEMA_VERSION = 6
-READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
-Version = Literal[1, 2, 3, 4, 5, 6]
+#: anchors); 7 added a run's ``sources`` (where each of its cases came from: imagebench.catalog,
+#: so that a resume opens them again). An older record is a newer one without those fields (read
+#: as None), so every version is read.
+SCHEMA_VERSION = 7
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7)
+Version = Literal[1, 2, 3, 4, 5, 6, 7]
 #: The first version whose sample summaries record ``artifact_digests``.
 ARTIFACT_DIGESTS_SINCE = 6
 
@@ -133,6 +134,29 @@ class CaseSummary(Record):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+#: Where a case comes from (imagebench.catalog): the built-in suite, a Python module given with
+#: ``--cases``, a module an installed package names in the ``imagebench.cases`` entry-point group,
+#: a skill bundle, or the cases declared in a fixture tree.
+SourceKind = Literal["builtin", "module", "entry-point", "bundle", "tree"]
+
+
+class CaseSourceRecord(Record):
+    """One source of a run's cases in ``run.json`` (``sources``): enough to open it again.
+
+    ``name``: the module's name (builtin, module), the entry point's name, the bundle's skill id or
+    the tree's folder; ``module``: the module imported (module, entry-point); ``path``: the file of
+    a module given as a ``.py`` file, the bundle's folder, the tree's root;
+    ``dist``: the distribution that declares an entry point; ``cases``: the run's labels it gave.
+    """
+
+    kind: SourceKind
+    name: str
+    module: str | None = None
+    path: str | None = None
+    dist: str | None = None
+    cases: list[str] = Field(default_factory=list)
+
+
 class RunRecord(Record):
     """``run-<UTC timestamp>/run.json``: what was run, by whom, and how each sample ended."""
 
@@ -148,6 +172,9 @@ class RunRecord(Record):
     cases: list[str] = Field(default_factory=list)
     counts: dict[str, int] = Field(default_factory=dict)
     complete: bool = False
+    # Where the cases came from (imagebench.catalog); None: a record older than version 7, or a
+    # run of cases handed to run_cases without their sources.
+    sources: list[CaseSourceRecord] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -1,10 +1,12 @@
 """The case browser's model: the fixture tree in use, the open skill bundles, the tree of cases
 and the Detail tab's text of one of them. Qt-free.
 
-Every built-in case is a row, then each open bundle's cases under its skill's namespace (a case
-that cannot run is listed with the reason), then each fixture of the tree that no case uses
-(never runnable). Skill bundles (:mod:`imagebench.bundle`) opened with
-:meth:`BrowserModel.open_bundle` load, run and score exactly like built-in cases.
+Every case of the catalog (:mod:`imagebench.catalog`: the built-in cases, installed packages'
+``imagebench.cases`` entry points, the cases declared in the fixture tree in use) is a row with
+its source, then each open bundle's cases under its skill's namespace (a case that cannot run is
+listed with the reason), then each fixture of the tree that no case uses (never runnable). Skill
+bundles (:mod:`imagebench.bundle`) opened with :meth:`BrowserModel.open_bundle` load, run and
+score exactly like built-in cases.
 """
 
 from __future__ import annotations
@@ -22,6 +24,16 @@ from napari_imagebench._cases import CaseDetail, CaseRow, files_listing, pixels_
 
 if TYPE_CHECKING:
     from imagebench.bundle.load import Bundle
+    from imagebench.catalog import Catalog
+
+#: How a catalog source's kind is shown in the source column.
+_ROW_SOURCE = {
+    "builtin": "built-in",
+    "module": "module",
+    "entry-point": "entry-point",
+    "tree": "tree",
+    "bundle": "bundle",
+}
 
 
 def row_matches(row: CaseRow, text: str) -> bool:
@@ -37,6 +49,14 @@ def builtin_cases() -> list[Case]:
     return all_cases()
 
 
+def catalog_cases(tree: Path | None) -> Catalog:
+    """The panel's catalog: the built-in cases, installed packages' entry points and the cases
+    declared in ``tree`` (the fixture tree in use), each with its source."""
+    from imagebench.catalog import build_catalog
+
+    return build_catalog(env_tree=tree if tree is not None else False)
+
+
 class BrowserModel:
     """The case tree: its rows (cached until :meth:`refresh`), its fixture tree and its bundles."""
 
@@ -44,10 +64,12 @@ class BrowserModel:
         self,
         notices: Notices,
         *,
-        cases: Callable[[], Iterable[Case]] = builtin_cases,
+        cases: Callable[[], Iterable[Case]] | None = None,
         fixtures_root: str | os.PathLike[str] | None = None,
         plane_provider: Callable[[], Any] | None = None,
     ) -> None:
+        """``cases``: the cases to list (a Catalog names each one's source); None: the catalog of
+        the built-in cases, installed packages and the fixture tree in use (:func:`catalog_cases`)."""
         self.notices = notices
         self._cases = cases
         env = os.environ.get(FIXTURES_ENV)
@@ -87,14 +109,22 @@ class BrowserModel:
         return self.rows()
 
     def rows(self) -> list[CaseRow]:
-        """Every built-in case, then each fixture of the tree that no case uses (never runnable)."""
+        """Every case of the catalog, each open bundle's, then each fixture of the tree that no case
+        uses (never runnable)."""
         if self._rows is not None:
             return self._rows
+        from imagebench.catalog import Catalog
         from imagebench.runs.runner import TENSOR_SKIP_REASON, presents_tensor
 
         rows: list[CaseRow] = []
+        catalog: Catalog | None = None
         try:
-            cases = [rooted(c, self.fixtures_root) for c in self._cases()]
+            listed = self._cases() if self._cases is not None else catalog_cases(self.fixtures_root)
+            if isinstance(listed, Catalog):
+                catalog = listed
+                for warning in catalog.warnings:
+                    self.notices.notify("warning", warning)
+            cases = [rooted(c, self.fixtures_root) for c in listed]
         except Exception as exc:
             self.notices.notify("error", f"the case list could not be read: {type(exc).__name__}: {exc}")
             cases = []
@@ -104,8 +134,11 @@ class BrowserModel:
                 reason = self._plane_reason()
                 if reason:
                     ok, why = False, f"{TENSOR_SKIP_REASON}: {reason}"
+            origin = catalog.source_of(case.label) if catalog is not None else None
+            kind: Any = _ROW_SOURCE[origin.kind] if origin is not None else "built-in"
+            said = str(origin) if origin is not None else ""
             rows.append(
-                CaseRow(case.namespace, case.case_id, case.kind, case.case_class, ok, why, "built-in", case)
+                CaseRow(case.namespace, case.case_id, case.kind, case.case_class, ok, why, kind, case, origin=said)
             )
         known = {(c.namespace, c.case_id) for c in cases}
         bundle_rows = self._bundle_rows({r.label for r in rows})
@@ -245,6 +278,7 @@ class BrowserModel:
         if r.case is None:
             raise PanelError(f"{label}: {r.reason}")
         from imagebench.case.session import case_prompt
+        from imagebench.executor.calibrated import calibration_line
 
         case = r.case
         return CaseDetail(
@@ -266,4 +300,6 @@ class BrowserModel:
             at_viewer=tuple(f"{slot.name}: {slot.how()}" for slot in answer_slots(case)),
             pixels_from=pixels_from(case),
             citation=getattr(case.source(), "citation", None) or "",
+            origin=r.origin,
+            calibration=calibration_line(case),
         )

@@ -104,6 +104,8 @@ class CaseBrowser(QWidget):
             tip = r.label if r.available else f"{r.label}: cannot run here: {r.reason}"
             if r.bundle is not None:
                 tip += f"\n(from the bundle {r.bundle})"
+            elif r.origin and r.source != "built-in":
+                tip += f"\n(from {r.origin})"
             for col in range(len(CASE_COLUMNS)):
                 item.setToolTip(col, tip)
                 if not r.available:
@@ -159,6 +161,17 @@ class CaseBrowser(QWidget):
                 item = group.child(j)
                 out[item.data(0, LABEL_ROLE)] = item
         return out
+
+    def take_case(self, tree: str, label: str) -> None:
+        """A case just written into ``tree`` (Save as case): list that tree's cases, select it."""
+        root = self.model.fixtures_root
+        if root is None or Path(tree).resolve() != root.resolve():
+            if not self.set_fixtures_root(tree):
+                return
+        else:
+            self.refresh()
+        if label in self.case_items():
+            self.select_case(label)
 
     def select_case(self, label: str) -> None:
         item = self.case_items().get(label)

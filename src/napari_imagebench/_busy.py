@@ -3,8 +3,10 @@ napari's activity dock, each with the seconds gone by (a Load that builds a fixt
 Score), and what it took once it is done.
 
 The elapsed time is redrawn by a timer on the GUI thread, so it moves while a worker thread does
-the work; napari's activity dock gets an indeterminate ``napari.utils.progress`` for the same work.
-Work done on the GUI thread (Score) is said before and after (:meth:`Busy.during`).
+the work. Work that lasts (:data:`ACTIVITY_AFTER_S`) also gets an indeterminate
+``napari.utils.progress`` in napari's activity dock; a second's work never does (opening one costs
+napari tens of milliseconds, a tenth of a quick Run). Work done on the GUI thread (Score) is said
+before and after (:meth:`Busy.during`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from qtpy.QtWidgets import QProgressBar
 
 #: how often the elapsed time is redrawn (ms)
 TICK_MS = 200
+#: work still under way after this many seconds gets an entry in napari's activity dock
+ACTIVITY_AFTER_S = 1.0
 
 
 def elapsed_text(text: str, seconds: float) -> str:
@@ -44,17 +48,12 @@ class Busy:
         return time.perf_counter() - self.began if self.began is not None else 0.0
 
     def start(self, text: str) -> None:
-        """Show ``text`` as busy: the bar indeterminate, the status bar and activity dock counting."""
+        """Show ``text`` as busy: the bar indeterminate, the status bar counting (and the activity
+        dock, once the work has lasted :data:`ACTIVITY_AFTER_S`)."""
         self.stop(None)
         self.text, self.began = text, time.perf_counter()
         self.bar.setRange(0, 0)  # neither a builder nor a subject reports progress of its own
         self.bar.setTextVisible(True)
-        try:
-            from napari.utils import progress
-
-            self.activity = progress(total=0, desc=text)
-        except Exception:  # no napari progress (an old napari): the bar and status bar still say it
-            self.activity = None
         self._tick()
         self.timer.start()
 
@@ -91,9 +90,19 @@ class Busy:
         finally:
             self.stop(done)
 
+    def _open_activity(self) -> None:
+        try:
+            from napari.utils import progress
+
+            self.activity = progress(total=0, desc=self.text)
+        except Exception:  # no napari progress (an old napari): the bar and status bar still say it
+            self.activity = None
+
     def _tick(self) -> None:
         if self.began is None:
             return
+        if self.activity is None and self.seconds >= ACTIVITY_AFTER_S:
+            self._open_activity()
         line = elapsed_text(self.text, self.seconds)
         self.bar.setFormat(line)
         if self.activity is not None:

@@ -25,9 +25,10 @@ class CaseRow:
     case_class: str
     available: bool
     reason: str
-    source: Literal["built-in", "tree", "bundle"]
+    source: Literal["built-in", "module", "entry-point", "tree", "bundle"]
     case: Case | None = None
     bundle: Path | None = None  # the bundle folder a "bundle" row was read from
+    origin: str = ""  # where the case comes from, in words (imagebench.catalog.Source)
 
     @property
     def label(self) -> str:
@@ -56,6 +57,8 @@ class CaseDetail:
     at_viewer: tuple[str, ...] = ()  # how a person gives each answer (the Answer tab)
     pixels_from: str = ""  # where the case's pixels come from: generated, the package's data, a tree
     citation: str = ""  # a curated case's citation (its provenance is shown in the report, after scoring)
+    origin: str = ""  # where the case comes from: the built-in cases, a module, an installed package, a tree
+    calibration: str = ""  # what its latest calibration says (imagebench.executor.calibrated.calibration_line)
 
     def text(self) -> str:
         lines = [
@@ -68,8 +71,12 @@ class CaseDetail:
             lines.append(f"cite: {self.citation}")
         if self.bundle is not None:
             lines.append(f"from the bundle {self.bundle}")
+        elif self.origin:
+            lines.append(f"from {self.origin}")
         if not self.has_reference:
             lines.append("no reference solution: work it yourself or run a python: solver")
+        if self.calibration:
+            lines.append(self.calibration)
         if self.about:
             lines += ["", self.about]
         lines += ["", "Persona:", self.persona or "(none)", "", "Prompt:", self.prompt.rstrip(), "", "Layers:"]

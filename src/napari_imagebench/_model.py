@@ -73,7 +73,7 @@ class BenchModel:
     def __init__(
         self,
         *,
-        cases: Callable[[], Iterable[Case]] = builtin_cases,
+        cases: Callable[[], Iterable[Case]] | None = None,  # None: the catalog (imagebench.catalog)
         fixtures_root: str | os.PathLike[str] | None = None,
         outcome_root: str | os.PathLike[str] | None = None,
         plane_provider: Callable[[], Any] | None = None,

@@ -3,7 +3,8 @@
 From top to bottom, in two parts a splitter divides: the case browser (the fixture tree in use,
 the skill bundles, the tree of cases, the case filter and Load under it; :mod:`._browser_widget`)
 and the tabs Detail (:mod:`._detail_widget`), Answer (:mod:`._answer_panel`), Coverage
-(:mod:`._coverage_widget`) and Compare (:mod:`._compare_widget`), folded to their bar until asked; then the subject, Run, Score, Stop
+(:mod:`._coverage_widget`), Compare (:mod:`._compare_widget`) and Save as case
+(:mod:`._savecase_widget`), folded to their bar until asked; then the subject, Run, Score, Stop
 and the busy bar (:mod:`._run_widget`), agent serving (:mod:`._agent_widget`), the results
 (:mod:`._results_widget`), the artifact buttons (:mod:`._artifacts_widget`) and the sitting's
 folder, report and path (:mod:`._folder_widget`). It fits a
@@ -42,6 +43,7 @@ from napari_imagebench._model import INTERACTIVE, BenchModel, Loaded, PanelError
 from napari_imagebench._results_widget import ResultsPane
 from napari_imagebench._run_widget import RunControls, close_on_quit, closing_connections
 from napari_imagebench._runs import ResultRow
+from napari_imagebench._savecase_widget import SaveCaseTab
 from napari_imagebench._style import name_children
 from napari_imagebench._viewer import PanelLayers, console_namespace
 
@@ -81,8 +83,10 @@ class BenchPanel(QWidget):
         # two runs side by side; the panel's own artifact panes go first, and View artifacts or a Load ends it
         self.compare_tab = CompareTab.of_panel(self.viewer, self.model, self.artifact_buttons.back_to_the_case)
         self.artifacts_button.pressed.connect(self.compare_tab.back)
+        self.savecase_tab = SaveCaseTab(self.viewer, self.model)  # the viewer's layers as a new case in a tree
+        self.savecase_tab.saved.connect(self.browser.take_case)
         pages = [(self.detail, "Detail"), (self.answer_panel, "Answer"), (self.coverage_tab, "Coverage")]
-        self.tabs = CaseTabs([*pages, (self.compare_tab, "Compare")])
+        self.tabs = CaseTabs([*pages, (self.compare_tab, "Compare"), (self.savecase_tab, "Save as case")])
         self.detail_toggle = self.tabs.detail_toggle
         top = QWidget()  # the case browser and, folded to their bar until asked, the tabs
         col = QVBoxLayout(top)

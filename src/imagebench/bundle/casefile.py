@@ -2,8 +2,9 @@
 
 The inherited fields (``schemaVersion``, ``case``, ``class``, ``risks``, ``setup``, ``grading``)
 classify the case; ours say where its pixels come from (``pixels``), how they reach the subject
-(``layers``), how its answer is scored (``answer``, a scoring task contract) and within what limits
-(``tolerance``). Unknown fields are kept and reported as warnings (file and field named), never a
+(``layers``), how its answer is scored (``answer``, a scoring task contract; or ``verifier``, a
+built-in verifier by name or ``pkg.mod:func``, with ``leave``, ``reference`` and ``baseline``) and
+within what limits (``tolerance``). Unknown fields are kept and reported as warnings (file and field named), never a
 failure; a field of the wrong type is an error that keeps the case from running.
 """
 
@@ -22,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from imagebench.case.declared import TARGET_PATTERN, DeclaredLeaving, DeclaredVerifier
 from imagebench.case.model import CASE_CLASSES, LayerKind, Presentation
 
 CASE_JSON = "case.json"
@@ -77,7 +79,9 @@ class CuratedRef(_Lenient):
 class PixelsSpec(_Lenient):
     """Where the pixels come from: a built-in builder and a seed, or a curated case of the fixture tree."""
 
-    builder: str | None = Field(default=None, description="a name from imagebench.cases.builders()")
+    builder: str | None = Field(
+        default=None, description="a name from imagebench.cases.builders(), or pkg.mod:func (the user's builder)"
+    )
     seed: int = 0
     params: dict[str, Any] = Field(default_factory=dict)
     curated: CuratedRef | None = Field(
@@ -114,6 +118,14 @@ class CaseFile(_Lenient):
     layers: list[LayerSpec] = Field(default_factory=list)
     answer: dict[str, Any] | None = Field(default=None, description="the scoring task contract (imagebench.scoring)")
     tolerance: dict[str, float] = Field(default_factory=dict)
+    # instead of `answer`: a verifier (a built-in one by name, or pkg.mod:func), what to leave, the solutions
+    verifier: DeclaredVerifier | None = Field(
+        default=None, description="a built-in verifier by name (imagebench.cases.verifiers) or pkg.mod:func"
+    )
+    leave: list[DeclaredLeaving] = Field(default_factory=list, description="with 'verifier': what the subject leaves")
+    reference: str | None = Field(default=None, pattern=TARGET_PATTERN, description="pkg.mod:func solving the case")
+    baseline: str | None = Field(default=None, pattern=TARGET_PATTERN, description="pkg.mod:func, the naive answer")
+    baseline_about: str = ""
 
     @field_validator("risks")
     @classmethod

@@ -1,9 +1,10 @@
 """Bundle case folders -> :class:`imagebench.case.model.Case` objects that run like built-in cases.
 
 A case's pixels come from a built-in builder (``pixels: {builder, seed, params}``, looked up in
-:func:`imagebench.cases.builders`) or from a curated case of the fixture tree
+:func:`imagebench.cases.builders`, or the user's ``pkg.mod:func``) or from a curated case of the fixture tree
 (``pixels: {curated: {skill, case_id}}``, read from ``$IMAGEBENCH_FIXTURES``). Its task is
-``prompt.md``; its verifier is the class's (:mod:`imagebench.bundle.grading`); its ``meta`` carries
+``prompt.md``; its verifier is the class's (:mod:`imagebench.bundle.grading`), or the one its
+``verifier`` names (:mod:`imagebench.bundle.verified`); its ``meta`` carries
 the bundle's paths, the case's risks and checks, and ``workspace_files`` / ``env`` for the runner.
 The answer key under ``expected/`` is never referenced by a case: nothing the runner hands a
 subject can lead to it.
@@ -27,6 +28,7 @@ from imagebench.bundle.grading import (
     is_degenerate,
 )
 from imagebench.case.skills import SKILLS_META
+from imagebench.cases.targets import TargetError, call_of, is_target
 from imagebench.fixtures.fixture import Fixture, Kind
 from imagebench.fixtures.specs import FixtureSpec, OnDisk, Procedural, Source
 
@@ -84,6 +86,12 @@ def _fixture_spec(folder: CaseFolder, tolerance: dict[str, float]) -> tuple[Fixt
         registry = builtin.builders()
     except Exception as exc:
         return None, f"{where}: the built-in builders could not be read ({type(exc).__name__}: {exc})"
+    if is_target(pixels.builder):  # the user's own builder, imported here (the harness), never in a sandbox
+        try:
+            user = call_of(str(pixels.builder))
+        except TargetError as exc:
+            return None, f"{where}: field 'pixels.builder': {exc}"
+        return Procedural(user, seed=pixels.seed, params=dict(pixels.params), tolerance=tolerance), None
     builder = registry.get(str(pixels.builder))
     if builder is None:
         return None, (
@@ -145,14 +153,25 @@ def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[
     if not spec.layers:
         return None, f"{where}: no 'layers'; say which fixture data keys the subject sees"
 
-    # limits: each class metric at 0 unless the case says otherwise; a limit for no metric is a warning
-    metrics = ("answer_mismatch", *CLASS_METRICS[cls]) if cls != "trigger" else CLASS_METRICS[cls]
-    tolerance = {m: 0.0 for m in metrics}
-    for name, limit in spec.tolerance.items():
-        if name not in tolerance:
-            warnings.append(f"{where}: field 'tolerance' sets {name!r}, which no metric of a {cls} case is named (ignored)")
-            continue
-        tolerance[name] = float(limit)
+    verified = None
+    if spec.verifier is not None:  # scored by a verifier (by name, or the user's code), not a contract
+        from imagebench.bundle.verified import verified_parts
+
+        verified, why = verified_parts(spec, where)
+        if verified is None:
+            return None, why
+        tolerance = verified.tolerance
+    else:
+        # limits: each class metric at 0 unless the case says otherwise; a limit for no metric is a warning
+        metrics = ("answer_mismatch", *CLASS_METRICS[cls]) if cls != "trigger" else CLASS_METRICS[cls]
+        tolerance = {m: 0.0 for m in metrics}
+        for name, limit in spec.tolerance.items():
+            if name not in tolerance:
+                warnings.append(
+                    f"{where}: field 'tolerance' sets {name!r}, which no metric of a {cls} case is named (ignored)"
+                )
+                continue
+            tolerance[name] = float(limit)
     fixture_spec, why = _fixture_spec(folder, tolerance)
     if fixture_spec is None:
         return None, why
@@ -173,7 +192,9 @@ def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[
         return None, f"{where}: field 'layers': {exc}"
 
     contract: Any = spec.answer
-    if cls == "trigger":
+    if verified is not None:
+        contract = None
+    elif cls == "trigger":
         if contract is not None:
             warnings.append(f"{where}: field 'answer' is not graded on a trigger case (only activation is)")
         contract = None
@@ -206,13 +227,15 @@ def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[
         "decline_values": tuple(grading.declineValues),
         "label": f"{skill_id}/{folder.case_id}",
     }
-    verify: ClassVerifier = (
-        RerunVerifier(**kwargs, min_samples=grading.samples) if cls == "rerun" else ClassVerifier(**kwargs)
-    )
+    verify: Any = RerunVerifier(**kwargs, min_samples=grading.samples) if cls == "rerun" else ClassVerifier(**kwargs)
+    if verified is not None:
+        verify = verified.verify
 
     task = folder.prompt
     collect: list[Collect] = []
-    if cls == "trigger":
+    if verified is not None:
+        collect.extend(verified.collect)
+    elif cls == "trigger":
         task = task.rstrip("\n") + TRIGGER_LINE  # how the skill tool is announced, whatever the prompt says
         collect.append(Collect(TRACE_NAME, "json", TRACE_ABOUT, recorded=True))
     else:
@@ -238,6 +261,8 @@ def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[
         meta["env"] = dict(spec.setup.env)
     if cls == "rerun":
         meta["min_samples"] = grading.samples
+    if verified is not None and verified.targets:
+        meta["targets"] = verified.targets
     if cls == "trigger":
         meta[SKILLS_META] = trigger_skills(str(kwargs["skill"]), skill_id, warnings)
     try:
@@ -250,7 +275,9 @@ def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[
             layers=layers,
             collect=tuple(collect),
             verify=verify,
-            reference=None,
+            reference=verified.reference if verified is not None else None,
+            baseline=verified.baseline if verified is not None else None,
+            baseline_about=spec.baseline_about,
             case_class=cls,  # type: ignore[arg-type]
             answer=contract,
             about=f"bundle case {skill_id}/{folder.case_id} ({cls})",

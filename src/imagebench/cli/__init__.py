@@ -22,11 +22,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("imagebench.cli.run", "list the cases, their availability here and coverage warnings"),
     "show": ("imagebench.cli.run", "show what a subject of one case sees (never its truth)"),
     "run": ("imagebench.cli.run", "run cases with a subject and write a run folder"),
+    "calibrate": ("imagebench.cli.calibrate", "run reference, baseline and nop on cases: the calibration table"),
     "fixtures": ("imagebench.cli.fixtures", "check the curated fixture tree by hash (fixtures verify)"),
     "score": ("imagebench.cli.scoring", "score one structured answer against a task contract"),
     "scorer": ("imagebench.cli.scoring", "scorer self-test and manifest"),
     "plane": ("imagebench.cli.plane", "run or inspect a tensor data plane"),
-    "case": ("imagebench.cli.bundle", "author cases in a skill bundle (case add)"),
+    "case": ("imagebench.cli.bundle", "author cases: in a bundle (case add), in a fixture tree (case new)"),
     "reindex": ("imagebench.cli.bundle", "print every warning about a bundle's claims and cases"),
     "coverage": ("imagebench.cli.bundle", "claims coverage of a bundle and validation by graded runs"),
     "suite": ("imagebench.cli.suite", "pin and verify suites"),
@@ -138,7 +139,7 @@ def _one_interrupt() -> Iterator[None]:
 # --------------------------------------------------------------------------- the supervised entry point
 
 SUPERVISED_ENV = "IMAGEBENCH_SUPERVISED"  # set in the child: the file its exit code is written to
-SUPERVISED_COMMANDS = frozenset({"run"})  # commands that run subjects in this process
+SUPERVISED_COMMANDS = frozenset({"run", "calibrate"})  # commands that run subjects in this process
 
 
 def entry() -> int:
@@ -227,6 +228,10 @@ def _borne_out(run_dir: str) -> str:
 
     if not run_dir:
         return "it named no run folder"
+    from imagebench.executor.calibration import borne_out, is_calibration
+
+    if is_calibration(run_dir):  # imagebench calibrate: its record and its three runs
+        return borne_out(run_dir)
     try:
         contents = read_run(run_dir)
     except RunFolderError as exc:

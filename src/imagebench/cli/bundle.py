@@ -1,7 +1,7 @@
 """The bundle commands: ``case add``, ``reindex`` and ``coverage``.
 
-``imagebench run --bundle DIR`` is the run command's own option; it reads the bundle through
-:func:`cases_from_args`.
+``--bundle DIR`` of ``list``, ``show``, ``run`` and the others is read by the catalog
+(:mod:`imagebench.cli.catalog`).
 """
 
 from __future__ import annotations
@@ -10,16 +10,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from imagebench.cli import UsageError
 
-if TYPE_CHECKING:
-    from imagebench.case.model import Case
-
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("case", help="author cases in a skill bundle (case add)")
+    p = sub.add_parser("case", help="author cases: in a skill bundle (case add), in a fixture tree (case new)")
     case_sub = p.add_subparsers(dest="case_command", metavar="ACTION")
     add = case_sub.add_parser(
         "add", help="scaffold evals/fixtures/CASE/ (case.json, prompt.md, files/, expected/answer-key.md)"
@@ -35,6 +32,9 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     )
     add.add_argument("--risks", default="", metavar="IDS", help="comma-separated claim ids, e.g. IN-1,RE-2")
     add.set_defaults(func=_cmd_case_add)
+    from imagebench.cli.casenew import add_new
+
+    add_new(case_sub)  # case new: a curated case in a fixture tree, from files
     p.set_defaults(func=_cmd_case_help, _case_parser=p)
 
     p = sub.add_parser("reindex", help="check a bundle: print every warning about its claims and cases (exit 0)")
@@ -118,12 +118,19 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
     print(f"  {len(bundle.folders)} case folder(s): {len(bundle.cases)} runnable, {len(bundle.skipped)} cannot run")
     for case_id, reason in bundle.skipped:
         print(f"  cannot run {case_id}: {reason}")
-    if bundle.warnings:
-        print(f"{len(bundle.warnings)} warning(s):")
-        for w in bundle.warnings:
+    from imagebench.bundle.keys import bundle_key_warnings
+    from imagebench.executor.calibrated import calibration_notes
+
+    calibration, summary = calibration_notes(bundle.cases)
+    warnings = [*bundle.warnings, *bundle_key_warnings(bundle.cases), *calibration]
+    if warnings:
+        print(f"{len(warnings)} warning(s):")
+        for w in warnings:
             print(f"warning: {w}")
     else:
         print("no warnings")
+    if bundle.cases:
+        print(summary)
     return 0
 
 
@@ -174,27 +181,3 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     for w in [*bundle.warnings, *report.warnings]:
         console.print(f"[yellow]warning:[/yellow] {w}", soft_wrap=True)
     return 0
-
-
-def cases_from_args(args: argparse.Namespace) -> list[Case] | None:
-    """For ``imagebench run``: the cases of ``--bundle DIR``, or None when no bundle was given.
-
-    Warnings and cases that cannot run are printed to stderr; a bundle with no runnable case is a
-    usage error listing why each could not run.
-    """
-    from imagebench.bundle.load import BundleError, load_bundle
-
-    path = getattr(args, "bundle", None)
-    if not path:
-        return None
-    try:
-        bundle = load_bundle(path)
-    except BundleError as exc:
-        raise UsageError(str(exc)) from None
-    for w in bundle.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    for case_id, reason in bundle.skipped:
-        print(f"cannot run {bundle.skill_id}/{case_id}: {reason}", file=sys.stderr)
-    if not bundle.cases:
-        raise UsageError(f"bundle {path} has no runnable case ({len(bundle.skipped)} cannot run; see above)")
-    return bundle.cases

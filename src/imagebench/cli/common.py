@@ -195,8 +195,10 @@ def run_from_args(
     record_extra: dict[str, Any] | None = None,
     *,
     sealed: Seal | None = None,
+    sources: list[Any] | None = None,
 ) -> RunResult | int:
-    """``run_cases`` with the run flags; a cluster problem is a UsageError or exit 1 (printed)."""
+    """``run_cases`` with the run flags; a cluster problem is a UsageError or exit 1 (printed).
+    ``sources``: where the cases came from (:meth:`imagebench.catalog.Catalog.records`), kept in run.json."""
     import sys
 
     from imagebench.executor import ExecutorError, run_cases
@@ -226,6 +228,7 @@ def run_from_args(
             parallel=parallel,
             sealed=sealed,
             unsealed=bool(getattr(args, "unsealed", False)),
+            sources=sources,
         )
         RUN_DIRS.append(result.run_dir)
         return result

@@ -19,7 +19,9 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     msub = p.add_subparsers(dest="mcp_command", metavar="ACTION")
     s = msub.add_parser("serve", help="serve one session of CASE: stdio by default, --http for loopback HTTP")
     s.add_argument("label", help="case label, <namespace>/<case_id>")
-    s.add_argument("--bundle", metavar="DIR", help="look the label up in a skill bundle instead of the built-in cases")
+    from imagebench.cli.catalog import add_catalog_flags
+
+    add_catalog_flags(s)
     s.add_argument("--http", action="store_true", help="streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio")
     s.add_argument("--port", type=int, default=8765, help="the HTTP port (default 8765)")
     s.add_argument(
@@ -34,14 +36,13 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from imagebench import cases as builtin
     from imagebench.case.model import select_cases
-    from imagebench.cli.bundle import cases_from_args
+    from imagebench.cli.catalog import catalog_from_args
     from imagebench.executor import run_cases
     from imagebench.subjects.served import ServedSubject
 
-    pool = cases_from_args(args)
-    pool = pool if pool is not None else builtin.all_cases()
+    catalog = catalog_from_args(args)
+    pool = catalog.cases
     chosen = [c for c in pool if c.label == args.label] or select_cases(pool, [args.label])[0]
     if len(chosen) != 1:
         raise UsageError(f"{args.label!r} names {len(chosen)} cases; give one case label (imagebench list)")
@@ -63,7 +64,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         )
         if args.http:
             print(f"serving {chosen[0].label} on http://127.0.0.1:{args.port}/mcp", file=sys.stderr)
-        result = run_cases(chosen, subject, out=args.out, progress=False, timeout=args.timeout)
+        result = run_cases(
+            chosen,
+            subject,
+            out=args.out,
+            progress=False,
+            timeout=args.timeout,
+            sources=catalog.records([c.label for c in chosen]),
+        )
     finally:
         sys.stdout = real_stdout
     for label, samples in result.samples.items():

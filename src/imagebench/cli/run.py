@@ -8,6 +8,14 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from imagebench.cli import UsageError
+from imagebench.cli.catalog import (
+    add_catalog_flags,
+    catalog_from_args,
+    find_case,
+    refuse_empty_sources,
+    sources_given,
+    trees_line,
+)
 from imagebench.cli.common import (
     FIXTURE_KINDS,
     RUN_DIRS,
@@ -28,18 +36,27 @@ from imagebench.cli.tables import console as _console
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
+    from imagebench.catalog import Catalog
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("list", help="list the built-in cases, their availability here and coverage warnings")
-    p.add_argument("--bundle", metavar="DIR", help="list a skill bundle's cases instead of the built-in ones")
+    p = sub.add_parser(
+        "list",
+        help="list the cases (built-in, installed packages', the user's tree's; or only those of the sources given), "
+        "each with its source and fixture tree, their availability here and coverage warnings",
+    )
+    add_catalog_flags(p)
     add_selection_args(p, kind_choices=FIXTURE_KINDS)
-    p.add_argument("--json", action="store_true", help="print the cases as JSON (label, skill, kind, class, available)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the cases as JSON (label, skill, kind, class, source, tree, available)",
+    )
     p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser("show", help="show what a subject of one case sees (never its truth)")
     p.add_argument("label", help="case label, <namespace>/<case_id>")
-    p.add_argument("--bundle", metavar="DIR", help="look the label up in a skill bundle instead of the built-in cases")
+    add_catalog_flags(p)
     p.set_defaults(func=_cmd_show)
 
     p = sub.add_parser("run", help="run cases with a subject and write a run folder")
@@ -56,9 +73,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--quiet", action="store_true", help="no progress bar and no table; the tally and the run folder only"
     )
-    p.add_argument(
-        "--bundle", metavar="DIR", help="run a skill bundle's cases (imagebench.bundle) instead of the built-in ones"
-    )
+    add_catalog_flags(p)  # with --cases/--bundle/--tree, run selects among their cases only
     p.add_argument(
         "--suite",
         metavar="SUITE",
@@ -106,24 +121,28 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
-    from imagebench import cases as builtin
     from imagebench.case.model import (
         NO_SKILL,
         kind_counts,
         kind_warnings,
         presentation_warnings,
     )
+    from imagebench.catalog import tree_read
     from imagebench.runs.runner import presents_tensor
 
-    offered, where = _listed_cases(args)
+    catalog = catalog_from_args(args)
+    offered = catalog.offered()
+    where = ", ".join(s.short for s in catalog.named) if catalog.named else "known"
     console = _console()
     if not offered:
         if args.json:
             print("[]")
             return 0
-        console.print(f"no {where} cases are registered")
+        console.print(escape(trees_line()), soft_wrap=True)
+        console.print(f"no cases of {escape(where)}" if catalog.named else "no cases are registered")
         return 0
     selected = bool(args.patterns or args.exclude or args.skills or args.fixtures != "all")
     all_cases = select_from_args(offered, args) if selected else offered
@@ -133,70 +152,101 @@ def _cmd_list(args: argparse.Namespace) -> int:
         rows = []
         for case in all_cases:
             ok, why = case.available()
+            tree = _tree_word(tree_read(case))
             rows.append(
                 {"label": case.label, "skill": case.namespace, "case_id": case.case_id, "kind": case.kind,
-                 "class": case.case_class, "available": ok, "why": why, "tensor": presents_tensor(case)}
+                 "class": case.case_class, "source": catalog.source_of(case.label).short,
+                 "tree": None if tree == "-" else tree, "available": ok, "why": why, "tensor": presents_tensor(case)}
             )  # fmt: skip
         print(json.dumps(rows, indent=2))
         return 0
+    console.print(escape(trees_line()), soft_wrap=True)
     per_skill = {k: v for k, v in kind_counts(all_cases).items() if k != NO_SKILL}
     n_curated = sum(1 for c in all_cases if c.kind == "curated")
     both = sum(1 for per in per_skill.values() if per.get("synthetic") and per.get("curated"))
     table = Table(
-        title=f"{len(all_cases)} {where} cases" + (f" of {len(offered)} ({selection_text(args)})" if selected else ""),
+        title=escape(
+            f"{len(all_cases)}"
+            + (f" of {len(offered)}" if selected else "")
+            + " cases"
+            + (f" of {where}" if catalog.named else "")
+            + (f" ({selection_text(args)})" if selected else "")
+        ),
         caption=(
             f"{len(all_cases) - n_curated} synthetic, {n_curated} curated, over {len(per_skill)} skills; "
             f"{both} of {len(per_skill)} skills have both kinds"
         ),
     )
-    for col in ("label", "kind", "class", "available"):
+    for col in ("label", "kind", "class", "source", "tree", "available"):
         table.add_column(col, overflow="fold")
     for case in all_cases:
         ok, why = case.available()
         if presents_tensor(case):
             why = f"{why}; needs a data plane" if why else "needs a data plane (tensor presentation)"
         table.add_row(
-            case.label, case.kind, case.case_class, ("yes" + (f"; {why}" if why else "")) if ok else f"no: {why}"
+            escape(case.label),
+            case.kind,
+            case.case_class,
+            escape(catalog.source_of(case.label).short),
+            escape(_tree_word(tree_read(case))),
+            escape(("yes" + (f"; {why}" if why else "")) if ok else f"no: {why}"),
         )
     console.print(table)
-    warnings = presentation_warnings(builtin.skills(), offered) + kind_warnings(offered)
+    warnings = presentation_warnings(catalog.skills, offered) + kind_warnings(offered)
     for w in warnings:
-        console.print(f"[yellow]coverage warning:[/yellow] {w}")
+        console.print(f"[yellow]coverage warning:[/yellow] {escape(w)}")
+    from imagebench.executor.calibrated import calibration_notes
+
+    calibration, summary = calibration_notes(all_cases)
+    for w in calibration:
+        console.print(f"[yellow]calibration warning:[/yellow] {escape(w)}", soft_wrap=True)
+    console.print(summary, soft_wrap=True)
     return 0
 
 
-def _listed_cases(args: argparse.Namespace) -> tuple[list[Case], str]:
-    """The cases ``list``/``show`` look at: a bundle's (``--bundle DIR``) or the built-in ones."""
-    from imagebench import cases as builtin
-    from imagebench.cli.bundle import cases_from_args
+def _tree_word(read: object) -> str:
+    """The tree column of ``list``: packaged, yours, a folder, or '-' for a generated case."""
+    kind = getattr(read, "kind", "none")
+    if kind == "packaged":
+        return "packaged"
+    if kind == "user":
+        return "yours"
+    if kind == "unset":
+        return "yours (unset)"
+    if kind == "folder":
+        return str(getattr(read, "root", ""))
+    return "-"
 
-    bundle_cases = cases_from_args(args)  # None unless --bundle; warnings go to stderr
-    if bundle_cases is not None:
-        return bundle_cases, "bundle"
-    return builtin.all_cases(), "built-in"
+
+def selected_cases(args: argparse.Namespace, catalog: Catalog | None = None) -> list[Case]:
+    """The cases ``run`` and ``calibrate`` work: those the catalog offers (:func:`catalog_from_args`:
+    the named sources' cases when any is named, else all) that the selection flags pick
+    (:func:`~imagebench.cli.common.select_from_args`: ``-k``, ``--exclude``, ``--skill``, ``--kind``).
+    A named source with no runnable case, a pattern or skill that matches nothing, or an empty
+    selection, is a UsageError."""
+    catalog = catalog if catalog is not None else catalog_from_args(args)
+    refuse_empty_sources(catalog)
+    return select_from_args(catalog.offered(), args)
 
 
-def _find_case(args: argparse.Namespace) -> Case:
-    import difflib
+def _find_case(args: argparse.Namespace) -> tuple[Case, str, str]:
+    """The case ``args.label``, its source and the tree it reads, in words."""
+    from imagebench.catalog import tree_read
 
-    label = args.label
-    all_cases, _ = _listed_cases(args)
-    labels = [c.label for c in all_cases]
-    for case in all_cases:
-        if case.label == label:
-            return case
-    close = difflib.get_close_matches(label, labels, n=5, cutoff=0.4)
-    hint = f"; did you mean {', '.join(close)}?" if close else f"; known labels: {', '.join(labels) or '(none)'}"
-    raise UsageError(f"no case labelled {label!r}{hint}")
+    catalog = catalog_from_args(args)
+    case = find_case(catalog, args.label)
+    return case, str(catalog.source_of(case.label)), str(tree_read(case))
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from imagebench.case.session import case_prompt
 
-    case = _find_case(args)
+    case, source, tree = _find_case(args)
     ok, why = case.available()
     lines = [
         f"label:     {case.label}",
+        f"source:    {source}",
+        f"tree:      {tree}",
         f"class:     {case.case_class}",
         f"kind:      {case.kind}" + (f" ({_spec_about(case)})" if _spec_about(case) else ""),
         f"available: {'yes' if ok else 'no: ' + why}",
@@ -251,8 +301,6 @@ def _spec_about(case: Case) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from imagebench import cases as builtin
-
     if getattr(args, "resume", None):
         return cmd_resume(args)
     if getattr(args, "suite", None):
@@ -264,22 +312,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     subject = checked_run_args(args)
     seal = seal_from_args(args)
-    from imagebench.cli.bundle import cases_from_args
-
-    bundle_cases = cases_from_args(args)  # None unless --bundle
-    all_cases = bundle_cases if bundle_cases is not None else builtin.all_cases()
-    chosen = select_from_args(all_cases, args)
+    catalog = catalog_from_args(args)
+    chosen = selected_cases(args, catalog)
     selection: dict[str, object] = {"k": list(args.patterns or []), "fixtures": args.fixtures, "timeout": args.timeout}
     if args.exclude:
         selection["exclude"] = list(args.exclude)
     if args.skills:
         selection["skills"] = list(args.skills)
-    if args.bundle:
-        selection["bundle"] = str(args.bundle)
+    if len(args.bundle) == 1:
+        selection["bundle"] = str(args.bundle[0])  # read by a resume of an older imagebench
     from imagebench.executor import RunInterrupted
 
     try:
-        result = run_from_args(args, chosen, subject, selection, sealed=seal)
+        result = run_from_args(
+            args, chosen, subject, selection, sealed=seal, sources=catalog.records([c.label for c in chosen])
+        )
     except RunInterrupted as exc:
         return interrupted(args, exc.run_dir)
     if isinstance(result, int):
@@ -318,11 +365,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
     seal = seal_from_args(args)
     # run.json keeps a subject without machine paths: then it is given again, and checked by digest
     subject = checked_run_args(args) if getattr(args, "subject", None) is not None else None
+    # the sources run.json recorded are opened again; --cases/--bundle/--tree stand in for one that moved
+    catalog = catalog_from_args(args) if sources_given(args) else None
     try:
         result = resume_run(
             args.resume,
             subject=subject,
-            bundle=getattr(args, "bundle", None),
+            catalog=catalog,
             progress=not args.quiet,
             parallel=parallel,
             sealed=seal,

@@ -20,12 +20,15 @@ FORMATS: dict[str, str] = {
     "scorer-manifest": "imagebench.scoring.manifest:ScorerManifest",
     "task-contract": "imagebench.scoring.contract:TaskContract",
     "bundle-case": "imagebench.bundle.casefile:CaseFile",
+    "case-declaration": "imagebench.case.declared:CaseDeclaration",
     "suite": "imagebench.suite.model:SuiteManifest",
     "suite-aliases": "imagebench.suite.model:AliasFile",
     "suite-run": "imagebench.suite.record:SuiteRunInfo",
     "comparison": "imagebench.suite.compare:Comparison",
     "cache-entry": "imagebench.fixtures.cache:CacheEntry",
     "transcript": "imagebench.subjects.mcp.transcript:Transcript",
+    "calibration": "imagebench.executor.calibration:CalibrationRecord",
+    "calibration-store": "imagebench.executor.calibrated:CalibrationStore",
 }
 
 

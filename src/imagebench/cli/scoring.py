@@ -6,7 +6,7 @@ modified comparator, parser or scorer, or a tampered manifest, blocks. Exit code
 (whether or not it matched), 1 the answer could not be read, 3 blocked (the contract cannot be
 graded, or the scorer is not the pinned one), 2 usage (a file missing or not JSON).
 
-``scorer selftest`` runs :func:`imagebench.scoring.selftest.run_selftest` over the built-in suite:
+``scorer selftest`` runs :func:`imagebench.scoring.selftest.run_selftest` over the cases (imagebench.cli.catalog):
 a consistency check of the scorer against its own ground truth, never a result.
 """
 
@@ -41,6 +41,9 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     ssub = s.add_subparsers(dest="scorer_command", metavar="SUBCOMMAND")
     t = ssub.add_parser("selftest", help="feed ground truth back into the scorer (a consistency check, never a result)")
     t.add_argument("--quiet", action="store_true", help="print only failures and the summary line")
+    from imagebench.cli.catalog import add_catalog_flags
+
+    add_catalog_flags(t)
     t.set_defaults(func=_cmd_selftest)
     m = ssub.add_parser("manifest", help="print the running scorer's manifest, write it, or check one")
     group = m.add_mutually_exclusive_group()
@@ -119,12 +122,12 @@ def _cmd_manifest(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- selftest
 
 
-def _builtin_cases() -> Iterator[Any]:
-    # The one place the scoring commands reach the case suite; it moves with the command line
-    # into its own package. Lazy, so that a suite that fails to load is a failed check.
-    from imagebench.cases import all_cases
+def _builtin_cases(args: argparse.Namespace) -> Iterator[Any]:
+    # The one place the scoring commands reach the cases: the catalog of the command's flags
+    # (imagebench.cli.catalog). Lazy, so that cases that fail to load are a failed check.
+    from imagebench.cli.catalog import catalog_from_args
 
-    yield from all_cases()
+    yield from catalog_from_args(args).offered()
 
 
 def _cmd_selftest(args: argparse.Namespace) -> int:
@@ -136,12 +139,13 @@ def _cmd_selftest(args: argparse.Namespace) -> int:
 
     console = Console()
     if args.quiet:
-        checks = run_selftest(cases=_builtin_cases())
+        checks = run_selftest(cases=_builtin_cases(args))
     else:
         with Progress(console=console, transient=True) as progress:
             task = progress.add_task("self-test", total=None)
             checks = run_selftest(
-                cases=_builtin_cases(), progress=lambda done, total: progress.update(task, completed=done, total=total)
+                cases=_builtin_cases(args),
+                progress=lambda done, total: progress.update(task, completed=done, total=total),
             )
     failed = [c for c in checks if not c.ok]
     groups: dict[tuple[str, str], list[Any]] = {}

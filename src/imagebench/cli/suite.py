@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imagebench.cli import UsageError
+from imagebench.cli.catalog import add_catalog_flags
 
 if TYPE_CHECKING:
     from imagebench.suite.compare import Comparison
@@ -34,6 +35,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     pin.add_argument("--out", metavar="FILE", help="where to write the suite file (default: <suites dir>/NAME.json)")
     pin.add_argument("--suites-dir", metavar="DIR", help="suite files and aliases.json (default: $IMAGEBENCH_SUITES or ./suites)")
     pin.add_argument("--quiet", action="store_true", help="print only failures and the result line")
+    add_catalog_flags(pin, bundle=False)
     pin.set_defaults(func=_cmd_pin)
 
     ver = ssub.add_parser("verify", help="resolve a suite file against installed cases, bundles and fixture bytes")
@@ -41,6 +43,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     ver.add_argument("--bundle", action="append", default=[], metavar="DIR", help="a skill bundle that provides members; repeatable")
     ver.add_argument("--suites-dir", metavar="DIR", help="suite files and aliases.json (default: $IMAGEBENCH_SUITES or ./suites)")
     ver.add_argument("--quiet", action="store_true", help="no progress bar; failures and the result line only")
+    add_catalog_flags(ver, bundle=False)
     ver.set_defaults(func=_cmd_verify)
 
     cmp_ = sub.add_parser("compare", help="compare two suite runs: check C1-C4, then paired outcomes and statistics")
@@ -132,6 +135,14 @@ def open_suite(arg: str, suites_dir: str | None) -> tuple[SuiteManifest, str | N
     return load_suite(path), name, revision, alias
 
 
+def _case_source(args: argparse.Namespace) -> CaseSource:
+    """The cases a suite resolves against: the catalog of the command's flags (imagebench.cli.catalog)."""
+    from imagebench.cli.catalog import catalog_from_args
+    from imagebench.suite.resolve import catalog_source
+
+    return catalog_source(catalog_from_args(args))
+
+
 def _bundles(args: argparse.Namespace) -> list[str]:
     value = getattr(args, "bundle", None)
     if value is None:
@@ -179,7 +190,7 @@ def _cmd_pin(args: argparse.Namespace) -> int:
         write_suite,
     )
     from imagebench.suite.model import suites_dir as default_dir
-    from imagebench.suite.resolve import case_source, pin_suite
+    from imagebench.suite.resolve import pin_suite
 
     if not re.match(r"^[a-z0-9][a-z0-9._-]*$", args.name):
         raise _usage(f"suite NAME {args.name!r} must be a lowercase name ([a-z0-9][a-z0-9._-]*)")
@@ -189,7 +200,7 @@ def _cmd_pin(args: argparse.Namespace) -> int:
     except SuiteError as exc:
         raise _usage(f"--revision: {exc}") from None
     console = _console()
-    source = case_source(_bundles(args))
+    source = _case_source(args)
     if source.problems:
         _print_problems(source.problems, console)
         console.print(f"suite pin {args.name}: {len(source.problems)} failure(s); nothing written", markup=False)
@@ -236,7 +247,6 @@ def _cmd_pin(args: argparse.Namespace) -> int:
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from imagebench.suite.model import SuiteError
-    from imagebench.suite.resolve import case_source
 
     console = _console()
     try:
@@ -245,7 +255,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         console.print(f"[red]FAIL[/red] suite file: {_esc(exc)}")
         console.print(f"suite verify {args.suite}: 1 failure(s)", markup=False)
         return 1
-    source = case_source(_bundles(args))
+    source = _case_source(args)
     problems = verify_with_progress(manifest, source, quiet=args.quiet, suite_id=name, revision=revision)
     _print_problems(problems, console)
     via = f" (alias {alias!r})" if alias else ""
@@ -312,7 +322,7 @@ def run_suite(args: argparse.Namespace) -> int:
     from imagebench.cli.common import checked_run_args, interrupted, print_result, run_from_args, seal_from_args
     from imagebench.suite.model import SuiteError
     from imagebench.suite.record import RUN_INFO_KEY, SuiteRunInfo, conditions_now
-    from imagebench.suite.resolve import case_source, resolve_members
+    from imagebench.suite.resolve import resolve_members
     from imagebench.suite.sampling import assign, parse_policy
 
     given = [
@@ -341,7 +351,7 @@ def run_suite(args: argparse.Namespace) -> int:
         err.print(f"[red]FAIL[/red] suite file: {_esc(exc)}")
         err.print("refusing to run: the suite does not resolve")
         return 1
-    source = case_source(_bundles(args))
+    source = _case_source(args)
     problems = verify_with_progress(manifest, source, quiet=args.quiet, suite_id=name, revision=revision)
     if problems:
         _print_problems(problems, err)
@@ -368,10 +378,13 @@ def run_suite(args: argparse.Namespace) -> int:
     bundles = _bundles(args)
     if len(bundles) == 1:
         selection["bundle"] = bundles[0]  # what `run --resume` reads to find the bundle's cases again
+    sources = source.catalog.records(assignment.labels) if source.catalog is not None else None
     from imagebench.executor import RunInterrupted
 
     try:
-        result = run_from_args(args, cases, subject, selection, {RUN_INFO_KEY: info.model_dump(mode="json")}, sealed=seal)
+        result = run_from_args(
+            args, cases, subject, selection, {RUN_INFO_KEY: info.model_dump(mode="json")}, sealed=seal, sources=sources
+        )
     except RunInterrupted as exc:
         return interrupted(args, exc.run_dir)
     if isinstance(result, int):

@@ -50,6 +50,19 @@ def tally_line(result: RunResult) -> str:
     return f"{counts['pass']} passed, {counts['fail']} failed{apart}, {counts['skipped']} skipped ({statuses})"
 
 
+#: The most of one reason the results table shows; summary.json keeps it whole.
+REASON_SHOWN = 600
+
+
+def shown_reason(reason: str, limit: int = REASON_SHOWN) -> str:
+    """``reason`` whole when it fits, else its head and its tail around " ... ": a reason often
+    ends with what it is about (the keys that exist, the file, the exit code), so the end stays."""
+    if len(reason) <= limit:
+        return reason
+    tail = limit // 3
+    return reason[: limit - tail - 5] + " ... " + reason[-tail:]
+
+
 def _fmt(value: float | None) -> str:
     if value is None:
         return "n/a"
@@ -86,8 +99,7 @@ def results_table(result: RunResult) -> Any:
                 metric_lines.append(f"{metric} {_fmt(mean)} / {_fmt(limits.get(metric))}")
         reasons = summary.extra.get("reasons", []) if summary is not None else []
         if reasons and (verdict != "pass" or not metric_lines):
-            reason = reasons[0] if len(reasons[0]) <= 160 else reasons[0][:157] + "..."
-            metric_lines.append(f"[dim]{escape(reason)}[/dim]")
+            metric_lines.append(f"[dim]{escape(shown_reason(reasons[0]))}[/dim]")
         metric_lines += [escape(line) for line in answer_lines(samples, verdict)]
         if not metric_lines:
             metric_lines.append("-")

@@ -42,7 +42,8 @@ from imagebench.runs.verdict import RunResult
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
-    from imagebench.records import RunRecord, SampleSummary
+    from imagebench.catalog import Catalog
+    from imagebench.records import CaseSourceRecord, RunRecord, SampleSummary
     from imagebench.runs.reader import RunContents
     from imagebench.runs.runner import Plane
     from imagebench.runs.sealed import Seal
@@ -292,8 +293,13 @@ def run_cases(
     parallel: Parallel | None = None,
     sealed: Seal | None = None,
     unsealed: bool = False,
+    sources: Sequence[CaseSourceRecord] | None = None,
 ) -> RunResult:
     """Run every ``(case, sample)`` unit in a new run folder and return what it left.
+
+    ``sources`` (:meth:`imagebench.catalog.Catalog.records`) is kept in ``run.json`` as where each
+    case came from, so that ``--resume`` opens those sources again; without it a resume finds
+    only built-in cases (or is handed the cases).
 
     ``record_extra`` is kept in ``run.json``'s ``extra`` from the first write to the last (a suite
     run records its cohort, assignment and conditions there: ``imagebench.suite``).
@@ -360,6 +366,7 @@ def run_cases(
             selection=dict(selection or {}),
             cases=[c.label for c in cases],
             complete=False,
+            sources=list(sources) if sources is not None else None,
             extra=extra,
         )
         return execute(
@@ -462,29 +469,17 @@ def _check_identity(where: Path, record: RunRecord, subject: Subject) -> None:
         )
 
 
-def resolve_cases(run_dir: Path, record: RunRecord, bundle: str | Path | None = None) -> list[Case]:
-    """The cases ``run.json`` names, from the built-in suite or the bundle it ran (or ``bundle``)."""
-    from imagebench import cases as builtin
+def resolve_cases(
+    run_dir: Path, record: RunRecord, bundle: str | Path | None = None, catalog: Catalog | None = None
+) -> list[Case]:
+    """The cases ``run.json`` names, found again (:func:`imagebench.catalog.cases_of_run`: the
+    sources it recorded, ``catalog``, or for an older run the built-in suite and its bundle)."""
+    from imagebench.catalog import CatalogError, cases_of_run
 
-    pool: dict[str, Case] = {c.label: c for c in builtin.all_cases()}
-    source = bundle or record.selection.get("bundle")
-    if source:
-        from imagebench.bundle.load import BundleError, load_bundle
-
-        try:
-            loaded = load_bundle(source)
-        except BundleError as exc:
-            raise ResumeError(f"{run_dir / 'run.json'}: its bundle cannot be loaded: {exc}") from None
-        pool.update({c.label: c for c in loaded.cases})
-    missing = [label for label in record.cases if label not in pool]
-    if missing:
-        where = (
-            f"built-in cases or cases of bundle {source}"
-            if source
-            else "built-in cases (give --bundle DIR for a bundle's)"
-        )
-        raise ResumeError(f"{run_dir / 'run.json'}: field 'cases' names {missing}, which are not {where}")
-    return [pool[label] for label in record.cases]
+    try:
+        return cases_of_run(record, catalog, bundle=bundle)
+    except CatalogError as exc:
+        raise ResumeError(f"{run_dir / 'run.json'}: {exc}") from None
 
 
 def resume_run(
@@ -493,6 +488,7 @@ def resume_run(
     cases: Sequence[Case] | None = None,
     subject: Subject | None = None,
     bundle: str | Path | None = None,
+    catalog: Catalog | None = None,
     progress: bool = True,
     parallel: Parallel = Parallel(),
     plane: Plane | None = None,
@@ -504,7 +500,8 @@ def resume_run(
     The subject comes from ``run.json`` (``extra.subject_spec``) unless given; a subject given
     must be the run's own, and must be given when ``run.json`` keeps it without its machine
     paths (:func:`subject_record`). The cases are
-    resolved by label (built-in, or the run's bundle) unless given; samples and the time limit
+    resolved by label (:func:`resolve_cases`: the sources ``run.json`` recorded, opened again, and
+    ``catalog``) unless given; samples and the time limit
     are the run's. A sealed run must be given the same secret (``sealed``, checked against the
     commitment it recorded), and a run that was not sealed none. Raises :class:`ResumeError` for
     a folder that cannot be resumed and :class:`imagebench.runs.journal.RunLocked` while another
@@ -547,7 +544,7 @@ def resume_run(
         raise ResumeError(f"{where}: field 'subject' is {record.subject!r}, but the subject given is {subject.name!r}")
     _check_identity(where, record, subject)
     if cases is None:
-        cases = resolve_cases(run_dir, record, bundle)
+        cases = resolve_cases(run_dir, record, bundle, catalog)
     else:
         by_label = {c.label: c for c in cases}
         missing = [label for label in record.cases if label not in by_label]

@@ -23,7 +23,8 @@ through data of another module (a registry looked up by string) is beyond it. Th
 registry, so a case with an answer contract also records the scorer's registry and implementation
 hashes (:mod:`imagebench.scoring.manifest`).
 
-:func:`scoring_parts` is the closure of one case with its limits; :func:`scoring_digest` the one
+:func:`scoring_parts` is the closure of one case with its limits (and what a verifier configured by
+data names through ``scoring_inputs()``: its keys, a user's code digest); :func:`scoring_digest` the one
 digest the fingerprint's ``scoring`` part, each case's summary, the receipt and a suite run's
 conditions carry.
 """
@@ -248,6 +249,8 @@ class _Walk:
         """A plain module-level value (a tolerance, a table) decides a score as much as code does."""
         if callable(value) or isinstance(value, types.ModuleType) or value is None:
             return
+        if value is _MODULES:  # the walk's own cache (a user target's pinning reaches it): process state
+            return
         key = f"{module}:{name}"
         try:
             self.constants[key] = digest_json(plain(value, key))
@@ -324,6 +327,11 @@ def scoring_parts(case: Case) -> dict[str, Any]:
         "closure": code_closure([case.verify], what=what),
         "limits": plain(dict(case.tolerances), f"tolerances of {case.label}"),
     }
+    # A verifier configured by data (a built-in one by name with its keys, a user's pkg.mod:func with
+    # its code's digest: imagebench.cases.verifiers) says what else decides its scores.
+    inputs = getattr(case.verify, "scoring_inputs", None)
+    if callable(inputs):
+        parts["inputs"] = plain(inputs(), f"scoring inputs of {case.label}")
     if case.answer is not None:
         from imagebench.scoring.manifest import implementation_hash, registry_hashes
 

@@ -180,7 +180,10 @@ def leaks(receipt: Receipt | Mapping[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- parts
 
 
+@functools.cache
 def _version(dist: str) -> str | None:
+    """The installed version of ``dist``, read once a process: the code a process runs is the
+    code it imported, whatever is installed afterwards (each read costs a scan of sys.path)."""
     from importlib import metadata
 
     try:

@@ -26,6 +26,7 @@ from imagebench.suite.model import SuiteManifest, SuiteRef, structural_problems
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
+    from imagebench.catalog import Catalog
 
 
 BUILT_CHANGED = (
@@ -54,6 +55,7 @@ class CaseSource:
     origins: dict[str, str] = field(default_factory=dict)  # label -> "built-in" | "bundle <skill id>"
     unavailable: dict[str, str] = field(default_factory=dict)  # label -> why a bundle could not build it
     problems: list[Problem] = field(default_factory=list)
+    catalog: Catalog | None = None  # the catalog it was made from (catalog_source), for a run's sources
 
     def add(self, case: Case, origin: str) -> None:
         label = case.label
@@ -94,6 +96,16 @@ def case_source(bundles: Iterable[str | os.PathLike[str]] = (), *, builtin: bool
             source.add(case, f"bundle {bundle.skill_id}")
         for case_id, why in bundle.skipped:
             source.unavailable.setdefault(f"{bundle.skill_id}/{case_id}", scrub(str(why)))
+    return source
+
+
+def catalog_source(catalog: Catalog) -> CaseSource:
+    """The cases of a catalog (:mod:`imagebench.catalog`), each with its source as origin."""
+    source = CaseSource(catalog=catalog)
+    for case in catalog:
+        source.add(case, str(catalog.source_of(case.label)))
+    for label, why in catalog.unavailable.items():
+        source.unavailable.setdefault(label, scrub(why))
     return source
 
 
@@ -225,7 +237,8 @@ def verify_suite(
                     f"case {label}",
                     f"a bundle holds it but it cannot be built: {why}"
                     if why
-                    else "not installed: no built-in case or bundle given provides it",
+                    else "not installed: no built-in case or bundle given provides it (give the --cases MODULE, "
+                    "--bundle DIR or --tree DIR that does)",
                 )
             )
             continue
