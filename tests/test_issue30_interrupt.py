@@ -147,3 +147,38 @@ def test_interrupting_a_local_dask_cluster_ends_it_without_worker_tracebacks(tmp
     )
     took, _, stderr = _interrupt_when_working(proc, tmp_path / "out", settle_s=5.0)
     _check_interrupted(proc, took, stderr, tmp_path / "out")
+
+
+MINE = textwrap.dedent(
+    f"""
+    from dataclasses import replace
+
+    from imagebench import cases
+
+    CASES = [replace(cases.get_case({CASE!r}), namespace="mine")]
+    """
+)
+
+
+def test_an_interrupted_run_of_a_cases_module_resumes_from_its_recorded_sources(tmp_path: Path) -> None:
+    """``--cases`` is not printed again: run.json's sources reopen the module by its file; the
+    printed command alone takes the run up again."""
+    (tmp_path / "my_cases.py").write_text(MINE)
+    (tmp_path / "slow_solver.py").write_text(SLOW)
+    (tmp_path / "slow.flag").write_text("")
+    subject = "python:slow_solver.py:solve"
+    args = ["run", "--cases", "my_cases.py", "-k", "mine/", "--subject", subject, "--samples", "2", "--out", "out"]
+    proc = _start([*args, "--quiet"], tmp_path)
+    took, _, stderr = _interrupt_when_working(proc, tmp_path / "out", settle_s=3.0)
+    run_dir = _check_interrupted(proc, took, stderr, tmp_path / "out")
+    record = read_record(run_dir / "run.json", RunRecord)
+    assert record.cases == ["mine/synthetic-blobs"] and record.sources is not None
+    command = _resume_line(stderr)
+    assert "--cases" not in command and command[4:6] == ["--subject", subject]
+    (tmp_path / "slow.flag").unlink()
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run(
+        [sys.executable, "-m", "imagebench", *command[1:]], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 1, done.stderr  # it ran the module's case: the solver leaves nothing
+    assert read_record(run_dir / "run.json", RunRecord).complete

@@ -451,16 +451,24 @@ def interrupted(args: argparse.Namespace, run_dir: Path) -> int:
 def resume_command(args: argparse.Namespace, run_dir: Path) -> list[str]:
     """``imagebench run --resume RUN_DIR`` and the flags that resume needs, as the user gave them:
     the subject and its confinement when ``run.json`` keeps the subject without its paths (its
-    digest is checked), the secret file of a run sealed with one, the workers asked for."""
+    digest is checked), the catalog flags when the sources ``run.json`` recorded do not find its
+    cases again by themselves (:func:`imagebench.cli.catalog.source_flags_needed`), the secret file
+    of a run sealed with one, the workers asked for."""
+    from imagebench.cli.catalog import source_flags_needed
     from imagebench.executor.run import SUBJECT_DIGEST_KEY
     from imagebench.runs.layout import RunFolderError
     from imagebench.runs.reader import read_record_of_run
 
     command = ["imagebench", "run", "--resume", str(run_dir)]
     try:
-        needs_subject = read_record_of_run(run_dir).extra.get(SUBJECT_DIGEST_KEY) is not None
+        record = read_record_of_run(run_dir)
     except RunFolderError:
-        needs_subject = getattr(args, "subject", None) is not None
+        record = None
+    needs_subject = (
+        record.extra.get(SUBJECT_DIGEST_KEY) is not None
+        if record is not None
+        else getattr(args, "subject", None) is not None
+    )
     if needs_subject and getattr(args, "subject", None):
         command += ["--subject", args.subject]
         for flag, dest in _SUBJECT_FLAGS:
@@ -472,6 +480,7 @@ def resume_command(args: argparse.Namespace, run_dir: Path) -> list[str]:
                     command += [flag, str(item)]
             elif value:
                 command += [flag, str(value)]
+    command += source_flags_needed(args, record)  # --cases/--bundle/--tree, when run.json's sources do not suffice
     if getattr(args, "sealed_file", None):
         command += ["--sealed-file", args.sealed_file]
     elif getattr(args, "sealed", None):
