@@ -360,6 +360,29 @@ def test_list_and_show_name_the_source_and_the_tree(
     assert "module not_a_module_anywhere: ModuleNotFoundError" in capsys.readouterr().err
 
 
+def test_list_selects_among_the_offered_cases_and_its_json_names_source_and_tree(
+    site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_skill(site)
+    monkeypatch.setenv("COLUMNS", "250")
+    assert cli.main(["list", "--cases", "blobskill.cases", "--exclude", "*more", "--json"]) == 0
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)  # stdout holds the JSON alone: no trees line, no table
+    assert [(r["label"], r["source"], r["tree"]) for r in rows] == [
+        ("blob-skill/three-squares", "module blobskill.cases", None)
+    ]
+    assert cli.main(["list", "--skill", "segment-nuclei", "--kind", "curated", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and {(r["source"], r["tree"], r["kind"]) for r in rows} == {("built-in", "packaged", "curated")}
+    assert cli.main(["list", "--cases", "blobskill.cases", "-k", "three-more"]) == 0
+    out = capsys.readouterr().out
+    assert "1 of 2 cases of module blobskill.cases (-k three-more)" in out and "three-squares" not in out
+    # the selection is among the named source's cases only: a built-in skill is not on offer
+    assert cli.main(["list", "--cases", "blobskill.cases", "--skill", "segment-nuclei"]) == 2
+    err = capsys.readouterr().err
+    assert "--skill segment-nuclei matched no case" in err and "skills: blob-skill;" in err
+
+
 def _last_run(out: Path) -> Path:
     return sorted(out.glob("run-*"))[-1]
 
