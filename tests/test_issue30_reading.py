@@ -19,10 +19,11 @@ from imagebench.runs.explain import answered, describe_leavings, explain
 from imagebench.subjects import parse_subject
 
 CASE = "segment-nuclei/count-nuclei"
-#: a command that answers a wrong count, with a hostile extra field, and prints to both streams
+#: a command that answers a wrong count (count-nuclei draws 6 to 14 nuclei, whatever seed a seal
+#: derives), with a hostile extra field, and prints to both streams
 WRONG = (
     "command:mkdir -p outputs; "
-    """printf '{"count": 7, "<script>alert(1)</script>": "[red]x[/red]"}' > outputs/answer.json; """
+    """printf '{"count": 70, "<script>alert(1)</script>": "[red]x[/red]"}' > outputs/answer.json; """
     "echo said-on-stdout; echo said-on-stderr >&2"
 )
 
@@ -70,9 +71,9 @@ def wrong_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_report_shows_the_answer_the_field_reasons_and_the_output_links(wrong_run: Path) -> None:
     html = write_html_report(wrong_run).read_text()
     assert "what the subject left" in html
-    assert "&#34;count&#34;: 7" in html  # the answer as submitted, escaped
+    assert "&#34;count&#34;: 70" in html  # the answer as submitted, escaped
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html  # a subject's text stays text
-    assert "answered 7, which is not the expected integer" in html
+    assert "answered 70, which is not the expected integer" in html
     stdout = next(wrong_run.rglob("sample-0/stdout.txt"))
     rel = stdout.relative_to(wrong_run).as_posix()
     assert f'href="{rel}"' in html and f'href="{rel[: -len("stdout.txt")]}stderr.txt"' in html
@@ -82,16 +83,16 @@ def test_the_report_shows_the_answer_the_field_reasons_and_the_output_links(wron
 def test_the_results_table_and_json_show_the_answer_and_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", "-k", CASE, "--subject", WRONG, "--out", str(tmp_path), "--no-report"]) == 1
     out = capsys.readouterr().out
-    assert 'left answer: {"<script>alert(1)</script>": "[red]x[/red]", "count": 7}' in out.replace("\n", "")
-    assert "count: answered 7, which is not the expected integer" in out
+    assert 'left answer: {"<script>alert(1)</script>": "[red]x[/red]", "count": 70}' in out.replace("\n", "")
+    assert "count: answered 70, which is not the expected integer" in out
     assert cli.main(["run", "-k", CASE, "--subject", WRONG, "--out", str(tmp_path), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)  # stdout holds the JSON alone
     assert data["exit_code"] == 1 and data["verdicts"]["fail"] == 1 and Path(data["report"]).is_file()
     (case,) = data["cases"]
     (sample,) = case["samples"]
     assert case["label"] == CASE and case["verdict"] == "fail" and sample["status"] == "wrong-answer"
-    assert json.loads(sample["left"]["answer"])["count"] == 7
-    assert {"field": "count", "verdict": "fail", "why": "answered 7, which is not the expected integer"} in sample[
+    assert json.loads(sample["left"]["answer"])["count"] == 70
+    assert {"field": "count", "verdict": "fail", "why": "answered 70, which is not the expected integer"} in sample[
         "fields"
     ]
     assert Path(sample["logs"]["stderr.txt"]).read_text().strip() == "said-on-stderr"
