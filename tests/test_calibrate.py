@@ -126,7 +126,26 @@ def test_calibrate_takes_runs_selection_and_refuses_a_pattern_that_matches_nothi
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert cli.main(["calibrate", "-k", "no-such-case"]) == 2
-    assert "matched no case; valid labels" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "-k 'no-such-case' matched no case" in err and "valid labels:" in err
+
+
+def test_calibrate_takes_exclude_skill_and_kind_as_run_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the selection flags of run (cli.common.select_from_args) over the cases the catalog offers
+    argv = ["calibrate", "--skill", "segment-nuclei", "--exclude", "*3d*", "--kind", "synthetic", "-k", "empty-field"]
+    assert cli.main([*argv, "--out", str(tmp_path), "--json"]) == 0
+    record = CalibrationRecord.model_validate(json.loads(capsys.readouterr().out))
+    assert [c.label for c in record.cases] == [CHEAP[1]]
+    assert record.selection["exclude"] == ["*3d*"] and record.selection["skills"] == ["segment-nuclei"]
+    assert record.selection["fixtures"] == "synthetic"
+    assert cli.main(["calibrate", "--skill", "no-such-skill", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--skill no-such-skill matched no case" in err and "skills: " in err and "segment-nuclei" in err
+    assert cli.main(["calibrate", "-k", CHEAP[0], "--kind", "curated", "--out", str(tmp_path)]) == 2
+    assert f"no case selected (-k {CHEAP[0]} --kind curated)" in capsys.readouterr().err
+    assert cli.main(["calibrate", "--skill", "fibre-angle", "--exclude", "fibre-angle/*", "--out", str(tmp_path)]) == 2
+    assert "no case selected (--exclude fibre-angle/* --skill fibre-angle)" in capsys.readouterr().err
+    assert len(list(tmp_path.glob("calibration-*"))) == 1  # a refused selection writes no calibration folder
 
 
 def test_the_calibration_record_has_a_schema(capsys: pytest.CaptureFixture[str]) -> None:

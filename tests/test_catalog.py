@@ -337,6 +337,29 @@ def test_list_and_show_name_the_source_and_the_tree(
     assert "module not_a_module_anywhere: ModuleNotFoundError" in capsys.readouterr().err
 
 
+def test_list_selects_among_the_offered_cases_and_its_json_names_source_and_tree(
+    site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_skill(site)
+    monkeypatch.setenv("COLUMNS", "250")
+    assert cli.main(["list", "--cases", "blobskill.cases", "--exclude", "*more", "--json"]) == 0
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)  # stdout holds the JSON alone: no trees line, no table
+    assert [(r["label"], r["source"], r["tree"]) for r in rows] == [
+        ("blob-skill/three-squares", "module blobskill.cases", None)
+    ]
+    assert cli.main(["list", "--skill", "segment-nuclei", "--kind", "curated", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and {(r["source"], r["tree"], r["kind"]) for r in rows} == {("built-in", "packaged", "curated")}
+    assert cli.main(["list", "--cases", "blobskill.cases", "-k", "three-more"]) == 0
+    out = capsys.readouterr().out
+    assert "1 of 2 cases of module blobskill.cases (-k three-more)" in out and "three-squares" not in out
+    # the selection is among the named source's cases only: a built-in skill is not on offer
+    assert cli.main(["list", "--cases", "blobskill.cases", "--skill", "segment-nuclei"]) == 2
+    err = capsys.readouterr().err
+    assert "--skill segment-nuclei matched no case" in err and "skills: blob-skill;" in err
+
+
 def _last_run(out: Path) -> Path:
     return sorted(out.glob("run-*"))[-1]
 
@@ -380,6 +403,54 @@ def test_a_run_records_its_sources_and_a_resume_opens_them_again(
     # given where it is now, the resume runs
     _forget("cases")
     assert cli.main(["run", "--resume", str(run), "--cases", str(moved / "cases.py"), "--quiet", "--no-report"]) == 0
+    _forget("cases")
+    sys.path.remove(str(moved))
+
+
+def test_the_resume_command_of_an_interrupt_names_the_catalog_flags_only_when_the_sources_need_them(
+    tmp_path: Path,
+) -> None:
+    """What an interrupted run prints to take it up again (cli.common.resume_command): no --cases
+    when run.json's sources find the cases again by themselves; the flags as given when they do
+    not (an older run.json without sources, a moved module the flags stand in for)."""
+    from imagebench.catalog import build_catalog
+    from imagebench.cli.common import resume_command
+    from imagebench.executor import run_cases
+    from imagebench.subjects import parse_subject
+
+    file = write_skill(tmp_path / "work")
+    out = tmp_path / "out"
+    argv = ["run", "--cases", str(file), "-k", "three-squares", "--out", str(out), "--quiet", "--no-report"]
+    assert cli.main(argv) == 0
+    run = _last_run(out)
+    args = cli.build_parser(argv).parse_args(argv)
+    assert resume_command(args, run) == ["imagebench", "run", "--resume", str(run), "--quiet", "--no-report"]
+    # a run.json without sources (cases handed to run_cases alone): the flags go with the command
+    catalog = build_catalog(modules=[str(file)], entry_points=False, env_tree=False)
+    cases = [c for c in catalog.offered() if c.case_id == "three-squares"]
+    bare = run_cases(cases, parse_subject("reference"), out=tmp_path / "bare", progress=False).run_dir
+    assert read_record(bare / "run.json", RunRecord).sources is None
+    assert resume_command(args, bare)[4:6] == ["--cases", str(file)]
+    # the module moved, and the resume was given where it is now: that flag is needed again
+    _forget("cases")
+    sys.path.remove(str(file.parent))
+    moved = tmp_path / "elsewhere"
+    file.parent.rename(moved)
+    again = ["run", "--resume", str(run), "--cases", str(moved / "cases.py")]
+    resumed = cli.build_parser(again).parse_args(again)
+    from imagebench.cli.catalog import catalog_from_args
+
+    catalog_from_args(resumed)  # as the resume does: the module is imported from its new place
+    assert resume_command(resumed, run) == [
+        "imagebench",
+        "run",
+        "--resume",
+        str(run),
+        "--cases",
+        str(moved / "cases.py"),
+    ]
+    # no run.json to read: the flags as given
+    assert resume_command(resumed, tmp_path / "no-such-run")[4:] == ["--cases", str(moved / "cases.py")]
     _forget("cases")
     sys.path.remove(str(moved))
 

@@ -309,6 +309,10 @@ class SampleBlock:
     range: str
     times: str
     transcript: TranscriptView | None = None
+    answered: list[tuple[str, str]] = field(default_factory=list)  # (leaving, what the subject left)
+    fields: list[tuple[str, str, str]] = field(default_factory=list)  # (field, pass|fail, the scorer's reason)
+    logs: list[tuple[str, str]] = field(default_factory=list)  # (stdout.txt / stderr.txt, its link)
+    legend: str = ""  # what the images draw (detail.drawn: the overlay's colours)
 
 
 @dataclass(frozen=True)
@@ -487,7 +491,31 @@ def _sample_block(run: RunPage, view: CaseView, sample: SampleSummary, image_pre
         range=_range(sample),
         times=", ".join(f"{k} {v:.3f}s" for k, v in sorted(sample.times.items())) or "-",
         transcript=_transcript(view, sample),
+        **_what_it_answered(run, view, sample, image_prefix),
     )
+
+
+def _what_it_answered(run: RunPage, view: CaseView, sample: SampleSummary, image_prefix: str) -> dict[str, Any]:
+    """What the subject left (a structured answer's values, an array's shape and dtype), the
+    scorer's reason per field, links to its stdout/stderr, the images' legend
+    (:mod:`imagebench.runs.explain`, as the CLI table and the panel read them)."""
+    from imagebench.runs.explain import answered, field_reasons, plain
+
+    detail = sample.detail or {}
+    answer = detail.get("answer") if isinstance(detail.get("answer"), Mapping) else sample.answer
+    folder = view.folder / f"sample-{sample.sample}" if sample.sample is not None else view.folder
+    logs = []
+    for name in ("stdout.txt", "stderr.txt"):
+        path = folder / name
+        if path.is_file() and not path.is_symlink():
+            rel = path.relative_to(run.run_dir).as_posix()
+            logs.append((f"{name} ({path.stat().st_size} bytes)", quote(f"{image_prefix}{rel}")))
+    return {
+        "answered": answered(sample),
+        "fields": [(plain(r.name, 80), r.verdict, plain(r.note, 400)) for r in field_reasons(answer)],
+        "logs": logs,
+        "legend": str(detail.get("drawn") or ""),
+    }
 
 
 def _transcript(view: CaseView, sample: SampleSummary) -> TranscriptView | None:

@@ -229,28 +229,51 @@ def kind_warnings(cases: Iterable[Case]) -> list[str]:
 
 
 def select_cases(
-    cases: Sequence[Case], patterns: Sequence[str] | None = None, fixtures: str = "all"
+    cases: Sequence[Case],
+    patterns: Sequence[str] | None = None,
+    fixtures: str = "all",
+    *,
+    exclude: Sequence[str] | None = None,
+    skills: Sequence[str] | None = None,
 ) -> tuple[list[Case], list[str]]:
-    """Cases whose label matches any pattern, and whose fixture kind is ``fixtures`` (unless ``all``).
+    """The cases a selection picks, in their order, and the patterns or skills that matched no case.
 
-    A pattern without ``*?[`` is a substring of the label; with them it is an fnmatch glob that
-    must match the whole label (``segmentation/*``) or the whole case id (``rect*``).
-
-    Returns the selection and the patterns that matched no case at all.
+    A case is chosen when it matches any of ``patterns`` (all cases when there is none), is of
+    a skill in ``skills`` (its namespace; any when there is none), is of fixture kind ``fixtures``
+    (unless ``all``), and matches none of ``exclude``. Each pattern is read by one rule
+    (:func:`pattern_matches`): a case's exact label selects that case alone; a pattern with
+    ``*?[`` is a glob on the whole label or the whole case id; any other pattern is a substring
+    of the label.
     """
     if fixtures not in FIXTURE_CHOICES:
         raise ValueError(f"fixtures must be one of {FIXTURE_CHOICES}, got {fixtures!r}")
     patterns = [p for p in (patterns or []) if p]
-
-    def matches(pattern: str, case: Case) -> bool:
-        if any(ch in pattern for ch in "*?["):
-            return fnmatch.fnmatchcase(case.label, pattern) or fnmatch.fnmatchcase(case.case_id, pattern)
-        return pattern in case.label
-
-    unmatched = [p for p in patterns if not any(matches(p, c) for c in cases)]
+    exclude = [p for p in (exclude or []) if p]
+    skills = [s for s in (skills or []) if s]
+    labels = {c.label for c in cases}
+    unmatched = [p for p in patterns if not any(pattern_matches(p, c, labels) for c in cases)]
+    unmatched += [f"--exclude {p}" for p in exclude if not any(pattern_matches(p, c, labels) for c in cases)]
+    unmatched += [f"--skill {s}" for s in skills if not any(c.namespace == s for c in cases)]
     chosen = [
         c
         for c in cases
-        if (not patterns or any(matches(p, c) for p in patterns)) and (fixtures == "all" or c.kind == fixtures)
+        if (not patterns or any(pattern_matches(p, c, labels) for p in patterns))
+        and (not skills or c.namespace in skills)
+        and (fixtures == "all" or c.kind == fixtures)
+        and not any(pattern_matches(p, c, labels) for p in exclude)
     ]
     return chosen, unmatched
+
+
+GLOB_CHARS = "*?["
+
+
+def pattern_matches(pattern: str, case: Case, labels: Iterable[str] = ()) -> bool:
+    """Whether ``pattern`` picks ``case``: when it is exactly one of ``labels`` (the labels on
+    offer) only that case; with ``*?[`` an fnmatch glob over the whole label or the whole case
+    id (``segment-nuclei/*``, ``dsb2018*``); otherwise a substring of the label."""
+    if pattern in labels or pattern == case.label:
+        return case.label == pattern
+    if any(ch in pattern for ch in GLOB_CHARS):
+        return fnmatch.fnmatchcase(case.label, pattern) or fnmatch.fnmatchcase(case.case_id, pattern)
+    return pattern in case.label

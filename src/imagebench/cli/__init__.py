@@ -4,15 +4,17 @@ Each feature module registers its own subcommands through ``add_cli(subparsers)`
 module only wires them together and imports just the module of the command being run. Feature modules keep heavy imports (dask, pyarrow,
 tifffile, ...) inside their command functions so that ``imagebench --help`` stays fast.
 Exit codes: 0 success, 1 a failed check or a case that failed, 2 a usage error; ``run`` also uses
-3 (blocked), 4 (incomplete) and 5 (the run died): :data:`imagebench.runs.verdict.EXIT_MEANINGS`.
+3 (blocked), 4 (incomplete), 5 (the run died) and 130 (interrupted):
+:data:`imagebench.runs.verdict.EXIT_MEANINGS`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 # command -> (module that registers it through add_cli, one-line help). Only the module of the
 # command being run is imported, so `imagebench --help` costs no feature module's imports.
@@ -86,6 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        if args.command in SUPERVISED_COMMANDS:
+            with _one_interrupt():
+                return int(func(args) or 0)
         return int(func(args) or 0)
     except UsageError as exc:
         print(f"imagebench {args.command}: {exc}", file=sys.stderr)
@@ -93,6 +98,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+#: Further SIGINTs this soon after the first are the same Ctrl-C arriving again (a terminal's
+#: reaches the whole process group, and the supervising process passes its own on): ignored, so
+#: the run's folder is closed in order rather than cut off halfway through.
+INTERRUPT_DEBOUNCE_S = 3.0
+
+
+@contextlib.contextmanager
+def _one_interrupt() -> Iterator[None]:
+    """While ``run`` works: the first SIGINT raises KeyboardInterrupt, repeats within
+    :data:`INTERRUPT_DEBOUNCE_S` are ignored (a later one interrupts the winding down too)."""
+    import signal
+    import threading
+    import time
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    first: list[float] = []
+
+    def handler(signum: int, frame: object) -> None:
+        now = time.monotonic()
+        if first and now - first[0] < INTERRUPT_DEBOUNCE_S:
+            return
+        first[:] = [now]
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread of the main interpreter
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 # --------------------------------------------------------------------------- the supervised entry point
@@ -140,7 +182,9 @@ def _supervise(argv: list[str]) -> int:
     fd, marker = tempfile.mkstemp(prefix="imagebench-exit-")
     os.close(fd)
     try:
-        child = subprocess.Popen([sys.executable, "-m", "imagebench", *argv], env={**os.environ, SUPERVISED_ENV: marker})
+        child = subprocess.Popen(
+            [sys.executable, "-m", "imagebench", *argv], env={**os.environ, SUPERVISED_ENV: marker}
+        )
 
         def forward(signum: int, _frame: object) -> None:
             child.send_signal(signum)
@@ -196,7 +240,9 @@ def _borne_out(run_dir: str) -> str:
     if not contents.record.complete:
         return f"{run_dir}/run.json says the run is not complete"
     if contents.problems:
-        return f"{len(contents.problems)} sample(s) of {run_dir} are not what the run journaled ({contents.problems[0]})"
+        return (
+            f"{len(contents.problems)} sample(s) of {run_dir} are not what the run journaled ({contents.problems[0]})"
+        )
     for label in contents.record.cases:
         verdict = checked_verdict(contents.samples(label), contents.case_summaries.get(label))
         if verdict != "pass":

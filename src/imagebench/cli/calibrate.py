@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from imagebench.cli.catalog import add_catalog_flags
-from imagebench.cli.run import FIXTURE_KINDS
+from imagebench.cli.common import FIXTURE_KINDS, add_selection_args
 
 if TYPE_CHECKING:
     from imagebench.executor.calibration import CaseCalibration, SubjectScore
@@ -28,14 +28,8 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         "the calibration table and write calibration.json into a calibration folder. Exit 0 when every case's "
         "calibration holds, 1 when one does not, 4 when one could not run here.",
     )
-    p.add_argument(
-        "-k",
-        dest="patterns",
-        action="append",
-        metavar="PATTERN",
-        help="select cases whose label contains PATTERN (or matches it as a glob); repeatable",
-    )
-    p.add_argument("--fixtures", choices=FIXTURE_KINDS, default="all", help="only synthetic or curated cases")
+    add_selection_args(p, kind_choices=FIXTURE_KINDS)  # -k, --exclude, --skill, --kind: as run selects
+    p.add_argument("--fixtures", choices=FIXTURE_KINDS, default="all", help="the old spelling of --kind")
     add_catalog_flags(p)  # with --cases/--bundle/--tree, only their cases
     p.add_argument("--out", metavar="DIR", help="outcome root (default: $IMAGEBENCH_OUTCOME_DIR or ./outcomes)")
     p.add_argument("--json", action="store_true", help="print calibration.json instead of the table")
@@ -50,6 +44,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     chosen = selected_cases(args)
     selection: dict[str, object] = {"k": list(args.patterns or []), "fixtures": args.fixtures}
+    if args.exclude:
+        selection["exclude"] = list(args.exclude)
+    if args.skills:
+        selection["skills"] = list(args.skills)
     if len(args.bundle) == 1:
         selection["bundle"] = str(args.bundle[0])
     result = calibrate(chosen, out=args.out, progress=not (args.quiet or args.json), selection=selection)

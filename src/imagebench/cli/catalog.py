@@ -14,6 +14,7 @@ from imagebench.cli import UsageError
 
 if TYPE_CHECKING:
     from imagebench.catalog import Catalog
+    from imagebench.records import RunRecord
 
 
 def add_catalog_flags(p: argparse.ArgumentParser, *, bundle: bool = True) -> None:
@@ -50,11 +51,38 @@ def bundles_of(args: argparse.Namespace) -> list[str]:
 
 def sources_given(args: argparse.Namespace) -> list[str]:
     """The catalog flags given, as typed (``--resume`` says which it needs)."""
-    return [
-        *(f"--cases {m}" for m in getattr(args, "case_modules", None) or []),
-        *(f"--bundle {b}" for b in bundles_of(args)),
-        *([f"--tree {args.tree}"] if getattr(args, "tree", None) else []),
-    ]
+    words = source_flags(args)
+    return [f"{flag} {value}" for flag, value in zip(words[::2], words[1::2], strict=True)]
+
+
+def source_flags(args: argparse.Namespace) -> list[str]:
+    """The catalog flags given, as command-line words (each flag, then its value as typed)."""
+    words: list[str] = []
+    for module in getattr(args, "case_modules", None) or []:
+        words += ["--cases", str(module)]
+    for folder in bundles_of(args):
+        words += ["--bundle", folder]
+    if getattr(args, "tree", None):
+        words += ["--tree", str(args.tree)]
+    return words
+
+
+def source_flags_needed(args: argparse.Namespace, record: RunRecord | None) -> list[str]:
+    """The catalog flags (:func:`source_flags`) a ``run --resume`` of ``record``'s run must be given
+    again: none when the sources ``run.json`` recorded find its cases again by themselves
+    (:func:`imagebench.catalog.cases_of_run` without a catalog, as a resume given no flags does),
+    all of them when they do not (an older run.json without ``sources``, a source that moved and
+    the flags stand in for) or when ``record`` could not be read."""
+    words = source_flags(args)
+    if not words or record is None:
+        return words
+    from imagebench.catalog import cases_of_run
+
+    try:
+        cases_of_run(record)
+    except Exception:  # CatalogError, or a source that breaks while it is opened: the flags are needed
+        return words
+    return []
 
 
 def catalog_from_args(args: argparse.Namespace, *, warn: bool = True) -> Catalog:

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from imagebench.subjects import Subject
 
 
+# imagebench.case.model.FIXTURE_CHOICES, spelled here so that parsing `run` (which the supervising
+# process does before it starts the run) imports no numpy (tests/test_boundary.py holds them equal).
+FIXTURE_KINDS: tuple[str, ...] = ("all", "synthetic", "curated")
+
 #: Run folders the commands of this process wrote, last last (the supervised entry point reads it).
 RUN_DIRS: list[Path] = []
 
@@ -180,21 +184,7 @@ def checked_run_args(args: argparse.Namespace) -> Subject:
 def sandbox_flags_given(args: argparse.Namespace) -> list[str]:
     """The sandbox flags and ``--subject-name`` given (``--resume`` takes the subject's confinement
     and name from run.json)."""
-    return [
-        flag
-        for flag, dest in (
-            ("--subject-name", "subject_name"),
-            ("--no-sandbox", "no_sandbox"),
-            ("--subject-network", "subject_network"),
-            ("--subject-env", "subject_env"),
-            ("--subject-expose", "subject_expose"),
-            ("--isolate", "isolate"),
-            ("--subject-mcp", "subject_mcp"),
-            ("--subject-env-pass", "subject_env_pass"),
-            *((flag, flag[2:].replace("-", "_")) for flag in _LIMIT_FIELDS),
-        )
-        if getattr(args, dest, None)
-    ]
+    return [flag for flag, dest in _SUBJECT_FLAGS if getattr(args, dest, None)]
 
 
 def run_from_args(
@@ -327,6 +317,36 @@ def _check_secret_hidden(args: argparse.Namespace, path: str) -> None:
         )
 
 
+def print_result(args: argparse.Namespace, result: RunResult, console: Any, before: tuple[str, ...] = ()) -> int:
+    """What every ``run`` prints at its end: the results table (unless ``--quiet``), ``before``
+    (lines such as the suite's), the tally, the report and the run folder; with ``--json`` one
+    JSON object on stdout instead (:func:`imagebench.cli.tables.result_json`). Returns the exit code."""
+    from imagebench.cli.tables import result_json, results_table, tally_line
+
+    if getattr(args, "json", False):
+        import json
+
+        report = None
+        if not getattr(args, "no_report", False):
+            try:
+                from imagebench.report import write_html_report
+
+                report = str(write_html_report(result.run_dir, progress=False))
+            except Exception as exc:  # the run stands; only its page is missing
+                import sys
+
+                print(f"imagebench run: report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(json.dumps(result_json(result, report), indent=2))
+        return result.exit_code
+    if not args.quiet:
+        console.print(results_table(result))
+    for line in before:
+        console.print(line, markup=False)
+    console.print(tally_line(result), markup=False)
+    finish_cli(args, result, console)
+    return result.exit_code
+
+
 def finish_cli(args: argparse.Namespace, result: RunResult, console: Any) -> None:
     """After ``run``: the report (unless ``--no-report``), then the run folder."""
     if not getattr(args, "no_report", False):
@@ -338,3 +358,151 @@ def finish_cli(args: argparse.Namespace, result: RunResult, console: Any) -> Non
         except Exception as exc:  # the run stands; only its page is missing
             console.print(f"[yellow]report not written:[/yellow] {type(exc).__name__}: {exc}", soft_wrap=True)
     console.print(f"run folder: {result.run_dir}", soft_wrap=True)
+
+
+# --------------------------------------------------------------------------- choosing cases
+
+SELECTION_RULE = (
+    "a case's exact label selects it alone; a PATTERN with *?[ is a glob on the whole label or case id; "
+    "any other PATTERN is a substring of the label"
+)
+
+
+def add_selection_args(
+    p: argparse.ArgumentParser, *, kind_choices: tuple[str, ...], kind_dest: str = "fixtures"
+) -> None:
+    """``-k``, ``--exclude``, ``--skill`` and ``--kind``: how ``run``, ``list`` and ``suite pin`` choose
+    cases (:func:`imagebench.case.model.select_cases`, one rule for all three)."""
+    p.add_argument(
+        "-k", dest="patterns", action="append", metavar="PATTERN", help=f"select cases: {SELECTION_RULE}; repeatable"
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        metavar="PATTERN",
+        help="leave out the cases PATTERN picks (as -k reads it); repeatable",
+    )
+    p.add_argument(
+        "--skill",
+        dest="skills",
+        action="append",
+        metavar="SKILL",
+        help="only the cases of skill SKILL (the label's part before /); repeatable",
+    )
+    p.add_argument(
+        "--kind",
+        dest=kind_dest,
+        choices=kind_choices,
+        default="all",
+        help="only synthetic or only curated cases (default all)",
+    )
+
+
+def select_from_args(cases: list[Case], args: argparse.Namespace) -> list[Case]:
+    """The cases the selection flags pick; a pattern or skill that matched nothing, or an empty
+    selection, is a UsageError that lists the labels on offer."""
+    from imagebench.case.model import select_cases
+
+    kind = getattr(args, "fixtures", "all") or "all"
+    chosen, unmatched = select_cases(
+        cases,
+        getattr(args, "patterns", None),
+        kind,
+        exclude=getattr(args, "exclude", None),
+        skills=getattr(args, "skills", None),
+    )
+    if unmatched:
+        labels = "\n".join(f"  {c.label}" for c in cases) or "  (none registered)"
+        skills = ", ".join(sorted({c.namespace for c in cases})) or "(none)"
+        shown = ", ".join(u if u.startswith("--") else f"-k {u!r}" for u in unmatched)
+        raise UsageError(f"{shown} matched no case ({SELECTION_RULE}); skills: {skills}; valid labels:\n{labels}")
+    if not chosen:
+        raise UsageError(f"no case selected ({selection_text(args)})")
+    return chosen
+
+
+def selection_text(args: argparse.Namespace) -> str:
+    """The selection flags given, as a user would type them."""
+    parts = [f"-k {p}" for p in getattr(args, "patterns", None) or []]
+    parts += [f"--exclude {p}" for p in getattr(args, "exclude", None) or []]
+    parts += [f"--skill {s}" for s in getattr(args, "skills", None) or []]
+    kind = getattr(args, "fixtures", "all")
+    if kind and kind != "all":
+        parts.append(f"--kind {kind}")
+    return " ".join(parts) or "no selection flags"
+
+
+# --------------------------------------------------------------------------- an interrupted run
+
+
+def interrupted(args: argparse.Namespace, run_dir: Path) -> int:
+    """What ``run`` prints when it is interrupted after its folder was written, ``--quiet`` or not
+    (on stderr): the run folder and the exact command that takes it up again. Exit 130."""
+    import shlex
+    import sys
+
+    RUN_DIRS.append(run_dir)
+    command = resume_command(args, run_dir)
+    print(f"interrupted: run folder {run_dir}", file=sys.stderr)
+    print(f"take it up again with: {shlex.join(command)}", file=sys.stderr)
+    return 130
+
+
+def resume_command(args: argparse.Namespace, run_dir: Path) -> list[str]:
+    """``imagebench run --resume RUN_DIR`` and the flags that resume needs, as the user gave them:
+    the subject and its confinement when ``run.json`` keeps the subject without its paths (its
+    digest is checked), the catalog flags when the sources ``run.json`` recorded do not find its
+    cases again by themselves (:func:`imagebench.cli.catalog.source_flags_needed`), the secret file
+    of a run sealed with one, the workers asked for."""
+    from imagebench.cli.catalog import source_flags_needed
+    from imagebench.executor.run import SUBJECT_DIGEST_KEY
+    from imagebench.runs.layout import RunFolderError
+    from imagebench.runs.reader import read_record_of_run
+
+    command = ["imagebench", "run", "--resume", str(run_dir)]
+    try:
+        record = read_record_of_run(run_dir)
+    except RunFolderError:
+        record = None
+    needs_subject = (
+        record.extra.get(SUBJECT_DIGEST_KEY) is not None
+        if record is not None
+        else getattr(args, "subject", None) is not None
+    )
+    if needs_subject and getattr(args, "subject", None):
+        command += ["--subject", args.subject]
+        for flag, dest in _SUBJECT_FLAGS:
+            value = getattr(args, dest, None)
+            if value is True:
+                command.append(flag)
+            elif isinstance(value, list):
+                for item in value:
+                    command += [flag, str(item)]
+            elif value:
+                command += [flag, str(value)]
+    command += source_flags_needed(args, record)  # --cases/--bundle/--tree, when run.json's sources do not suffice
+    if getattr(args, "sealed_file", None):
+        command += ["--sealed-file", args.sealed_file]
+    elif getattr(args, "sealed", None):
+        command += ["--sealed", "SECRET"]  # the secret given; not echoed into a terminal or a log
+    for flag, dest in (("--workers", "workers"), ("--scheduler", "scheduler")):
+        if getattr(args, dest, None) is not None:
+            command += [flag, str(getattr(args, dest))]
+    for flag, dest in (("--quiet", "quiet"), ("--no-report", "no_report")):
+        if getattr(args, dest, False):
+            command.append(flag)
+    return command
+
+
+#: The subject's flags a resume is given again with ``--subject`` (as :func:`sandbox_flags_given` lists them).
+_SUBJECT_FLAGS: tuple[tuple[str, str], ...] = (
+    ("--subject-name", "subject_name"),
+    ("--no-sandbox", "no_sandbox"),
+    ("--subject-network", "subject_network"),
+    ("--subject-env", "subject_env"),
+    ("--subject-expose", "subject_expose"),
+    ("--isolate", "isolate"),
+    ("--subject-mcp", "subject_mcp"),
+    ("--subject-env-pass", "subject_env_pass"),
+    *((flag, flag[2:].replace("-", "_")) for flag in _LIMIT_FIELDS),
+)

@@ -17,22 +17,22 @@ from imagebench.cli.catalog import (
     trees_line,
 )
 from imagebench.cli.common import (
+    FIXTURE_KINDS,
     RUN_DIRS,
     add_sealed_args,
+    add_selection_args,
     add_subject_flags,
     checked_run_args,
-    finish_cli,
+    interrupted,
     parallel_from_args,
+    print_result,
     run_from_args,
     sandbox_flags_given,
     seal_from_args,
+    select_from_args,
+    selection_text,
 )
 from imagebench.cli.tables import console as _console
-from imagebench.cli.tables import results_table, tally_line
-
-# imagebench.case.model.FIXTURE_CHOICES, spelled here so that parsing `run` (which the supervising
-# process does before it starts the run) imports no numpy (tests/test_packaging.py holds them equal).
-FIXTURE_KINDS: tuple[str, ...] = ("all", "synthetic", "curated")
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
@@ -46,6 +46,12 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         "each with its source and fixture tree, their availability here and coverage warnings",
     )
     add_catalog_flags(p)
+    add_selection_args(p, kind_choices=FIXTURE_KINDS)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the cases as JSON (label, skill, kind, class, source, tree, available)",
+    )
     p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser("show", help="show what a subject of one case sees (never its truth)")
@@ -54,20 +60,14 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_show)
 
     p = sub.add_parser("run", help="run cases with a subject and write a run folder")
-    p.add_argument(
-        "-k",
-        dest="patterns",
-        action="append",
-        metavar="PATTERN",
-        help="select cases whose label contains PATTERN (or matches it as a glob); repeatable",
-    )
+    add_selection_args(p, kind_choices=FIXTURE_KINDS)
     p.add_argument(
         "--subject",
         help="reference | nop | baseline | python:package.module:function | command:<shell command> (default: reference; "
         "with --resume, only when run.json keeps the subject without its paths)",
     )
     p.add_argument("--samples", type=int, default=1, metavar="N", help="samples per case (default 1)")
-    p.add_argument("--fixtures", choices=FIXTURE_KINDS, default="all", help="run only synthetic or curated cases")
+    p.add_argument("--fixtures", choices=FIXTURE_KINDS, default="all", help="the old spelling of --kind")
     p.add_argument("--out", metavar="DIR", help="outcome root (default: $IMAGEBENCH_OUTCOME_DIR or ./outcomes)")
     p.add_argument("--timeout", type=float, metavar="S", help="subject time limit in seconds (default: each case's)")
     p.add_argument(
@@ -109,6 +109,12 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         help="take up an interrupted run: run only its units without a complete summary (subject, cases and samples from run.json)",
     )
     p.add_argument("--no-report", action="store_true", help="do not write report.html into the run folder at the end")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as one JSON object on stdout (cases, samples, what the subject left, per-field reasons) "
+        "instead of the table",
+    )
     add_sealed_args(p)
     add_subject_flags(p)
     p.set_defaults(func=_cmd_run)
@@ -128,18 +134,44 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from imagebench.runs.runner import presents_tensor
 
     catalog = catalog_from_args(args)
-    all_cases = catalog.offered()
+    offered = catalog.offered()
     where = ", ".join(s.short for s in catalog.named) if catalog.named else "known"
     console = _console()
-    console.print(escape(trees_line()), soft_wrap=True)
-    if not all_cases:
+    if not offered:
+        if args.json:
+            print("[]")
+            return 0
+        console.print(escape(trees_line()), soft_wrap=True)
         console.print(f"no cases of {escape(where)}" if catalog.named else "no cases are registered")
         return 0
+    selected = bool(args.patterns or args.exclude or args.skills or args.fixtures != "all")
+    all_cases = select_from_args(offered, args) if selected else offered
+    if args.json:
+        import json
+
+        rows = []
+        for case in all_cases:
+            ok, why = case.available()
+            tree = _tree_word(tree_read(case))
+            rows.append(
+                {"label": case.label, "skill": case.namespace, "case_id": case.case_id, "kind": case.kind,
+                 "class": case.case_class, "source": catalog.source_of(case.label).short,
+                 "tree": None if tree == "-" else tree, "available": ok, "why": why, "tensor": presents_tensor(case)}
+            )  # fmt: skip
+        print(json.dumps(rows, indent=2))
+        return 0
+    console.print(escape(trees_line()), soft_wrap=True)
     per_skill = {k: v for k, v in kind_counts(all_cases).items() if k != NO_SKILL}
     n_curated = sum(1 for c in all_cases if c.kind == "curated")
     both = sum(1 for per in per_skill.values() if per.get("synthetic") and per.get("curated"))
     table = Table(
-        title=escape(f"{len(all_cases)} cases" + (f" of {where}" if catalog.named else "")),
+        title=escape(
+            f"{len(all_cases)}"
+            + (f" of {len(offered)}" if selected else "")
+            + " cases"
+            + (f" of {where}" if catalog.named else "")
+            + (f" ({selection_text(args)})" if selected else "")
+        ),
         caption=(
             f"{len(all_cases) - n_curated} synthetic, {n_curated} curated, over {len(per_skill)} skills; "
             f"{both} of {len(per_skill)} skills have both kinds"
@@ -160,7 +192,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
             escape(("yes" + (f"; {why}" if why else "")) if ok else f"no: {why}"),
         )
     console.print(table)
-    warnings = presentation_warnings(catalog.skills, all_cases) + kind_warnings(all_cases)
+    warnings = presentation_warnings(catalog.skills, offered) + kind_warnings(offered)
     for w in warnings:
         console.print(f"[yellow]coverage warning:[/yellow] {escape(w)}")
     from imagebench.executor.calibrated import calibration_notes
@@ -188,21 +220,13 @@ def _tree_word(read: object) -> str:
 
 def selected_cases(args: argparse.Namespace, catalog: Catalog | None = None) -> list[Case]:
     """The cases ``run`` and ``calibrate`` work: those the catalog offers (:func:`catalog_from_args`:
-    the named sources' cases when any is named, else all) that ``-k`` and ``--fixtures`` select. A
-    named source with no runnable case, a pattern that matches nothing, or an empty selection, is a
-    UsageError."""
-    from imagebench.case.model import select_cases
-
+    the named sources' cases when any is named, else all) that the selection flags pick
+    (:func:`~imagebench.cli.common.select_from_args`: ``-k``, ``--exclude``, ``--skill``, ``--kind``).
+    A named source with no runnable case, a pattern or skill that matches nothing, or an empty
+    selection, is a UsageError."""
     catalog = catalog if catalog is not None else catalog_from_args(args)
     refuse_empty_sources(catalog)
-    all_cases = catalog.offered()
-    chosen, unmatched = select_cases(all_cases, args.patterns, args.fixtures)
-    if unmatched:
-        labels = "\n".join(f"  {c.label}" for c in all_cases) or "  (none registered)"
-        raise UsageError(f"-k {', '.join(map(repr, unmatched))} matched no case; valid labels:\n{labels}")
-    if not chosen:
-        raise UsageError(f"no case selected (-k {args.patterns or '-'}, --fixtures {args.fixtures})")
-    return chosen
+    return select_from_args(catalog.offered(), args)
 
 
 def _find_case(args: argparse.Namespace) -> tuple[Case, str, str]:
@@ -290,33 +314,39 @@ def _cmd_run(args: argparse.Namespace) -> int:
     seal = seal_from_args(args)
     catalog = catalog_from_args(args)
     chosen = selected_cases(args, catalog)
-    selection = {"k": list(args.patterns or []), "fixtures": args.fixtures, "timeout": args.timeout}
+    selection: dict[str, object] = {"k": list(args.patterns or []), "fixtures": args.fixtures, "timeout": args.timeout}
+    if args.exclude:
+        selection["exclude"] = list(args.exclude)
+    if args.skills:
+        selection["skills"] = list(args.skills)
     if len(args.bundle) == 1:
         selection["bundle"] = str(args.bundle[0])  # read by a resume of an older imagebench
-    result = run_from_args(
-        args, chosen, subject, selection, sealed=seal, sources=catalog.records([c.label for c in chosen])
-    )
+    from imagebench.executor import RunInterrupted
+
+    try:
+        result = run_from_args(
+            args, chosen, subject, selection, sealed=seal, sources=catalog.records([c.label for c in chosen])
+        )
+    except RunInterrupted as exc:
+        return interrupted(args, exc.run_dir)
     if isinstance(result, int):
         return result
-    console = _console()
-    if not args.quiet:
-        console.print(results_table(result))
-    console.print(tally_line(result))
-    finish_cli(args, result, console)
-    return result.exit_code
+    return print_result(args, result, _console())
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     """``imagebench run --resume RUN_DIR``."""
-    from imagebench.executor import ExecutorError, ResumeError, resume_run
+    from imagebench.executor import ExecutorError, ResumeError, RunInterrupted, resume_run
     from imagebench.runs.journal import JournalError, RunLocked
 
     given = [
         flag
         for flag, value, default in (
             ("-k", getattr(args, "patterns", None), None),
+            ("--exclude", getattr(args, "exclude", None), None),
+            ("--skill", getattr(args, "skills", None), None),
             ("--samples", getattr(args, "samples", 1), 1),
-            ("--fixtures", getattr(args, "fixtures", "all"), "all"),
+            ("--kind", getattr(args, "fixtures", "all"), "all"),
             ("--timeout", getattr(args, "timeout", None), None),
             ("--out", getattr(args, "out", None), None),
             ("--suite", getattr(args, "suite", None), None),
@@ -356,8 +386,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     except RunLocked as exc:
         print(f"imagebench run: {exc}", file=sys.stderr)
         return 1
+    except RunInterrupted as exc:
+        return interrupted(args, exc.run_dir)
     RUN_DIRS.append(result.run_dir)
-    console = _console()
+    console = _console(stderr=bool(getattr(args, "json", False)))  # --json: stdout holds the JSON alone
     note = (result.record.extra.get("resumes") or [{}])[-1]
     discarded = note.get("discarded") or {}
     console.print(
@@ -366,8 +398,4 @@ def cmd_resume(args: argparse.Namespace) -> int:
     )
     for unit, why in list(discarded.items())[:10]:
         console.print(f"  re-ran {unit}: {why}", soft_wrap=True)
-    if not args.quiet:
-        console.print(results_table(result))
-    console.print(tally_line(result))
-    finish_cli(args, result, console)
-    return result.exit_code
+    return print_result(args, result, console)

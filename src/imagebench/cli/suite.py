@@ -27,7 +27,9 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
 
     pin = ssub.add_parser("pin", help="pin the selected cases, in order, as suite NAME at a revision")
     pin.add_argument("name", metavar="NAME", help="the suite id (a lowercase name)")
-    pin.add_argument("-k", dest="patterns", action="append", metavar="PATTERN", help="select cases as `imagebench run -k` does; repeatable")
+    from imagebench.cli.common import FIXTURE_KINDS, add_selection_args
+
+    add_selection_args(pin, kind_choices=FIXTURE_KINDS)
     pin.add_argument("--bundle", action="append", default=[], metavar="DIR", help="also offer the cases of this skill bundle; repeatable")
     pin.add_argument("--revision", required=True, metavar="R", help="a pinned revision (e.g. 2026.11.0) or an alias from aliases.json")
     pin.add_argument("--out", metavar="FILE", help="where to write the suite file (default: <suites dir>/NAME.json)")
@@ -74,9 +76,9 @@ def _no_action(parser: argparse.ArgumentParser) -> int:
 
 
 def _console(stderr: bool = False) -> Any:
-    from rich.console import Console
+    from imagebench.cli.tables import console
 
-    return Console(highlight=False, soft_wrap=True, stderr=stderr)
+    return console(stderr=stderr, soft_wrap=True)
 
 
 def _usage(message: str) -> Exception:
@@ -179,7 +181,7 @@ def verify_with_progress(
 
 
 def _cmd_pin(args: argparse.Namespace) -> int:
-    from imagebench.case.model import select_cases
+    from imagebench.cli.common import select_from_args
     from imagebench.suite.model import (
         SuiteError,
         load_aliases,
@@ -203,10 +205,7 @@ def _cmd_pin(args: argparse.Namespace) -> int:
         _print_problems(source.problems, console)
         console.print(f"suite pin {args.name}: {len(source.problems)} failure(s); nothing written", markup=False)
         return 1
-    chosen, unmatched = select_cases(source.ordered, args.patterns)
-    if unmatched:
-        labels = "\n".join(f"  {label}" for label in source.cases) or "  (none)"
-        raise _usage(f"-k {', '.join(map(repr, unmatched))} matched no case; valid labels:\n{labels}")
+    chosen = select_from_args(list(source.ordered), args)
     manifest, problems = pin_suite(
         args.name, revision, chosen, requested=args.revision if alias else None, aliases={alias: revision} if alias else None
     )
@@ -320,17 +319,25 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def run_suite(args: argparse.Namespace) -> int:
     """``imagebench run --suite SUITE [--sample POLICY] [--seed S]``: verify, assign, run exactly that."""
-    from imagebench.cli.common import checked_run_args, run_from_args, seal_from_args
-    from imagebench.cli.tables import results_table, tally_line
+    from imagebench.cli.common import checked_run_args, interrupted, print_result, run_from_args, seal_from_args
     from imagebench.suite.model import SuiteError
     from imagebench.suite.record import RUN_INFO_KEY, SuiteRunInfo, conditions_now
     from imagebench.suite.resolve import resolve_members
     from imagebench.suite.sampling import assign, parse_policy
 
-    if getattr(args, "patterns", None):
-        raise _usage("-k cannot be combined with --suite: the suite and --sample decide which cases run")
+    given = [
+        flag
+        for flag, value in (
+            ("-k", getattr(args, "patterns", None)),
+            ("--exclude", getattr(args, "exclude", None)),
+            ("--skill", getattr(args, "skills", None)),
+        )
+        if value
+    ]
+    if given:
+        raise _usage(f"{', '.join(given)} cannot be combined with --suite: the suite and --sample decide which cases run")
     if getattr(args, "fixtures", "all") != "all":
-        raise _usage("--fixtures cannot be combined with --suite: the suite decides which cases run")
+        raise _usage("--kind/--fixtures cannot be combined with --suite: the suite decides which cases run")
     subject = checked_run_args(args)
     seal = seal_from_args(args)
     try:
@@ -372,22 +379,19 @@ def run_suite(args: argparse.Namespace) -> int:
     if len(bundles) == 1:
         selection["bundle"] = bundles[0]  # what `run --resume` reads to find the bundle's cases again
     sources = source.catalog.records(assignment.labels) if source.catalog is not None else None
-    result = run_from_args(
-        args, cases, subject, selection, {RUN_INFO_KEY: info.model_dump(mode="json")}, sealed=seal, sources=sources
-    )
+    from imagebench.executor import RunInterrupted
+
+    try:
+        result = run_from_args(
+            args, cases, subject, selection, {RUN_INFO_KEY: info.model_dump(mode="json")}, sealed=seal, sources=sources
+        )
+    except RunInterrupted as exc:
+        return interrupted(args, exc.run_dir)
     if isinstance(result, int):
         return result
-    console = _console()
-    if not args.quiet:
-        console.print(results_table(result))
     a = assignment.cohort
-    console.print(
-        f"suite {a.suite.suite_id}@{a.suite.revision}, {a.policy}, seed {assignment.seed}: {len(cases)} case(s)",
-        markup=False,
-    )
-    console.print(tally_line(result), markup=False)
-    console.print(f"run folder: {result.run_dir}", soft_wrap=True, markup=False)
-    return result.exit_code
+    line = f"suite {a.suite.suite_id}@{a.suite.revision}, {a.policy}, seed {assignment.seed}: {len(cases)} case(s)"
+    return print_result(args, result, _console(), (line,))
 
 
 # --------------------------------------------------------------------------- compare, printed
@@ -439,6 +443,9 @@ def render(result: Comparison, console: Any) -> None:
     if not result.comparable:
         failed = ", ".join(c.id for c in result.conditions if not c.holds)
         console.print(f"[red]not comparable[/red]: {failed} fail; nothing was compared")
+        hint = next((p for c in result.conditions for p in c.problems if "imagebench suite pin" in p), None)
+        if hint is not None:  # the commands on a line of their own, to copy (a table cell wraps them)
+            console.print(hint, markup=False, soft_wrap=True)
         return
     cases = Table(title=f"paired outcomes by case ({result.direction})")
     cases.add_column("case", overflow="fold")

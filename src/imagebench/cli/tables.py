@@ -10,13 +10,33 @@ if TYPE_CHECKING:
     from imagebench.runs.verdict import RunResult
 
 
-def console() -> Any:
+#: The width of a table printed to neither a terminal nor a COLUMNS-sized log: wide enough that
+#: labels and reasons stay on one line, so a log reads like the terminal did.
+PIPED_WIDTH = 160
 
+
+def console_width() -> int | None:
+    """The columns a table may use: ``$COLUMNS`` when set, the terminal's when stdout (or, when
+    stdout is piped, stderr) is one, else :data:`PIPED_WIDTH`; None lets rich ask the terminal."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return None
+    for stream in (sys.stderr, sys.stdin):
+        try:
+            if stream is not None and stream.isatty():
+                return os.get_terminal_size(stream.fileno()).columns
+        except (OSError, ValueError):
+            continue
+    return PIPED_WIDTH
+
+
+def console(stderr: bool = False, soft_wrap: bool = False) -> Any:
+    """The rich console every command prints tables to (:func:`console_width`)."""
     from rich.console import Console
 
-    # In a log (not a terminal) rich would assume 80 columns and squeeze the labels; allow more.
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
-    return Console(highlight=False, soft_wrap=False, width=width)
+    return Console(highlight=False, soft_wrap=soft_wrap, width=console_width(), stderr=stderr)
 
 
 def tally_line(result: RunResult) -> str:
@@ -80,9 +100,79 @@ def results_table(result: RunResult) -> Any:
         reasons = summary.extra.get("reasons", []) if summary is not None else []
         if reasons and (verdict != "pass" or not metric_lines):
             metric_lines.append(f"[dim]{escape(shown_reason(reasons[0]))}[/dim]")
+        metric_lines += [escape(line) for line in answer_lines(samples, verdict)]
         if not metric_lines:
             metric_lines.append("-")
         passed = sum(1 for s in samples if s.status == "ok")
         mark = verdict if len(samples) == 1 or verdict == "skipped" else f"{verdict} ({passed}/{len(samples)})"
         table.add_row(label, status, "\n".join(metric_lines), f"[{styles[verdict]}]{mark}[/]")
     return table
+
+
+def answer_lines(samples: list[Any], verdict: str) -> list[str]:
+    """What the subject answered in the first sample that did not pass (the first sample when all
+    did), and the scorer's reason for each field it got wrong (:mod:`imagebench.runs.explain`)."""
+    from imagebench.runs.explain import answered, field_reasons, sample_number
+
+    if not samples:
+        return []
+    shown = next((s for s in samples if s.status != "ok"), samples[0])
+    which = f"sample {sample_number(shown.sample)} " if len(samples) > 1 else ""
+    lines = [f"{which}left {name}: {_cut(what)}" for name, what in answered(shown)]
+    detail = shown.detail or {}
+    answer = detail.get("answer") if isinstance(detail.get("answer"), dict) else shown.answer
+    if verdict != "pass":
+        lines += [f"  {r.name}: {_cut(r.note)}" for r in field_reasons(answer) if r.verdict == "fail"][:8]
+    return lines
+
+
+def _cut(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def result_json(result: RunResult, report: str | None) -> dict[str, Any]:
+    """``imagebench run --json``: the run's result as one JSON object (what the table shows, and
+    per sample its status, reason, metrics, what the subject left, per-field reasons and where
+    its stdout/stderr are)."""
+    from imagebench.runs.explain import answered, field_reasons
+    from imagebench.runs.layout import report_dir
+
+    cases = []
+    for label, samples in result.samples.items():
+        rows = []
+        for s in samples:
+            detail = s.detail or {}
+            answer = detail.get("answer") if isinstance(detail.get("answer"), dict) else s.answer
+            folder = report_dir(result.run_dir, s.subject, s.namespace, s.case_id, s.sample)
+            rows.append(
+                {
+                    "sample": s.sample,
+                    "status": s.status,
+                    "reason": s.reason,
+                    "flags": list(s.flags),
+                    "metrics": [m.model_dump(mode="json") for m in s.metrics],
+                    "left": dict(answered(s)),
+                    "fields": [{"field": r.name, "verdict": r.verdict, "why": r.note} for r in field_reasons(answer)],
+                    "logs": {n: str(folder / n) for n in ("stdout.txt", "stderr.txt") if (folder / n).is_file()},
+                }
+            )
+        summary = result.summaries.get(label)
+        cases.append(
+            {
+                "label": label,
+                "verdict": result.verdicts[label],
+                "metric_means": dict(summary.metric_means) if summary is not None else {},
+                "samples": rows,
+            }
+        )
+    counts = {v: list(result.verdicts.values()).count(v) for v in ("pass", "fail", "blocked", "error", "skipped")}
+    return {
+        "run_dir": str(result.run_dir),
+        "report": report,
+        "subject": result.record.subject,
+        "complete": result.record.complete,
+        "exit_code": result.exit_code,
+        "verdicts": counts,
+        "statuses": dict(result.record.counts),
+        "cases": cases,
+    }

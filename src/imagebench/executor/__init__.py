@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from imagebench.executor.run import (
         ResumeError,
+        RunInterrupted,
         execute,
         resolve_cases,
         resume_run,

@@ -58,6 +58,15 @@ class ResumeError(ValueError):
     """A run folder cannot be resumed (names the file, the field and what was expected)."""
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by an interrupt (Ctrl-C, SIGINT) after its folder was written: the folder
+    (``run_dir``) holds every unit that finished, and ``imagebench run --resume`` takes it up."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__(f"the run was interrupted; its folder {run_dir} can be taken up with imagebench run --resume")
+        self.run_dir = run_dir
+
+
 def _write_receipt(run_dir: Path, record: RunRecord, subject: Subject, cases: Sequence[Case]) -> str:
     """Write ``receipt.json``; return why not (empty when written)."""
     try:
@@ -230,6 +239,10 @@ def execute(
             else:
                 run_serial(builds, subject, run_dir, timeout, starter, sink, helper)
         finished = True
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, RunInterrupted):
+            raise
+        raise RunInterrupted(run_dir) from None
     finally:
         if bar is not None:
             bar.stop()
@@ -245,7 +258,9 @@ def execute(
                 extra["interrupted"] = True
             result.record = writer.close(record, result.samples, result.summaries, complete=finished, extra=extra)
             _anchor(run_dir, journal)
-            if not finished and progress and sys.exc_info()[0] is not ExecutorError:  # its message says it
+            # an interrupt is reported by whoever catches RunInterrupted (the command prints the
+            # exact resume command, --quiet or not); an ExecutorError's message says it
+            if not finished and progress and sys.exc_info()[0] not in (ExecutorError, RunInterrupted):
                 print(
                     f"the run stopped early; take it up again with: imagebench run --resume {run_dir}", file=sys.stderr
                 )

@@ -76,8 +76,18 @@ def run_threaded(
             drain(block=True)
         clean = True
     finally:
-        # Interrupted: what has not started is cancelled; a running command ends with this process
-        # (its sandbox dies with its parent). Finished: every thread is idle already.
-        pool.shutdown(wait=clean, cancel_futures=True)
-        if helper is not None:
-            helper.close()
+        # Interrupted: what has not started is cancelled, and every running command is ended now
+        # (its turn raises KeyboardInterrupt in its thread: no summary for a unit cut short), so
+        # the threads are joined in moments, not when their commands would have finished.
+        # Finished: every thread is idle already.
+        from imagebench.subjects.running import clear_interrupt, interrupt_subjects
+
+        if not clean:
+            interrupt_subjects()
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            if not clean:
+                clear_interrupt()
+            if helper is not None:
+                helper.close()

@@ -36,11 +36,13 @@ count and ``sig``, their MAC: rewritten at the end of every pass). Whoever holds
 forge; a subject cannot.
 
 :class:`RunLock` is an exclusive ``flock`` on ``<run>/.lock``, held by whoever writes the run,
-so two processes never resume the same folder at once. A killed process releases it.
+so two processes never resume the same folder at once. A killed process releases it (a stale
+file then stays, unlocked); one that finishes or is interrupted removes the file as it lets go.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -295,7 +297,9 @@ VOLATILE_EXTRA: frozenset[str] = frozenset({"verdicts", "passed", "interrupted",
 FIXED_FIELDS: tuple[str, ...] = ("run_id", "started", "subject", "sandbox", "limits", "samples", "selection", "cases")
 
 
-def record_fields(record: Any, fields: tuple[str, ...] | None = FIXED_FIELDS, extra: bool | tuple[str, ...] = True) -> dict[str, str]:
+def record_fields(
+    record: Any, fields: tuple[str, ...] | None = FIXED_FIELDS, extra: bool | tuple[str, ...] = True
+) -> dict[str, str]:
     """``{field: digest}`` of ``run.json``'s fixed fields (``fields``) and of each ``extra`` key that
     is not :data:`VOLATILE_EXTRA` (``extra=True``; or only those named): what a run's ``start``
     (and ``resume``) line signs, so that a changed ``run.json`` (a sandbox, a suite, an execution
@@ -473,7 +477,9 @@ def check_journal(
             if anchor is not None:
                 return forged(f"{where} is empty, but {anchored_by} anchors {anchor.get('lines')} line(s)")
             return check
-        check.problems.append(f"{where} is not anchored: no line carries a MAC (written before journals were signed, or stripped)")
+        check.problems.append(
+            f"{where} is not anchored: no line carries a MAC (written before journals were signed, or stripped)"
+        )
         if anchor is not None:
             check.forged = True
         return check
@@ -549,18 +555,28 @@ class RunLock:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: no lock, documented
             return self
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
             try:
-                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
-            finally:
-                os.close(fd)
-            raise RunLocked(
-                f"{self.path.parent} is being written by another imagebench process (pid {holder}); "
-                "wait for it to finish or stop it first"
-            ) from None
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                try:
+                    holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
+                finally:
+                    os.close(fd)
+                raise RunLocked(
+                    f"{self.path.parent} is being written by another imagebench process (pid {holder}); "
+                    "wait for it to finish or stop it first"
+                ) from None
+            # A holder that let go removed the file it had locked: what was locked is then no
+            # longer the lock. Lock the file the path names now.
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path, follow_symlinks=False))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         self._fd = fd
@@ -572,6 +588,8 @@ class RunLock:
         try:
             import fcntl
 
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)  # while still held: no finished run folder keeps a lock file
             fcntl.flock(self._fd, fcntl.LOCK_UN)
         finally:
             os.close(self._fd)

@@ -684,6 +684,10 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
     if OVERWRITTEN_FLAG in flags and status not in ("blocked",):
         status = OVERWRITTEN_FLAG  # what it was scored against is not what it was given: never a success
     reason = _reason(status, outcome, attempt, run)
+    from imagebench.runs.explain import LEAVINGS_KEY, describe_leavings
+
+    if attempt.arrays:  # what the subject handed in, for a person reading the result (never truth)
+        outcome.detail.setdefault(LEAVINGS_KEY, describe_leavings(attempt.arrays))
     json_notes = json_safe(dict(attempt.notes))
     if json_notes.get("why_not") or len(json_notes) > 2:  # more than the plain "left"/"why_not" bookkeeping
         outcome.detail.setdefault("attempt_notes", json_notes)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 # Verdicts of a case, and which of them keep a run from passing (with the exit code they give).
 VERDICTS: tuple[str, ...] = ("pass", "fail", "blocked", "error", "skipped")
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_DIED = 0, 1, 2, 3, 4, 5
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 # A sample in one of these statuses is not a measurement of the subject: left out of a verdict.
 NOT_MEASURED: frozenset[str] = frozenset({"skipped", "harness-error", "blocked", "stopped"})
 EXIT_MEANINGS: dict[int, str] = {
@@ -22,6 +23,7 @@ EXIT_MEANINGS: dict[int, str] = {
     EXIT_BLOCKED: "no case failed, but a case was blocked (its scoring contract is missing or ineligible, or no channel of the harness's observed a trigger case)",
     EXIT_INCOMPLETE: "no case failed or was blocked, but a case was skipped or ended by a harness error",
     EXIT_DIED: "the run ended without finishing (its process was ended from inside, e.g. by a subject)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C, SIGINT): the run folder and the command that resumes it are printed on stderr",
 }
 
 

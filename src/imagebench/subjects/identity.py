@@ -92,6 +92,23 @@ def python_code(target: str) -> dict[str, Any]:
     return parts
 
 
+def file_code(path: Path, target: str) -> dict[str, Any]:
+    """What a ``python:path/to/file.py:function`` subject runs: the file (its sha256 among the
+    tree digest's fields) and the code files beside it, which it can import as top-level modules."""
+    import hashlib
+
+    if not path.is_file():
+        raise SubjectError(f"subject python:{target}: no file {path.name!r} to digest")
+    try:
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise SubjectError(f"subject python:{target}: cannot read {path.name!r}: {exc}") from None
+    return {
+        "file": {**code_tree(path, role=f"the file of python:{path.name}"), "sha256": f"sha256:{sha}"},
+        "beside": _neighbours(path, f"{path.name}:{target.rpartition(':')[2]}"),
+    }
+
+
 def _neighbours(origin: Path, target: str) -> dict[str, Any]:
     """The code files beside a single-file module (what it can import as top-level modules), by
     name, without descending into folders: a folder of scripts stays a folder of scripts."""

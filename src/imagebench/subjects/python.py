@@ -1,4 +1,4 @@
-"""``python:package.module:function``: a solver function, in this process or isolated.
+"""``python:package.module:function`` or ``python:path/to/file.py:function``: a solver function, in this process or isolated.
 
 In process it is trusted code (it shares the harness's memory). With ``--isolate`` the same
 function runs in a sandboxed child Python (:mod:`imagebench.sandbox.isolate`), and the harness never
@@ -39,10 +39,13 @@ class PythonSubject(SubjectKind):
     """
 
     prefix = "python:"
-    forms = (("python:package.module:function", "calls function(session) in this process (--isolate: a sandboxed child)"),)
+    forms = (
+        ("python:package.module:function", "calls function(session) in this process (--isolate: a sandboxed child)"),
+        ("python:path/to/file.py:function", "the same, with the function of a Python file (its sha256 in the identity)"),
+    )
     flags = frozenset({"isolate"})
 
-    target: str  # "package.module:function"
+    target: str  # "package.module:function", or "/absolute/path/file.py:function"
     # None when isolated: the harness never imports the subject's code (it runs in the sandbox only)
     function: Callable[..., Any] | None = field(compare=False, repr=False)
     isolate: SandboxPolicy | None = None
@@ -53,9 +56,12 @@ class PythonSubject(SubjectKind):
         from imagebench.sandbox.policy import SandboxPolicy
 
         target = spec[len(cls.prefix) :].strip()
+        if is_file_target(target):
+            target = _resolved_file_target(spec, target)
         if not isolate:
             return cls(target=target, function=_import_function(spec, target))
-        _check_target(spec, target)
+        if not is_file_target(target):
+            _check_target(spec, target)
         subject = cls(target=target, function=None, isolate=sandbox or SandboxPolicy())
         subject.isolated()[0].check_sandbox()
         return subject
@@ -65,8 +71,8 @@ class PythonSubject(SubjectKind):
         import hashlib
 
         target = spec[len(cls.prefix) :].strip()
-        module, _, func = target.partition(":")
-        if "/" in module or "\\" in module or module.endswith(".py"):
+        if is_file_target(target):
+            module, _, func = target.rpartition(":")
             return {
                 "form": "python",
                 "file": Path(module.replace("\\", "/")).name,
@@ -88,7 +94,9 @@ class PythonSubject(SubjectKind):
     def name(self) -> str:
         if self.given_name is not None:
             return self.given_name
-        module, _, func = self.target.partition(":")
+        module, _, func = self.target.rpartition(":") if is_file_target(self.target) else self.target.partition(":")
+        if is_file_target(self.target):
+            module = Path(module).stem
         return f"python-{module}.{func}"
 
     def identity_parts(self) -> dict[str, Any]:
@@ -96,8 +104,14 @@ class PythonSubject(SubjectKind):
         without importing it: an isolated subject is never imported here) and, isolated, the trees
         ``--subject-expose`` shows it. A subject made in Python around a function in hand whose
         target names no module (``PythonSubject(target=..., function=f)``) is that function's module."""
-        from imagebench.subjects.identity import expose_code, live_code, module_found, python_code
+        from imagebench.subjects.identity import expose_code, file_code, live_code, module_found, python_code
 
+        if is_file_target(self.target):
+            path, func = file_target_parts(self.target)
+            parts = {"kind": "python", "target": f"{path.name}:{func}", **file_code(path, self.target)}
+            if self.isolate is not None and self.isolate.expose:
+                parts["expose"] = expose_code(self.isolate.expose)
+            return parts
         if self.function is not None and not module_found(self.target):
             code = live_code(self.function, role=f"the module of python:{self.target}'s function")
         else:
@@ -130,6 +144,10 @@ class PythonSubject(SubjectKind):
         from imagebench.subjects.command import CommandSubject
 
         assert self.isolate is not None
+        if is_file_target(self.target):
+            file, _ = file_target_parts(self.target)
+            policy = replace(self.isolate, expose=(*self.isolate.expose, file))
+            return CommandSubject(command=isolated_command(policy), sandbox=policy), [file.parent]
         try:
             shown, path = code_paths(self.target)
         except ImportError as exc:
@@ -146,7 +164,11 @@ class PythonSubject(SubjectKind):
 
         subject, path = self.isolated()
         subject.check_sandbox()
-        env = {**context.env, **isolated_env(self.target, path, case.label)}
+        target = self.target
+        if is_file_target(target):  # the child imports the file by its name, from its folder
+            file, func = file_target_parts(target)
+            target = f"{file.stem}:{func}"
+        env = {**context.env, **isolated_env(target, path, case.label)}
         return _IsolatedCall(_BoundCommand(subject, replace(context, env=env)))
 
     def __call__(self, session: Session) -> None:
@@ -186,7 +208,63 @@ def _check_target(spec: str, target: str) -> None:
         )
 
 
+def is_file_target(target: str) -> bool:
+    """Whether ``target`` names a Python file (``path/to/file.py:function``) rather than a module."""
+    module = target.rpartition(":")[0] if target.count(":") >= 1 else target
+    return module.endswith(".py") or "/" in module or "\\" in module
+
+
+def file_target_parts(target: str) -> tuple[Path, str]:
+    """``(file, function)`` of a file target (split at its last ``:``)."""
+    path, _, func = target.rpartition(":")
+    return Path(path), func
+
+
+def _resolved_file_target(spec: str, target: str) -> str:
+    """A file target with its file made absolute (a dask worker and a resume find it again); the
+    file must exist, be a ``.py`` file, and the function a dotted name."""
+    path, sep, func = target.rpartition(":")
+    if not sep or not path or not _DOTTED.match(func):
+        raise SubjectError(f"subject {spec!r}: expected python:path/to/file.py:function, e.g. python:solvers/seg.py:segment")
+    file = Path(path).expanduser()
+    if file.suffix != ".py":
+        raise SubjectError(f"subject {spec!r}: {path!r} is not a .py file (expected python:path/to/file.py:function)")
+    if not file.is_file():
+        raise SubjectError(f"subject {spec!r}: no file {str(file)!r} (a path relative to {Path.cwd()})")
+    if not _DOTTED.match(file.stem) or "." in file.stem:
+        raise SubjectError(f"subject {spec!r}: the file's name {file.name!r} must be a Python identifier plus .py")
+    return f"{file.resolve()}:{func}"
+
+
+def _load_file(spec: str, file: Path) -> Any:
+    """The module of a Python file, loaded once under a name unique to its path (so two files
+    named alike do not meet in ``sys.modules``)."""
+    import hashlib
+    import importlib.util
+    import sys
+
+    name = f"imagebench_subject_{file.stem}_{hashlib.sha256(str(file).encode()).hexdigest()[:12]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    found = importlib.util.spec_from_file_location(name, file)
+    if found is None or found.loader is None:
+        raise SubjectError(f"subject {spec!r}: cannot load {str(file)!r} as Python")
+    module = importlib.util.module_from_spec(found)
+    sys.modules[name] = module
+    try:
+        found.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise SubjectError(f"subject {spec!r}: cannot import {file.name!r} ({type(exc).__name__}: {exc})") from exc
+    return module
+
+
 def _import_function(spec: str, target: str) -> Callable[..., Any]:
+    if is_file_target(target):
+        file, func_name = file_target_parts(target)
+        module_name = file.name
+        module = _load_file(spec, file)
+        return _attribute(spec, module, module_name, func_name)
     _check_target(spec, target)
     module_name, _sep, func_name = target.partition(":")
     try:
@@ -195,6 +273,10 @@ def _import_function(spec: str, target: str) -> Callable[..., Any]:
         raise SubjectError(
             f"subject {spec!r}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
         ) from exc
+    return _attribute(spec, module, module_name, func_name)
+
+
+def _attribute(spec: str, module: Any, module_name: str, func_name: str) -> Callable[..., Any]:
     obj: Any = module
     for part in func_name.split("."):
         try:

@@ -37,6 +37,32 @@ class SubjectRun:
     resource_limit: str | None = None  # "resource-limit: memory (...)": it was ended for a limit
 
 
+#: Set while a run is being interrupted: every subject's turn still under way ends now (its
+#: processes killed) and raises KeyboardInterrupt in its own thread, so no summary is written for
+#: a unit the interrupt cut short (a resume runs it again). The serial loop is interrupted in its
+#: own thread; the threads of ``--workers`` for commands (imagebench.executor.threads) need this.
+_INTERRUPTED = threading.Event()
+_ACTIVE: dict[int, Callable[[], None]] = {}
+_ACTIVE_LOCK = threading.Lock()
+
+
+def interrupt_subjects() -> None:
+    """End every subject's turn under way in this process, now (an interrupted run)."""
+    _INTERRUPTED.set()
+    with _ACTIVE_LOCK:
+        cancels = list(_ACTIVE.values())
+    for cancel in cancels:
+        try:
+            cancel()
+        except Exception:  # ending the others matters more than why one would not end
+            pass
+
+
+def clear_interrupt() -> None:
+    """After an interrupted run has wound down: turns may start again in this process."""
+    _INTERRUPTED.clear()
+
+
 def bind_subject(subject: Subject, case: Case, context: UnitContext) -> Callable[[Session], None]:
     """The callable that works this sample: ``subject.bind(case, context)`` when it has one, else itself."""
     bind = getattr(subject, "bind", None)
@@ -80,16 +106,27 @@ def run_subject(
     thread.start()
     cancel = getattr(work, "cancel", None)
     limit = timeout_s + (KILL_GRACE_S + 10.0 if own_limit else 0.0)
+    key = id(thread)
+    if cancel is not None:
+        with _ACTIVE_LOCK:
+            _ACTIVE[key] = cancel
     try:
-        if stop is None:
-            thread.join(limit)
-        else:
-            while thread.is_alive() and time.perf_counter() - start < limit and not stop.is_set():
-                thread.join(0.05)
+        while (
+            thread.is_alive()
+            and time.perf_counter() - start < limit
+            and not (stop is not None and stop.is_set())
+            and not _INTERRUPTED.is_set()
+        ):
+            thread.join(0.05)
+        if _INTERRUPTED.is_set():
+            raise KeyboardInterrupt("the run was interrupted")
     except BaseException:  # interrupted (Ctrl-C): take the subject's processes down with us
         if cancel is not None:
             cancel()
         raise
+    finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE.pop(key, None)
     if stop is not None and stop.is_set() and thread.is_alive():
         if cancel is not None:
             cancel()  # a command: its whole process tree ends now

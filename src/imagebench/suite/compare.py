@@ -189,6 +189,25 @@ def _units(run: LoadedRun, label: str) -> dict[str, set[str]]:
     return units
 
 
+def pin_hint(a: LoadedRun, b: LoadedRun, name: str = "mine", revision: str = "0.1.0") -> str:
+    """The commands that make two plain runs comparable: pin the cases they ran as a suite, run
+    each subject on it, compare the two new run folders."""
+    import shlex
+
+    labels = list(dict.fromkeys([*a.record.cases, *b.record.cases]))
+    pin = " ".join(["imagebench suite pin", name, *(f"-k {shlex.quote(label)}" for label in labels), f"--revision {revision}"])
+    runs = []
+    for run in (a, b):
+        spec = run.record.extra.get("subject_spec")
+        subject = spec if isinstance(spec, str) and spec else run.record.subject
+        runs.append(f"imagebench run --suite {name}@{revision} --subject {shlex.quote(subject)}")
+    return (
+        f"only runs of one pinned suite compare: pin the cases and run both subjects on it: `{pin}`, then "
+        f"`{runs[0]}` and `{runs[1]}` (give each the sandbox flags it ran with), then `imagebench compare RUN_A RUN_B` "
+        "on the two new run folders (docs/suites.md)"
+    )
+
+
 def check_conditions(
     a: LoadedRun,
     b: LoadedRun,
@@ -211,6 +230,7 @@ def check_conditions(
             for cid in CONDITION_NAMES:
                 fail(cid, f"run {run.name} records no cohort (it was not run with --suite)")
     if ia is None or ib is None:
+        fail("C1", pin_hint(a, b))  # once: what makes the two comparable
         return list(conds.values())
 
     # C1: the same cohort
