@@ -169,7 +169,7 @@ def test_a_bad_folder_is_refused_and_the_panel_stays_usable(
 
 def test_coverage_tab_shows_the_rows_imagebench_coverage_prints(make_napari_viewer: Any, tmp_path: Path) -> None:
     _, panel = make_panel(make_napari_viewer, tmp_path)
-    assert [panel.tabs.tabText(i) for i in range(panel.tabs.count())] == ["Detail", "Answer", "Coverage", "Compare"]
+    assert [panel.tabs.tabText(i) for i in range(panel.tabs.count())] == ["Detail", "Answer", "Coverage", "Compare", "Save as case"]
     panel.select_case("toy/rectangle")
     assert panel.coverage_view is not None and panel.coverage_view.rows == ()
     assert panel.coverage_title.text().startswith("no bundle is open for toy")
