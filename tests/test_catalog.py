@@ -480,6 +480,13 @@ def test_a_new_skill_outside_src_listed_run_pinned_and_compared(
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert "blob-skill/three-squares" in out and "entry-point blob-skill" in out
+    # calibrate: the reference passes, the baseline and nop fail every case of the skill
+    assert cli.main(["calibrate", "--skill", "blob-skill", "--out", str(tmp_path / "calibration"), "--json"]) == 0
+    calibrated = json.loads(capsys.readouterr().out)
+    assert {c["label"]: c["verdict"] for c in calibrated["cases"]} == {
+        "blob-skill/three-squares": "ok",
+        "blob-skill/three-more": "ok",
+    }
     # pin the skill's cases into a suite, verify it
     assert cli.main(["suite", "pin", "blobs", "-k", "blob-skill/*", "--revision", REV, "--quiet"]) == 0
     assert cli.main(["suite", "verify", "blobs", "--quiet"]) == 0

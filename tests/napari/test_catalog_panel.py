@@ -70,6 +70,12 @@ def test_an_installed_packages_case_is_listed_with_its_source_and_loads(
     assert panel.model.loaded is not None and panel.model.loaded.case.label == LABEL
     image = next(layer for layer in viewer.layers if layer.name == "image")
     assert np.asarray(image.data).shape == (40, 40)
+    # its reference, scored by the built-in label-image verifier the package names
+    panel.subject_combo.setCurrentText("reference")
+    assert panel.run()
+    qtbot.waitUntil(lambda: not panel.running, timeout=30_000)
+    result = panel.score()
+    assert result is not None and result.status == "ok", result
 
 
 def test_a_catalog_given_to_the_model_names_a_module(
