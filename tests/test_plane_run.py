@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -313,11 +312,12 @@ def test_coverage_warning_until_a_case_presents_tensor(monkeypatch: pytest.Monke
     assert presentation_warnings(skills, _toy_skill_cases("array") + [replace(tensor_case(), namespace="toy-skill")]) == []
 
     from imagebench import cases as builtin
-    from imagebench.cli.run import _cmd_list
+    from imagebench import cli
 
     monkeypatch.setattr(builtin, "all_cases", lambda: _toy_skill_cases("array"))
     monkeypatch.setattr(builtin, "skills", lambda: skills)
-    assert _cmd_list(argparse.Namespace()) == 0
+    monkeypatch.delenv("IMAGEBENCH_FIXTURES", raising=False)
+    assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert "coverage warning" in out and "toy-skill" in out
 
