@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from imagebench.sandbox.benchfolders import bench_folders
 from imagebench.sandbox.limits import Limits, SubjectIds
 
 SandboxKind = Literal["bubblewrap", "none"]
@@ -366,6 +367,7 @@ def mount_args(
     trees = [t for t in tool_trees(policy) if not any(_inside(t, b) for b in bound)]
     secret = [*harness_paths(), *(_real(h) for h in hidden)]
     exposed = _exposed(policy, secret)
+    secret += [f for tree in exposed for f in bench_folders(tree)]  # runs, calibrations, trees beside this one
     made: set[str] = set()
     for tree in [*trees, *exposed]:
         if not any(_inside(tree, b) for b in bound):
