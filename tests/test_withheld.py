@@ -304,3 +304,20 @@ def test_bench_folders_are_found_by_what_they_hold_and_links_are_not_followed(tm
     (outside / "calibration.json").write_text("{}")
     (root / "link").symlink_to(outside)
     assert bench_folders(str(root)) == sorted([str(root / "a" / "run-1"), str(root / "tree")])
+
+
+# --------------------------------------------------------------------------- the reference run isolated
+
+
+@SANDBOX
+@pytest.mark.parametrize("form", ["module", "file"])
+def test_an_isolated_reference_is_refused_clearly_never_scored(project: Path, tmp_path: Path, form: str) -> None:
+    """``python:mybench.solve:reference --isolate`` (or its file): its module is the case's
+    reference, which its sandbox withholds. The sample is a harness error naming why, excluded
+    from every figure: never a zero for the subject, never a run that shows it the answer."""
+    target = "mybench.solve" if form == "module" else str(project / "code" / "mybench" / "solve.py")
+    subject = parse_subject(f"python:{target}:reference", isolate=True)
+    result = run_cases([_tree_case(project)], subject, out=tmp_path / "out", progress=False)
+    summary = _one(result)
+    assert summary.status == "harness-error", (summary.status, summary.reason)
+    assert "withheld from its sandbox" in summary.reason and "without --isolate" in summary.reason, summary.reason

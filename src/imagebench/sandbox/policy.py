@@ -306,7 +306,11 @@ def _exposed(policy: SandboxPolicy, secret: list[str]) -> list[str]:
             raise SandboxUnavailable(f"cannot expose {path} to the subject: no such file or folder")
         clash = next((s for s in _never_exposed(secret) if _inside(real, s)), None)  # one inside it is masked
         if clash is not None:
-            raise SandboxUnavailable(f"cannot expose {path} to the subject: it lies inside {clash}, which it must not see")
+            where = "it is (or lies inside)" if real == clash else "it lies inside"
+            raise SandboxUnavailable(
+                f"cannot expose {path} to the subject: {where} {clash}, which it must not see (the harness, a fixture "
+                "tree, a run folder, or the code of the case's builder, verifier, reference or baseline)"
+            )
         exposed.append(real)
     return _outermost(exposed)
 
