@@ -321,3 +321,46 @@ def test_an_isolated_reference_is_refused_clearly_never_scored(project: Path, tm
     summary = _one(result)
     assert summary.status == "harness-error", (summary.status, summary.reason)
     assert "withheld from its sandbox" in summary.reason and "without --isolate" in summary.reason, summary.reason
+
+
+# --------------------------------------------------------------------------- Save as case cannot leave its tree
+
+
+ESCAPES = {
+    "skill up": {"skill": ".."},
+    "skill path": {"skill": "../elsewhere"},
+    "skill absolute": {"skill": str(Path("/tmp") / "imagebench-escape")},
+    "case path": {"case_id": "a/../../elsewhere"},
+    "case absolute": {"case_id": "/tmp/imagebench-escape"},
+    "data key": {"data": "../elsewhere"},
+    "truth key": {"truth": "../../labels"},
+}
+
+
+@pytest.mark.parametrize("attack", sorted(ESCAPES))
+def test_save_as_case_never_writes_outside_its_tree(tmp_path: Path, attack: str) -> None:
+    """A case name, skill or layer key that would climb out of the tree (``..``, a path, an
+    absolute path) is refused naming it, and nothing is written anywhere."""
+    import numpy as np
+
+    from imagebench.cases.authoring import SaveError, save_case
+    from imagebench.fixtures.fixture import FixtureError
+
+    given = {"skill": "my-skill", "case_id": "blobs", "data": "image", "truth": "labels", **ESCAPES[attack]}
+    labels = np.zeros((16, 16), np.int32)
+    labels[2:6, 2:6] = 1
+    root = tmp_path / "box" / "tree"
+    root.parent.mkdir()
+    with pytest.raises((SaveError, FixtureError), match="name|key"):
+        save_case(
+            root,
+            given["skill"],
+            given["case_id"],
+            data={given["data"]: labels.astype(np.float32)},
+            truth={given["truth"]: labels},
+            kinds={given["truth"]: "labels"},
+            provenance="drawn",
+            citation="none",
+        )
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+    assert not Path("/tmp/imagebench-escape").exists()
