@@ -12,7 +12,9 @@ Inside it sees only: the system read-only (``/usr``, ``/etc`` without its secret
 a tool environment read-only (the harness's interpreter and site-packages, or ``env_prefix``)
 with every ``imagebench`` entry of its site-packages masked, the paths in ``expose`` read-only,
 and its workspace read-write at ``/workspace``. The checkout, the fixture tree, the run folder
-and other workspaces are never bound; where one lies inside a bound tree it is masked.
+and other workspaces are never bound; where one lies inside a bound tree it is masked, and so is
+every run, sitting or calibration folder and fixture tree found inside an exposed folder
+(:mod:`imagebench.sandbox.benchfolders`).
 
 bwrap reads its arguments from a file descriptor (``--args``), so ``/proc/1/cmdline`` in the
 sandbox says ``bwrap --args N`` and names no host path. See ``docs/integrity.md``.
