@@ -305,6 +305,7 @@ def open_unit(
 
 def unit_context(unit: Unit) -> UnitContext:
     """What the subject is told about its unit beyond the session (and what it must not see)."""
+    from imagebench.runs.withheld import case_withheld
     from imagebench.subjects import UnitContext
 
     plane = unit.plane
@@ -314,6 +315,7 @@ def unit_context(unit: Unit) -> UnitContext:
     bundle = unit.case.meta.get("bundle")
     if bundle:
         hidden.append(Path(bundle))
+    hidden += case_withheld(unit.case)  # its tree, the code that builds, scores or solves it, its module
     return UnitContext(
         sample_dir=unit.sample_dir,
         timeout_s=unit.timeout_s,

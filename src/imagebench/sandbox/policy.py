@@ -12,7 +12,9 @@ Inside it sees only: the system read-only (``/usr``, ``/etc`` without its secret
 a tool environment read-only (the harness's interpreter and site-packages, or ``env_prefix``)
 with every ``imagebench`` entry of its site-packages masked, the paths in ``expose`` read-only,
 and its workspace read-write at ``/workspace``. The checkout, the fixture tree, the run folder
-and other workspaces are never bound; where one lies inside a bound tree it is masked.
+and other workspaces are never bound; where one lies inside a bound tree it is masked, and so is
+every run, sitting or calibration folder and fixture tree found inside an exposed folder
+(:mod:`imagebench.sandbox.benchfolders`).
 
 bwrap reads its arguments from a file descriptor (``--args``), so ``/proc/1/cmdline`` in the
 sandbox says ``bwrap --args N`` and names no host path. See ``docs/integrity.md``.
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from imagebench.sandbox.benchfolders import bench_folders
 from imagebench.sandbox.limits import Limits, SubjectIds
 
 SandboxKind = Literal["bubblewrap", "none"]
@@ -305,7 +308,11 @@ def _exposed(policy: SandboxPolicy, secret: list[str]) -> list[str]:
             raise SandboxUnavailable(f"cannot expose {path} to the subject: no such file or folder")
         clash = next((s for s in _never_exposed(secret) if _inside(real, s)), None)  # one inside it is masked
         if clash is not None:
-            raise SandboxUnavailable(f"cannot expose {path} to the subject: it lies inside {clash}, which it must not see")
+            where = "it is (or lies inside)" if real == clash else "it lies inside"
+            raise SandboxUnavailable(
+                f"cannot expose {path} to the subject: {where} {clash}, which it must not see (the harness, a fixture "
+                "tree, a run folder, or the code of the case's builder, verifier, reference or baseline)"
+            )
         exposed.append(real)
     return _outermost(exposed)
 
@@ -366,6 +373,7 @@ def mount_args(
     trees = [t for t in tool_trees(policy) if not any(_inside(t, b) for b in bound)]
     secret = [*harness_paths(), *(_real(h) for h in hidden)]
     exposed = _exposed(policy, secret)
+    secret += [f for tree in exposed for f in bench_folders(tree)]  # runs, calibrations, trees beside this one
     made: set[str] = set()
     for tree in [*trees, *exposed]:
         if not any(_inside(tree, b) for b in bound):

@@ -8,6 +8,7 @@ imports its module: the spec is read as text and the code located without runnin
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -164,6 +165,7 @@ class PythonSubject(SubjectKind):
 
         subject, path = self.isolated()
         subject.check_sandbox()
+        _check_not_withheld(self.target, context.hidden)
         target = self.target
         if is_file_target(target):  # the child imports the file by its name, from its folder
             file, func = file_target_parts(target)
@@ -198,6 +200,43 @@ class _IsolatedCall:
         self.bound(session)
         if session.notes.get("exit_code") == RAISED_EXIT:
             raise IsolatedRaised("the function raised in its isolated process; its traceback is in stderr.txt")
+
+
+def _check_not_withheld(target: str, hidden: tuple[Path, ...]) -> None:
+    """An isolated function whose own module is withheld from its sandbox (the case's reference,
+    baseline, builder or verifier lives in it) cannot run there: a SubjectError saying so."""
+    own = file_target_parts(target)[0] if is_file_target(target) else module_file(target)
+    if own is None:
+        return
+    mine = own.resolve()
+    for path in hidden:
+        real = path.resolve()
+        if mine == real or real in mine.parents:
+            raise SubjectError(
+                f"subject python:{target} --isolate: its module {own} is withheld from its sandbox ({path} is the "
+                "case's own code or data: its builder, verifier, reference or baseline, its tree or its module); "
+                "run it without --isolate (trusted code, in process), or move the solver into a module of its own"
+            )
+
+
+def module_file(target: str) -> Path | None:
+    """The source file of a ``package.module:function`` target's module, found without importing
+    anything (the top-level package's folder, then one folder per part); None when not found."""
+    parts = target.partition(":")[0].split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if len(parts) == 1:
+        return Path(spec.origin) if spec.origin and spec.origin not in ("built-in", "frozen") else None
+    for base in spec.submodule_search_locations or []:
+        folder = Path(base).joinpath(*parts[1:-1])
+        for candidate in (folder / f"{parts[-1]}.py", folder / parts[-1] / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
 
 
 def _check_target(spec: str, target: str) -> None:
