@@ -149,7 +149,9 @@ def score_tracking(fixture: Fixture, attempt: Attempt, *, frame_buffer: int = FR
         )
     scores = evaluate(answer, truth, frame_buffer=frame_buffer)
     d = scores.divisions
-    division_shortfall = 0.0 if d.reference + d.computed == 0 else 1.0 - 2.0 * d.true_positive / (d.reference + d.computed)
+    division_shortfall = (
+        0.0 if d.reference + d.computed == 0 else 1.0 - 2.0 * d.true_positive / (d.reference + d.computed)
+    )
     values = {
         "tra_shortfall": 1.0 - scores.TRA,
         "det_shortfall": 1.0 - scores.DET,
@@ -233,7 +235,9 @@ _TASK = (
 )
 
 _COLLECT = (
-    Collect("masks", "array", "int label movie, same shape as `movie`, one label per track", layer="labels", like="movie"),
+    Collect(
+        "masks", "array", "int label movie, same shape as `movie`, one label per track", layer="labels", like="movie"
+    ),
     Collect(
         "tracks",
         "array",
@@ -245,7 +249,12 @@ _COLLECT = (
 _LAYERS = (Layer("movie", "movie", kind="image", dim_labels=("t", "y", "x")),)
 
 # Limits: margin x the reference's worst value over its calibration samples (docs/cases.md).
-SYNTHETIC_TOLERANCE = {"tra_shortfall": 0.12, "det_shortfall": 0.10, "seg_shortfall": 0.22, "division_f1_shortfall": 0.6}
+SYNTHETIC_TOLERANCE = {
+    "tra_shortfall": 0.12,
+    "det_shortfall": 0.10,
+    "seg_shortfall": 0.22,
+    "division_f1_shortfall": 0.6,
+}
 TOUCHING_TOLERANCE = {"tra_shortfall": 0.16, "det_shortfall": 0.13, "seg_shortfall": 0.30, "division_f1_shortfall": 0.6}
 DIM_TOLERANCE = {"tra_shortfall": 0.16, "det_shortfall": 0.13, "seg_shortfall": 0.30, "division_f1_shortfall": 0.65}
 CURATED_TOLERANCE = {"tra_shortfall": 0.16, "det_shortfall": 0.13, "seg_shortfall": 0.30, "division_f1_shortfall": 0.65}

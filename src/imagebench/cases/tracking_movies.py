@@ -111,7 +111,9 @@ def simulate(
                     ]
                     cell.age = -1  # divided: gone from this frame on
             alive = [
-                c for c in alive if c.age >= 0 and -c.radius < c.y < height + c.radius and -c.radius < c.x < width + c.radius
+                c
+                for c in alive
+                if c.age >= 0 and -c.radius < c.y < height + c.radius and -c.radius < c.x < width + c.radius
             ]
             alive += born
             if rng.random() < arrivals and len(alive) < max_cells:
@@ -129,9 +131,7 @@ def simulate(
     return history, parents
 
 
-def render(
-    history: list[list[_Cell]], shape: tuple[int, int], deform: float
-) -> tuple[np.ndarray, np.ndarray]:
+def render(history: list[list[_Cell]], shape: tuple[int, int], deform: float) -> tuple[np.ndarray, np.ndarray]:
     """The label movie (uint16, the cells' labels) and each frame's brightness profile in [0, 1]:
     each cell an ellipse, a pixel given to the ellipse it is most inside (cells partly outside the
     field are cut by its edge)."""
