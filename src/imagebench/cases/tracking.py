@@ -51,6 +51,7 @@ from imagebench.tracking.ctc import (
     check_masks,
 )
 from imagebench.tracking.metrics import evaluate
+from imagebench.tracking.points import track_points
 
 TRACKING = "tracking"
 FRAME_BUFFER = 1
@@ -134,6 +135,23 @@ def shown_frames(frames: int, count: int = 4) -> list[int]:
 TRACK_TAIL_START = 5  # the first panel shows a full tail of history
 
 
+def drawn_tracks(**movies: TimeLapse | None) -> dict[str, Any]:
+    """``{name: {"data": rows, "graph": {child: [parent]}}}`` of each movie's centroid tracks
+    (:func:`imagebench.tracking.points.track_points`), for a viewer to draw as Tracks layers after
+    scoring; a movie with too many objects is named in ``"omitted"`` instead."""
+    out: dict[str, Any] = {}
+    for name, movie in movies.items():
+        if movie is None:
+            continue
+        try:
+            rows, graph = track_points(movie)
+        except CtcFormatError as exc:
+            out.setdefault("omitted", {})[name] = str(exc)
+            continue
+        out[name] = {"data": np.round(rows, 2).tolist(), "graph": {str(k): v for k, v in graph.items()}}
+    return out
+
+
 def score_tracking(fixture: Fixture, attempt: Attempt, *, frame_buffer: int = FRAME_BUFFER) -> Outcome:
     """SEG, DET, TRA and division F1 of the answer's tracks against the truth, as shortfalls."""
     truth = truth_of(fixture)
@@ -145,7 +163,11 @@ def score_tracking(fixture: Fixture, attempt: Attempt, *, frame_buffer: int = FR
         overlay, marked = tracks_overlay(movie, truth.tra, None, frames, frame_buffer=frame_buffer)
         missing = [Metric.missing(name, limits[name], why or "unreadable") for name, _ in TRACKING_METRICS]
         return Outcome(
-            fixture, attempt, missing, detail={"why": why, "drawn": TRACKS_LEGEND}, artifacts={"tracks": overlay}
+            fixture,
+            attempt,
+            missing,
+            detail={"why": why, "drawn": TRACKS_LEGEND, "tracks": drawn_tracks(truth=truth.tra)},
+            artifacts={"tracks": overlay},
         )
     scores = evaluate(answer, truth, frame_buffer=frame_buffer)
     d = scores.divisions
@@ -170,6 +192,7 @@ def score_tracking(fixture: Fixture, attempt: Attempt, *, frame_buffer: int = FR
             "marked": marked,
             "frames_drawn": frames,
             "drawn": TRACKS_LEGEND,
+            "tracks": drawn_tracks(truth=truth.tra, answer=answer),
         },
         artifacts={"tracks": overlay},
     )
