@@ -7,7 +7,7 @@ Skills and cases
     divide, enter across the border and leave across it (:mod:`imagebench.cases.tracking_movies`).
     ``touching-nuclei`` (hard-case, synthetic): twice as many, larger and slower nuclei set close
     together, so neighbours touch and divisions happen beside them.
-    ``dim-nuclei`` (hard-case, synthetic): the golden movie's nuclei under four times the noise.
+    ``dim-nuclei`` (hard-case, synthetic): the golden movie's nuclei under six times the noise.
     ``dsb2018-nuclei`` (golden, curated): real nuclei cut from the DSB 2018 fluorescence image,
     moved along recorded trajectories with recorded divisions (``tools/author_tracking.py``).
 
@@ -38,8 +38,9 @@ from imagebench.cases._tracks_overlay import TRACKS_LEGEND, tracks_overlay
 from imagebench.cases.segmentation import otsu_components, segment_nuclei_classical
 from imagebench.cases.tracking_link import link_tracks, nearest_neighbour_tracks
 from imagebench.cases.tracking_movies import build_tracking_movie
+from imagebench.fixtures import tree
 from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Metric, Outcome, WhyNot, read_array
-from imagebench.fixtures.specs import Procedural
+from imagebench.fixtures.specs import OnDisk, Procedural
 from imagebench.tracking.ctc import (
     CtcFormatError,
     CtcTruth,
@@ -271,19 +272,20 @@ _COLLECT = (
 )
 _LAYERS = (Layer("movie", "movie", kind="image", dim_labels=("t", "y", "x")),)
 
-# Limits: margin x the reference's worst value over its calibration samples (docs/cases.md).
+# Limits: about 1.2 x the reference's worst value over seeds 2026-2033 (a sealed run draws other seeds),
+# and for the curated case over its one movie (docs/cases.md, the calibration table).
 SYNTHETIC_TOLERANCE = {
-    "tra_shortfall": 0.12,
-    "det_shortfall": 0.10,
-    "seg_shortfall": 0.22,
-    "division_f1_shortfall": 0.6,
+    "tra_shortfall": 0.16,
+    "det_shortfall": 0.12,
+    "seg_shortfall": 0.28,
+    "division_f1_shortfall": 0.7,
 }
-TOUCHING_TOLERANCE = {"tra_shortfall": 0.16, "det_shortfall": 0.13, "seg_shortfall": 0.30, "division_f1_shortfall": 0.6}
-DIM_TOLERANCE = {"tra_shortfall": 0.16, "det_shortfall": 0.13, "seg_shortfall": 0.30, "division_f1_shortfall": 0.65}
-CURATED_TOLERANCE = {"tra_shortfall": 0.16, "det_shortfall": 0.13, "seg_shortfall": 0.30, "division_f1_shortfall": 0.65}
+TOUCHING_TOLERANCE = {"tra_shortfall": 0.16, "det_shortfall": 0.12, "seg_shortfall": 0.30, "division_f1_shortfall": 0.7}
+DIM_TOLERANCE = {"tra_shortfall": 0.18, "det_shortfall": 0.14, "seg_shortfall": 0.40, "division_f1_shortfall": 0.75}
+CURATED_TOLERANCE = {"tra_shortfall": 0.16, "det_shortfall": 0.13, "seg_shortfall": 0.36, "division_f1_shortfall": 0.65}
 
 TOUCHING_PARAMS: dict[str, Any] = {"cells": 14, "radius": 7.0, "spacing": 1.05, "max_cells": 32, "speed": 1.0}
-DIM_PARAMS: dict[str, Any] = {"noise": 0.12}
+DIM_PARAMS: dict[str, Any] = {"noise": 0.18}
 
 _SHAPE = "30 x 128 x 128, float32"
 
@@ -323,7 +325,14 @@ CASES: list[Case] = [
         "dim-nuclei",
         Procedural(build_tracking_movie, seed=2026, params=DIM_PARAMS, tolerance=DIM_TOLERANCE),
         "hard-case",
-        "the golden movie's kind of nuclei under four times the noise: a low signal-to-noise time-lapse",
+        "the golden movie's kind of nuclei under six times the noise: a low signal-to-noise time-lapse",
+    ),
+    _case(
+        "dsb2018-nuclei",
+        OnDisk(tolerance=CURATED_TOLERANCE, root=tree.PACKAGED_ROOT),
+        "golden",
+        "real DSB 2018 nuclei moved along recorded trajectories with recorded divisions (curated, shipped)",
+        shape="24 x 128 x 128, uint16, real nuclei on a flat noisy background",
     ),
 ]
 
