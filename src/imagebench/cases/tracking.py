@@ -53,6 +53,7 @@ from imagebench.tracking.ctc import (
 )
 from imagebench.tracking.metrics import evaluate
 from imagebench.tracking.points import track_points
+from imagebench.tracking.synthetic import tracks_from_labels
 
 TRACKING = "tracking"
 FRAME_BUFFER = 1
@@ -126,6 +127,17 @@ def read_tracking(attempt: Attempt, shape: tuple[int, ...]) -> tuple[TimeLapse |
     return movie, None
 
 
+def _detections_only(attempt: Attempt, truth: CtcTruth, why: WhyNot | None) -> TimeLapse | None:
+    """The answer's ``masks`` as a movie of detections (each label a track, no parent), when they
+    are readable and ``tracks`` is what is absent; None otherwise."""
+    if why is None or getattr(why, "because", None) != "absent" or "'tracks'" not in why:
+        return None
+    masks, bad = read_array(attempt, "masks", shape=tuple(truth.tra.labels.shape), dtype="iu")
+    if masks is None or bad is not None or (masks.size and (int(masks.min()) < 0 or int(masks.max()) >= 2**31)):
+        return None
+    return tracks_from_labels(masks.astype(np.int64, copy=False))
+
+
 def shown_frames(frames: int, count: int = 4) -> list[int]:
     """``count`` frames spread over the movie, the first and last included."""
     if frames <= count:
@@ -160,6 +172,29 @@ def score_tracking(fixture: Fixture, attempt: Attempt, *, frame_buffer: int = FR
     limits = {name: _limit(fixture, name) for name, _ in TRACKING_METRICS}
     frames = shown_frames(truth.tra.frames)
     answer, why = read_tracking(attempt, tuple(truth.tra.labels.shape))
+    detections = _detections_only(attempt, truth, why) if answer is None else None
+    if detections is not None:  # masks without their table: DET and SEG need no lineage, TRA and division do
+        scores = evaluate(detections, truth, frame_buffer=frame_buffer)
+        overlay, marked = tracks_overlay(movie, truth.tra, None, frames, frame_buffer=frame_buffer)
+        scored = {"det_shortfall": 1.0 - scores.DET, "seg_shortfall": 1.0 - (scores.SEG or 0.0)}
+        metrics = [
+            Metric(name, scored[name], limits[name])
+            if name in scored
+            else Metric.missing(name, limits[name], why or "unreadable")
+            for name, _ in TRACKING_METRICS
+        ]
+        return Outcome(
+            fixture,
+            attempt,
+            metrics,
+            detail={
+                "why": why,
+                "scored_from": "'masks' alone: DET and SEG need no lineage table; TRA and division F1 do",
+                "drawn": TRACKS_LEGEND,
+                "tracks": drawn_tracks(truth=truth.tra),
+            },
+            artifacts={"tracks": overlay},
+        )
     if answer is None:
         overlay, marked = tracks_overlay(movie, truth.tra, None, frames, frame_buffer=frame_buffer)
         missing = [Metric.missing(name, limits[name], why or "unreadable") for name, _ in TRACKING_METRICS]
