@@ -134,6 +134,7 @@ def summary_tracks(sample_dir: str | Path, *, key: str, prefix: str = "", like: 
         return []
     drawn = detail.get("tracks") if isinstance(detail, Mapping) else None
     out: list[LayerData] = []
+    pane_scale = drawn.get("pane_scale", 1) if isinstance(drawn, Mapping) else 1
     for which in ("truth", "answer"):
         entry = drawn.get(which) if isinstance(drawn, Mapping) else None
         if not isinstance(entry, Mapping) or not entry.get("data"):
@@ -148,6 +149,11 @@ def summary_tracks(sample_dir: str | Path, *, key: str, prefix: str = "", like: 
             )
         except (TypeError, ValueError):
             continue
-        data[1]["colormap"] = "viridis" if which == "truth" else "plasma"
+        data[1]["colormap"] = "turbo"  # bright on the black of a pane without the movie
+        data[1]["tail_width"] = 5
+        usable = isinstance(pane_scale, (int, float)) and not isinstance(pane_scale, bool) and pane_scale > 0
+        if usable and "scale" not in data[1]:  # the size of one frame of the `tracks` image beside it
+            ndim = np.shape(data[0])[1] - 1
+            data[1]["scale"] = (1.0,) + (float(pane_scale),) * (ndim - 1)  # time stays in frames
         out.append(data)
     return out

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from imagebench.case.model import Case, Collect, Layer, Skill
+from imagebench.cases._tracks_overlay import SCALE as OVERLAY_SCALE
 from imagebench.cases._tracks_overlay import TRACKS_LEGEND, tracks_overlay
 from imagebench.cases.segmentation import otsu_components, segment_nuclei_classical
 from imagebench.cases.tracking_link import link_tracks, nearest_neighbour_tracks
@@ -152,7 +153,7 @@ def drawn_tracks(**movies: TimeLapse | None) -> dict[str, Any]:
     """``{name: {"data": rows, "graph": {child: [parent]}}}`` of each movie's centroid tracks
     (:func:`imagebench.tracking.points.track_points`), for a viewer to draw as Tracks layers after
     scoring; a movie with too many objects is named in ``"omitted"`` instead."""
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"pane_scale": OVERLAY_SCALE}  # a Tracks pane the size of one frame of the `tracks` image
     for name, movie in movies.items():
         if movie is None:
             continue
