@@ -345,3 +345,54 @@ def test_mcp_serve_on_stdio_scores_what_the_client_left(tmp_path: Path) -> None:
     assert summary["status"] == "wrong-answer" and summary["sandbox"] == "none"  # 1 is not the count
     record = read_record(sample / TRANSCRIPT, Transcript)
     assert record.client == "stdio-test" and [c.ok for c in record.calls] == [True, False, True, True]
+
+
+# --------------------------------------------------------------------------- time-lapses and tracks
+
+TRACKING = "tracking/moving-nuclei"
+
+
+def test_a_time_lapse_is_read_by_frames_and_tracks_are_left_as_a_lineage_table(tmp_path: Path) -> None:
+    from imagebench.case.session import collect_attempt
+    from imagebench.cases.tracking import track_nuclei
+
+    case = _case(TRACKING)
+    agent, fixture = _agent(case, tmp_path)
+    info = {x["name"]: x for x in agent.list_layers()["layers"]}
+    assert info["movie"]["shape"] == [30, 128, 128] and info["movie"]["axes"] == ["t", "y", "x"]
+    one = agent.read_layer("movie", region=[[7, 8], [0, 128], [0, 128]], encoding="base64")
+    assert one["shape"] == [1, 128, 128]
+    with pytest.raises(ToolError, match="more than the limit"):  # the whole movie is too big as a JSON list
+        agent.read_layer("movie")
+    result = track_nuclei(fixture.data["movie"])
+    agent.add_layer("masks", "labels", data=result.labels.astype(np.int32).tolist())
+    table = result.lineage.as_array()
+    with pytest.raises(ToolError, match=r"\(n, 4\) rows label, begin, end, parent"):
+        agent.add_layer("tracks", "tracks", data=table[:, :3].tolist())
+    bad = table.copy()
+    bad[0, 2] = 99
+    with pytest.raises(ToolError, match="ends at frame 99, the time-lapse has 30"):
+        agent.add_layer("tracks", "tracks", data=bad.tolist())
+    with pytest.raises(ToolError, match="must be a tracks layer, not points"):
+        agent.add_layer("tracks", "points", data=[[1.0, 2.0]])
+    agent.add_layer("tracks", "tracks", data=table.tolist())
+    png = agent.snapshot(frame=15)
+    assert png.startswith(b"\x89PNG")
+    with pytest.raises(ToolError, match="frame must be a whole number from 0 to 29"):
+        agent.snapshot(frame=30)
+    session = open_session(case, fixture)
+    agent.apply_to(session)
+    attempt = collect_attempt(case, "agent", session.lookup)
+    outcome = case.verify(fixture, attempt)
+    assert outcome.passed, [(m.name, m.value) for m in outcome.metrics]
+    assert not truth_leaks(dict(fixture.truth), blob=json.dumps(agent.list_layers()).encode())
+
+
+@SANDBOX
+def test_the_example_agent_tracks_a_time_lapse_through_subject_mcp(tmp_path: Path) -> None:
+    result = run_cases([_case(TRACKING)], _agent_subject(), out=tmp_path, progress=False)
+    (summary,) = result.samples[TRACKING]
+    assert summary.status == "ok", (summary.reason, [(m.name, m.value) for m in summary.metrics])
+    record = read_record(result.run_dir / summary.subject / TRACKING / "sample-0" / TRANSCRIPT, Transcript)
+    tools = [c.tool for c in record.calls]
+    assert tools.count("add_layer") == 2 and "snapshot" in tools and tools[-1] == "submit"

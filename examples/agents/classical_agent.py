@@ -9,7 +9,13 @@ calls for, reads the ``nuclei`` (or ``image``) layer and solves by classical mea
   flattening, an Otsu / noise-floor threshold, then a distance-transform watershed that splits
   touching nuclei; added with ``add_layer``;
 - an ``answer`` with a ``count`` field (``segment-nuclei/count-nuclei``): Gaussian, Otsu,
-  connected components of at least 12 pixels; given with ``set_answer``.
+  connected components of at least 12 pixels; given with ``set_answer``;
+- a ``tracks`` leaving with its label movie (``tracking/moving-nuclei``): each frame of the
+  ``movie`` segmented as above (smaller nuclei), the objects linked frame to frame by linear
+  assignment on their centroids, a division where an unlinked object sits beside one that did
+  link and both are smaller than the object before; the label movie added as a ``labels`` layer
+  and the lineage table (label, first frame, last frame, parent) as a ``tracks`` layer, and a
+  ``snapshot`` of a middle frame taken to look at the result.
 
 Then it calls ``submit``. It never imports imagebench (the sandbox hides it) and writes no
 files: what it leaves goes through the tools. Run it as a ``command:`` subject::
@@ -39,7 +45,9 @@ CLIENT_NAME = "classical-agent"
 # --------------------------------------------------------------------------- the image analysis
 
 
-def segment(image: np.ndarray) -> np.ndarray:
+def segment(
+    image: np.ndarray, *, sigma: float = 1.5, min_distance: int = 5, min_area: int = 30, bg_size: int = 41
+) -> np.ndarray:
     """One label per nucleus (int32, 0 = background)."""
     from scipy import ndimage as ndi
     from skimage.feature import peak_local_max
@@ -47,7 +55,7 @@ def segment(image: np.ndarray) -> np.ndarray:
     from skimage.segmentation import watershed
 
     img = np.asarray(image, dtype=np.float64)
-    sigma, min_distance, min_area, bg_size, snr = 1.5, 5, 30, 41, 8.0
+    snr = 8.0
     smooth = ndi.gaussian_filter(img, sigma)
     flat = smooth - ndi.gaussian_filter(ndi.grey_opening(smooth, size=(bg_size, bg_size)), bg_size / 4)
     diffs = np.diff(img, axis=1).ravel()
@@ -82,6 +90,50 @@ def _drop_small(labels: np.ndarray, min_area: int) -> np.ndarray:
     out = labels.copy()
     out[small[labels]] = 0
     return out
+
+
+def track(movie: np.ndarray) -> tuple[np.ndarray, list[list[int]]]:
+    """(label movie, lineage rows [label, begin, end, parent]) of a T×Y×X movie of nuclei."""
+    from scipy import ndimage as ndi
+    from scipy.optimize import linear_sum_assignment
+
+    seg = np.stack([segment(f, sigma=1.0, min_distance=4, min_area=15, bg_size=31) for f in movie])
+    out = np.zeros(seg.shape, np.int32)
+    rows: dict[int, list[int]] = {}  # label -> [begin, end, parent]
+    prev: list[tuple[int, float, float, float]] = []  # (track label, y, x, area) of the frame before
+    for t in range(seg.shape[0]):
+        ids = [int(k) for k in np.unique(seg[t]) if k]
+        centres = ndi.center_of_mass(np.ones(seg[t].shape), seg[t], ids) if ids else []
+        areas = ndi.sum_labels(np.ones(seg[t].shape), seg[t], ids) if ids else []
+        cur = [(k, c[0], c[1], float(a)) for k, c, a in zip(ids, centres, areas)]
+        link: dict[int, int] = {}  # current index -> previous index
+        if prev and cur:
+            d = np.hypot(*(np.subtract.outer([p[i] for p in prev], [c[i] for c in cur]) for i in (1, 2)))
+            r, c = linear_sum_assignment(np.where(d <= 9, d**2, 1e9))
+            link = {int(j): int(i) for i, j in zip(r, c) if d[i, j] <= 9}
+        mothers: dict[int, list[int]] = {}
+        for j, obj in enumerate(cur):
+            if j in link or not prev:
+                continue
+            i = int(np.argmin([np.hypot(p[1] - obj[1], p[2] - obj[2]) for p in prev]))
+            sister = next((k for k, v in link.items() if v == i), None)
+            near = np.hypot(prev[i][1] - obj[1], prev[i][2] - obj[2]) <= 12
+            if near and sister is not None and i not in mothers and max(obj[3], cur[sister][3]) < 0.85 * prev[i][3]:
+                mothers[i] = [sister, j]
+        labels: list[int] = []
+        for j, obj in enumerate(cur):
+            i = link.get(j)
+            mother = next((m for m, kids in mothers.items() if j in kids), None)
+            if i is not None and mother is None:
+                label = prev[i][0]
+                rows[label][1] = t
+            else:
+                label = len(rows) + 1
+                rows[label] = [t, t, prev[mother][0] if mother is not None else 0]
+            out[t][seg[t] == obj[0]] = label
+            labels.append(label)
+        prev = [(label, obj[1], obj[2], obj[3]) for label, obj in zip(labels, cur)]
+    return out, [[k, b, e, p] for k, (b, e, p) in sorted(rows.items())]
 
 
 def count(image: np.ndarray) -> int:
@@ -119,6 +171,8 @@ def choose_skill(task: str, names: list[str]) -> str | None:
     about them gets the nuclei skill of its dimensionality (``-3d`` for a volume), the shortest
     such name. None for any other task (activating every skill offered is not choosing one)."""
     text = task.lower()
+    if "track" in text:  # a time-lapse to track: the tracking skill, when one is offered
+        return min((n for n in names if "track" in n), key=len, default=None)
     if not any(word in text for word in ("nucle", "cell")):
         return None
     volume = any(word in text for word in ("3d", "volume", "z-stack", "stack"))
@@ -138,6 +192,15 @@ async def work(session: Any, log: Any) -> dict[str, Any]:
         print(f"activated skill {chosen}", file=log)
     inputs = [x["name"] for x in prompt["inputs"] if x["kind"] == "image"]
     image = await read(session, "nuclei" if "nuclei" in inputs else inputs[0])
+    tracks = next((x for x in prompt["leave"] if x.get("kind") == "tracks"), None)
+    if tracks is not None:  # a time-lapse: the label movie and its lineage table, then a look at them
+        labels = next(x["name"] for x in prompt["leave"] if x.get("kind") == "labels")
+        movie, table = track(image)
+        await _call(session, "add_layer", name=labels, kind="labels", data=movie.tolist())
+        await _call(session, "add_layer", name=tracks["name"], kind="tracks", data=table)
+        shot = await session.call_tool("snapshot", {"frame": int(movie.shape[0]) // 2})
+        print(f"tracked {len(table)} tracks over {movie.shape[0]} frames; snapshot {not shot.isError}", file=log)
+        return await _call(session, "submit", note="classical segmentation and linear-assignment linking")
     for leaving in prompt["leave"]:
         name = leaving["name"]
         if leaving["what"] == "array" and leaving.get("kind") == "labels":

@@ -19,9 +19,10 @@ from napari_imagebench._answers import AnswerError, AnswerSlot, answer_layer_dat
 from napari_imagebench._base import Notices
 from napari_imagebench._layers import point_styles, session_marker_size
 from napari_imagebench._owners import owner, stamp
+from napari_imagebench._tracks import tracks_lookup
 
 #: napari's layer class for each layer kind a leaving is given as
-LAYER_TYPES = {"labels": "Labels", "points": "Points", "image": "Image", "shapes": "Shapes"}
+LAYER_TYPES = {"labels": "Labels", "points": "Points", "image": "Image", "shapes": "Shapes", "tracks": "Tracks"}
 
 if TYPE_CHECKING:
     from napari_imagebench._workbench_model import WorkbenchModel
@@ -152,4 +153,4 @@ class AnswerModel:
                 )
                 raise KeyError(f"you left nothing named {name!r}: {where}") from None
 
-        return lookup
+        return tracks_lookup(loaded.case, lookup)  # a Tracks layer and its Labels over time: one CTC answer

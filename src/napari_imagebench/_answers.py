@@ -204,6 +204,10 @@ def answer_layer_data(
 
     if slot.kind != "layer" or slot.layer is None:
         raise AnswerError(f"{slot.name} is not given as a layer")
+    if slot.layer == "tracks":
+        raise AnswerError(
+            f"{slot.name} is a Tracks layer a tracker makes (or the console adds): pick it; it cannot be drawn empty"
+        )
     like = next((layer for layer in layers if layer.name == slot.like), None)
     shape = tuple(np.shape(data[like.name])) if like is not None and like.name in data else None
     if like is not None and like.presentation == "tensor":

@@ -271,18 +271,20 @@ def show_artifacts(
     relative_to: Path | None = None,
     prefix: str = "",
     colormaps: Mapping[str, str] | None = None,
+    extra: Sequence[LayerData] = (),
 ) -> list[Any]:
     """Show ``paths`` as the viewer's artifact panes, side by side in grid mode, contrast linked,
     each pane titled with its name, plus a difference pane for each compared pair
-    (:func:`compared_pairs`); every other layer is hidden meanwhile (see :func:`hide_others` and
-    :func:`back_to_the_case`).
+    (:func:`compared_pairs`) and a pane for each of ``extra`` (a tracking sample's truth and answer
+    tracks: layer data tagged under :data:`ARTIFACT_KEY`); every other layer is hidden meanwhile
+    (see :func:`hide_others` and :func:`back_to_the_case`).
 
     Panes of the same PNGs left hidden by :func:`back_to_the_case` are shown again as they are
     (no texture is uploaded twice); panes of other PNGs are replaced.
     """
     from napari_imagebench._layers import add_layer_data
 
-    wanted = [str(p) for p in paths]
+    wanted = [str(p) for p in paths] + [str(d[1]["metadata"][ARTIFACT_KEY]) for d in extra]
     present = [layer for layer in artifact_layers(viewer) if not layer.metadata.get(DIFFERENCE_KEY)]
     if [layer.metadata[ARTIFACT_KEY] for layer in present] == wanted and all(
         layer.name.startswith(prefix) for layer in present
@@ -299,6 +301,7 @@ def show_artifacts(
     layers = [add_layer_data(viewer, data) for data in datas]
     grey = [layer for layer in layers if not layer.rgb]  # linked; a difference pane keeps its own range
     layers += [add_layer_data(viewer, d) for d in differences if d is not None]
+    layers += [add_layer_data(viewer, d) for d in extra]
     arrange_panes(viewer, layers, linked=grey)
     return layers
 

@@ -11,13 +11,21 @@ from typing import TYPE_CHECKING, Any
 from qtpy.QtCore import Signal
 from qtpy.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
-from napari_imagebench._artifacts import back_to_the_case, hide_others, sample_pngs, show_artifacts, viewer_grid
+from napari_imagebench._artifacts import (
+    ARTIFACT_KEY,
+    back_to_the_case,
+    hide_others,
+    sample_pngs,
+    show_artifacts,
+    viewer_grid,
+)
 from napari_imagebench._explain import sample_number
 from napari_imagebench._layers import case_colormaps
 from napari_imagebench._model import BenchModel, PanelError
 from napari_imagebench._owners import owner
 from napari_imagebench._runs import ResultRow
 from napari_imagebench._style import name_children
+from napari_imagebench._tracks import summary_tracks
 
 if TYPE_CHECKING:
     import napari
@@ -76,7 +84,12 @@ class ArtifactButtons(QWidget):
             self.case_visibility = hide_others(self.viewer)
         case = next((row.case for row in self.model.rows() if row.label == result.label), None)
         colormaps = case_colormaps(case) if case is not None else {}  # a channel's pane keeps its colour
-        layers = show_artifacts(self.viewer, pngs, relative_to=result.sample_dir, prefix=prefix, colormaps=colormaps)
+        like = next((c.like for c in case.collect if c.layer == "tracks"), None) if case is not None else None
+        grid = next((layer for layer in case.layers if layer.name == like), None) if case is not None else None
+        tracks = summary_tracks(result.sample_dir, key=ARTIFACT_KEY, prefix=prefix, like=grid)  # a tracking sample's
+        layers = show_artifacts(
+            self.viewer, pngs, relative_to=result.sample_dir, prefix=prefix, colormaps=colormaps, extra=tracks
+        )
         self.model.artifacts_shown(result)
         self.changed.emit()
         return layers

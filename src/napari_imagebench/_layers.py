@@ -349,7 +349,11 @@ def add_layer_data(viewer: napari.Viewer, data: LayerData) -> Any:
 
 
 def layer_value(layer: Any) -> Any:
-    """What a napari layer holds, as a leaving: its data (the full-resolution level when multiscale)."""
+    """What a napari layer holds, as a leaving: its data (the full-resolution level when multiscale);
+    a Tracks layer's rows with its graph of divisions (``{"data", "graph"}``, which
+    :func:`napari_imagebench._tracks.tracks_lookup` makes a CTC answer)."""
+    if type(layer).__name__ == "Tracks":
+        return {"data": np.asarray(layer.data), "graph": dict(getattr(layer, "graph", {}) or {})}
     data = layer.data
     if getattr(layer, "multiscale", False):
         data = data[0]

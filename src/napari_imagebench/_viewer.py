@@ -34,6 +34,7 @@ from napari_imagebench._layers import (
     session_marker_size,
 )
 from napari_imagebench._owners import owner, stamp
+from napari_imagebench._tracks import result_tracks
 from napari_imagebench._workbench_model import KEEP, Leftovers
 
 if TYPE_CHECKING:
@@ -214,9 +215,12 @@ class PanelLayers:
             if old is not None:
                 remove_layers(self.viewer, [old])
             try:
-                data = result_layer_data(
-                    layer_name, value, kind, like=like, ordered=ordered, size=size, style=styles.get(name, 0)
-                )
+                if kind == "tracks" and collect is not None:  # drawn over its masks as napari Tracks
+                    data = result_tracks(layer_name, case, left, collect)
+                else:
+                    data = result_layer_data(
+                        layer_name, value, kind, like=like, ordered=ordered, size=size, style=styles.get(name, 0)
+                    )
                 layer = self._add_result(data)
             except Exception as exc:  # what a subject left may not be showable as the case says
                 self.model.notify("warning", f"{layer_name} cannot be shown as {kind}: {type(exc).__name__}: {exc}")

@@ -15,11 +15,11 @@ from typing import Any, Literal
 from imagebench.fixtures.fixture import Attempt, Fixture, Outcome
 from imagebench.fixtures.specs import FixtureSpec, Source, source_of
 
-LayerKind = Literal["image", "labels", "points", "shapes"]
+LayerKind = Literal["image", "labels", "points", "shapes", "tracks"]
 Presentation = Literal["array", "tensor"]
 CaseClass = Literal["golden", "refusal", "empty", "rerun", "hard-case", "trigger"]
 
-LAYER_KINDS: tuple[str, ...] = ("image", "labels", "points", "shapes")
+LAYER_KINDS: tuple[str, ...] = ("image", "labels", "points", "shapes", "tracks")
 PRESENTATIONS: tuple[str, ...] = ("array", "tensor")
 CASE_CLASSES: tuple[str, ...] = ("golden", "refusal", "empty", "rerun", "hard-case", "trigger")
 NO_SKILL = "tasks"

@@ -31,6 +31,7 @@ CASE_MODULES: tuple[str, ...] = (
     "imagebench.cases.pick",
     "imagebench.cases.stack",
     "imagebench.cases.acquisitions",
+    "imagebench.cases.tracking",
 )
 
 

@@ -13,7 +13,9 @@ Named here: ``label-image`` (object agreement at IoU 0.5 of a label image, 2-D o
 ``empty-labels`` (a field with no object), ``points`` (one-to-one matching within a radius,
 :mod:`imagebench.cases.points`), ``drift`` (a drift trajectory and the corrected movie),
 ``landmarks`` (probe points mapped through a channel alignment), ``volumes`` (calibrated object
-volumes), ``flatfield`` (flat-field corrected fields) and ``stack`` (per-slice shifts of a stack).
+volumes), ``flatfield`` (flat-field corrected fields), ``stack`` (per-slice shifts of a stack) and
+``ctc-tracking`` (a label movie and its lineage table: TRA, DET, SEG and division F1,
+:mod:`imagebench.cases.tracking`).
 A truth drawn as napari Shapes is rasterised to a label image when it is saved, so it is
 scored by ``label-image`` (:func:`verifier_for_truth`). docs/cases.md tabulates them.
 """
@@ -315,6 +317,28 @@ def _stack(fixture: Fixture, attempt: Attempt, p: Mapping[str, Any]) -> Outcome:
     )
 
 
+def _ctc_tracking(fixture: Fixture, attempt: Attempt, p: Mapping[str, Any]) -> Outcome:
+    from imagebench.cases.tracking import score_tracking
+
+    buffer = p.get("frame_buffer") or 1.0
+    if float(buffer) != int(buffer):
+        raise FixtureError(
+            f"case {fixture.label}: verifier 'ctc-tracking': frame_buffer {buffer!r} is not a whole number"
+        )
+
+    def verify(seen: Fixture, left: Attempt) -> Outcome:
+        return score_tracking(seen, left, frame_buffer=int(buffer))
+
+    return _through(
+        verify,
+        fixture,
+        attempt,
+        {"movie": p["data"]},
+        {"labels": p["truth"], "lineage": p["lineage"]},
+        {"masks": p["masks"], "tracks": p["tracks"]},
+    )
+
+
 _RUNNERS: dict[str, Callable[[Fixture, Attempt, Mapping[str, Any]], Outcome]] = {
     "label-image": _label_image,
     "empty-labels": _empty_labels,
@@ -324,6 +348,7 @@ _RUNNERS: dict[str, Callable[[Fixture, Attempt, Mapping[str, Any]], Outcome]] = 
     "volumes": _volumes,
     "flatfield": _flatfield,
     "stack": _stack,
+    "ctc-tracking": _ctc_tracking,
 }
 
 _LABEL_METRICS = ("f1_shortfall", "missed_fraction", "false_fraction", "iou_shortfall")
@@ -467,6 +492,23 @@ VERIFIERS: dict[str, NamedKind] = {
             ),
             ("median_slice_error", "worst_slice_error"),
             _stack,
+        ),
+        NamedKind(
+            "ctc-tracking",
+            "tracks of a label movie scored as the Cell Tracking Challenge scores them (TRA, DET, SEG) and by division F1",
+            (
+                Param("data", "data", "the movie (t, y, x), drawn under the tracks", default="movie"),
+                Param("truth", "truth", "the true label movie (t, y, x), one label per track", default="labels"),
+                Param(
+                    "lineage", "truth", "the true lineage table (n, 4): label, begin, end, parent", default="lineage"
+                ),
+                Param("masks", "leaving", "the answered label movie", default="masks"),
+                Param("tracks", "leaving", "the answered lineage table (n, 4)", default="tracks"),
+                Param("frame_buffer", "number", "frames a division may be shifted and still count", default=1.0),
+            ),
+            ("tra_shortfall", "det_shortfall", "seg_shortfall", "division_f1_shortfall"),
+            _ctc_tracking,
+            same_grid=("data", "truth"),
         ),
     )
 }

@@ -35,6 +35,9 @@ _NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGIC = b"PK\x03\x04"
 #: the largest .npy header read (numpy writes 128 bytes; a subject may pad it)
 NPY_HEADER_MAX = 64 * 1024
+#: the most names a CTC result folder may hold (a 1000-frame movie has 1001), and its table's cap
+CTC_MAX_ENTRIES = 10_000
+CTC_TABLE_MAX = 16 * 1024 * 1024
 
 
 class Refused(Exception):
@@ -296,6 +299,86 @@ class Workspace:
         self.read_total += size
         return arr.reshape(shape, order="F" if fortran else "C")
 
+    def read_ctc_result(self, rel: str, cap: int, *, max_entries: int = CTC_MAX_ENTRIES) -> Any:
+        """A Cell Tracking Challenge result folder (``mask000.tif`` ... and ``res_track.txt``) as a
+        checked :class:`imagebench.tracking.ctc.TimeLapse`, read with the guarantees of every read here.
+
+        The folder is opened beneath the workspace (never through a link) and listed from that
+        descriptor, at most ``max_entries`` names (more is refused before any file is read); each
+        file is read by :meth:`read_bytes` (regular files only, its own cap and the sample's
+        budget); a TIFF's declared frame (one page, 2-D or 3-D, integer pixels) is checked before
+        it is decoded, and all frames decoded together stay within ``cap``. A folder that breaks the
+        CTC format (a hole in the frame numbers, a table naming labels the masks lack) is refused
+        with the format's own message."""
+        import numpy as np
+
+        from imagebench.tracking.ctc import RESULT_MASK, CtcFormatError, TimeLapse, check_masks, parse_lineage
+
+        fd = self._dir_beneath(rel)
+        try:
+            names: list[str] = []
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    names.append(entry.name)
+                    if len(names) > max_entries:
+                        raise Refused(f"{rel}/ holds more than {max_entries} entries, more than a result folder may")
+        finally:
+            os.close(fd)
+        frames: dict[int, str] = {}
+        for name in sorted(names):
+            m = RESULT_MASK.match(name)
+            if m is None:
+                continue
+            number = int(m.group(1))
+            if number in frames:
+                raise Refused(f"{rel}/{name}: frame {number} is also {frames[number]}")
+            frames[number] = name
+        if not frames:
+            raise Refused(f"{rel}/ holds no mask*.tif (a CTC result folder: mask000.tif ... and res_track.txt)")
+        holes = sorted(set(range(max(frames) + 1)) - set(frames))
+        if holes:
+            raise Refused(f"{rel}/: mask frame(s) {holes[:5]} missing; frames must run 0..{max(frames)} without a hole")
+        if "res_track.txt" not in names:
+            raise Refused(f"{rel}/ holds no res_track.txt (the lineage table)")
+        decoded = 0
+        stack = []
+        for number in range(len(frames)):
+            where = f"{rel}/{frames[number]}"
+            image = _decode_label_tiff(self.read_bytes(where, cap), where, cap - decoded)
+            decoded += image.nbytes
+            if stack and image.shape != stack[0].shape:
+                raise Refused(f"{where} has shape {image.shape}, expected {stack[0].shape} as {frames[0]}")
+            stack.append(image)
+        track = f"{rel}/res_track.txt"
+        try:
+            lineage = parse_lineage(self.read_text(track, min(cap, CTC_TABLE_MAX)), source=track)
+            dtype = np.result_type(*[f.dtype for f in stack])
+            movie = TimeLapse(labels=np.stack(stack).astype(dtype, copy=False), lineage=lineage)
+            check_masks(movie, source=track, names=[f"{rel}/{frames[n]}" for n in range(len(frames))])
+        except CtcFormatError as exc:
+            raise Refused(str(exc)) from None
+        return movie
+
+    def _dir_beneath(self, rel: str) -> int:
+        """A descriptor of the folder ``rel`` opened beneath the workspace, never through a link; else Refused."""
+        _parts(rel)  # a plain relative path, or Refused
+        try:
+            fd = self._open_dir(rel)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EXDEV):
+                pfd = self._open_path(rel)  # names the link, or what the path is instead of a folder
+                mode = os.fstat(pfd).st_mode
+                os.close(pfd)
+                raise Refused(f"{rel} is {_kind(mode)}, not a folder") from None
+            raise
+        st = os.fstat(fd)
+        if not stat.S_ISDIR(st.st_mode):
+            os.close(fd)
+            raise Refused(f"{rel} is {_kind(st.st_mode)}, not a folder")
+        return fd
+
     def walk_files(self, *, max_entries: int = 100_000, max_depth: int = 64) -> Iterator[tuple[str, str]]:
         """Every entry beneath the workspace as ``(relative path, kind)``, links not followed; at
         most ``max_entries``, and no deeper than ``max_depth`` folders (a deeper one is reported as
@@ -427,6 +510,40 @@ def utf8(data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NotText(f"is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} ({exc.reason})") from None
+
+
+def _decode_label_tiff(data: bytes, rel: str, cap: int) -> Any:
+    """One label frame from a TIFF's bytes: one page, 2-D or 3-D, integer pixels, at most ``cap``
+    bytes decoded; what the header declares is checked before a pixel is decoded (no TIFF bomb)."""
+    import io
+
+    import numpy as np
+    import tifffile
+
+    try:
+        with tifffile.TiffFile(io.BytesIO(data)) as tif:
+            if len(tif.series) != 1:
+                raise Refused(f"{rel} holds {len(tif.series)} images, expected one label frame")
+            series = tif.series[0]
+            shape, dtype = tuple(int(n) for n in series.shape), np.dtype(series.dtype)
+            if dtype.kind not in "ui":
+                raise Refused(f"{rel} has pixel type {dtype}, expected an integer label image")
+            if len(shape) not in (2, 3):
+                raise Refused(f"{rel} has shape {shape}, expected a 2-D (Y×X) or 3-D (Z×Y×X) frame")
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            if nbytes > cap:
+                left = f"past the {_size(max(cap, 0))} left for its folder"
+                raise Refused(f"{rel} declares {shape} of {dtype} ({_size(nbytes)}), {left}")
+            image = np.asarray(series.asarray())
+    except Refused:
+        raise
+    except Exception as exc:  # tifffile raises many kinds for a broken file
+        raise Refused(f"{rel} is not a readable TIFF ({type(exc).__name__}: {exc})") from None
+    if image.shape != shape:
+        raise Refused(f"{rel} decoded to shape {image.shape}, but declared {shape}")
+    if dtype.kind == "i" and image.size and int(image.min()) < 0:
+        raise Refused(f"{rel} has negative labels, expected labels >= 0")
+    return image
 
 
 def _read_into(fd: int, view: memoryview, rel: str) -> None:

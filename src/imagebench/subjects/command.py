@@ -389,9 +389,13 @@ def _read_outputs(
 ) -> None:
     """Bind each leaving the command wrote to ``outputs/`` (read beneath the workspace's
     descriptor: no link followed, regular files only, each within its cap). A recorded leaving
-    (a trigger case's ``trace``) is never read: a file under its name is only noted as ignored."""
+    (a trigger case's ``trace``) is never read: a file under its name is only noted as ignored.
+    A ``tracks`` leaving may be a CTC result folder ``outputs/<name>/`` (:func:`_read_ctc_folders`)."""
+    bound = _read_ctc_folders(session, ws, caps or {})
     for c in session.collect:
         order = (".npy", ".json") if c.what == "array" else (".json", ".npy")
+        if c.name in bound:
+            continue
         if c.recorded:
             written = [f"outputs/{c.name}{ext}" for ext in order if ws.kind(f"outputs/{c.name}{ext}") is not None]
             if written:
@@ -422,6 +426,53 @@ def _read_outputs(
             session.why_not(c.name, f"{rel} {exc}", unreadable=True)
         except Exception as exc:
             session.why_not(c.name, f"{rel} could not be read: {type(exc).__name__}: {exc}", unreadable=True)
+
+
+def _read_ctc_folders(session: Session, ws: Workspace, caps: dict[str, int]) -> set[str]:
+    """Each ``tracks`` leaving (``Collect.layer == "tracks"``) written as a CTC result folder
+    ``outputs/<name>/`` (``mask000.tif`` ... and ``res_track.txt``), read by
+    :meth:`Workspace.read_ctc_result`: its lineage table binds ``<name>`` as an ``(n, 4)`` array and
+    its masks bind the case's label leaving on the same grid (``layer == "labels"``, the same
+    ``like``). The names it settled (bound, or refused with why); a leaving also written as
+    ``.npy`` beside the folder is refused as two answers."""
+    settled: set[str] = set()
+    for c in session.collect:
+        if c.layer != "tracks" or c.recorded:
+            continue
+        rel = f"outputs/{c.name}"
+        what = ws.kind(rel)
+        if what in (None, "file"):
+            continue
+        masks = next((m for m in session.collect if m.layer == "labels" and m.like == c.like and not m.recorded), None)
+        names = [c.name] if masks is None else [c.name, masks.name]
+        settled.update(names)
+        twice = [f"outputs/{n}.npy" for n in names if ws.exists(f"outputs/{n}.npy")]
+        if twice:
+            why = f"{rel}/ is a CTC result folder, and {' and '.join(twice)} too: leave one answer"
+            for n in names:
+                session.why_not(n, why, unreadable=True)
+            continue
+        cap = sum(caps.get(n, confine.Limits().workspace) for n in names)
+        try:
+            movie = ws.read_ctc_result(rel, cap)
+        except Refused as exc:
+            for n in names:
+                session.why_not(n, f"{rel}/ (a CTC result folder) was refused: {exc}", unreadable=True)
+            continue
+        except NotText as exc:
+            for n in names:
+                session.why_not(n, f"{rel}/res_track.txt {exc}", unreadable=True)
+            continue
+        except OSError as exc:
+            for n in names:
+                session.why_not(n, f"{rel}/ could not be read: {exc}", unreadable=True)
+            continue
+        session.namespace[c.name] = movie.lineage.as_array()
+        if masks is not None:
+            session.namespace[masks.name] = movie.labels
+        read = f"{rel}/ ({movie.frames} frames, {len(movie.lineage.tracks)} tracks)"
+        session.notes.setdefault("ctc_folders", {})[c.name] = read
+    return settled
 
 
 def _check_mcp_sdk(spec: str) -> None:

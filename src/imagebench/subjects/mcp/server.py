@@ -90,9 +90,11 @@ def build_server(agent: AgentSession) -> Any:
         return _json(run(ctx, "read_layer", args, lambda: agent.read_layer(name, region, encoding)))
 
     @server.tool(structured_output=False)
-    def snapshot(ctx: Context, layer: str | None = None) -> Image:
-        """A PNG of one layer, or (no layer) of the view: the inputs with your layers drawn over them."""
-        png = run(ctx, "snapshot", {"layer": layer}, lambda: agent.snapshot(layer))
+    def snapshot(ctx: Context, layer: str | None = None, frame: int | None = None) -> Image:
+        """A PNG of one layer, or (no layer) of the view: the inputs with your layers drawn over them.
+        frame: one frame of a time-lapse (axis 0; default: the time-lapse max-projected); a tracks
+        layer is drawn as each track's centroid and its path over the 5 frames before."""
+        png = run(ctx, "snapshot", {"layer": layer, "frame": frame}, lambda: agent.snapshot(layer, frame))
         return Image(data=png, format="png")
 
     @server.tool(structured_output=False)
@@ -104,9 +106,11 @@ def build_server(agent: AgentSession) -> Any:
         npy: str | None = None,
         like: str | None = None,
     ) -> str:
-        """Add an answer layer: kind 'labels', 'image', 'points' or 'shapes', from numbers (data, a
+        """Add an answer layer: kind 'labels', 'image', 'points', 'shapes' or 'tracks', from numbers (data, a
         nested list) or from an .npy file in your workspace (npy, e.g. 'outputs/labels.npy'). A
-        labels/image layer has the shape of its input (like, default: the one the case names)."""
+        labels/image layer has the shape of its input (like, default: the one the case names), a
+        time-lapse's included (T×Y×X); a tracks layer is a lineage table, (n, 4) integer rows
+        label, first frame, last frame, parent (0: none), as the Cell Tracking Challenge's res_track.txt."""
         args = {"name": name, "kind": kind, "data": data, "npy": npy, "like": like}
         return _json(run(ctx, "add_layer", args, lambda: agent.add_layer(name, kind, data, npy, like)))
 

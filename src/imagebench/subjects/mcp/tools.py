@@ -53,7 +53,9 @@ MAX_AGENT_BYTES = 1024 * 1024 * 1024
 MAX_AGENT_LAYERS = 64
 MAX_NAME_CHARS = 128
 SNAPSHOT_MAX_SIDE = 1024
-ANSWER_KINDS = ("labels", "image", "points", "shapes")
+ANSWER_KINDS = ("labels", "image", "points", "shapes", "tracks")
+#: rows a tracks layer (a lineage table) may hold
+MAX_TRACK_ROWS = 100_000
 ENCODINGS = ("list", "base64", "npy")
 TRACE_NAME = "trace"  # a trigger case's leaving (imagebench.bundle.grading.TRACE_NAME)
 SKILL_EVENT = "skill"  # imagebench.case.skills.SKILL_EVENT
@@ -298,14 +300,36 @@ class AgentSession:
             out["path"] = self._write_read(name, part)
         return out
 
-    def snapshot(self, layer: str | None = None) -> bytes:
-        """A PNG of one layer, or of the view (the inputs with the agent's layers over them)."""
+    def snapshot(self, layer: str | None = None, frame: int | None = None) -> bytes:
+        """A PNG of one layer, or of the view (the inputs with the agent's layers over them); of
+        one ``frame`` (axis 0) of a time-lapse, where a tracks layer is drawn over its labels."""
         if layer is not None:
             shown = [self._layer(layer)]
         else:
             shown = [x for x in self.layers.values() if not isinstance(x.data, str)]
-        rgb = _render(shown, {n: self._array(x) for n, x in ((x.name, x) for x in shown)})
+        arrays = {x.name: self._array(x) for x in shown}
+        if frame is not None:
+            arrays = self._frame_of(shown, arrays, frame)
+        rgb = _render(shown, arrays)
         return _png(rgb)
+
+    def _frame_of(self, shown: list[AgentLayer], arrays: dict[str, np.ndarray], frame: Any) -> dict[str, np.ndarray]:
+        """Each time-lapse of ``arrays`` at ``frame``; each tracks layer as the centroids of its
+        tracks in that frame (with their last 5 frames), found in the agent's labels over time."""
+        movies = [x for x in shown if x.kind in ("image", "labels") and arrays[x.name].ndim >= 3]
+        if not movies:
+            raise ToolError("frame= picks a frame of a time-lapse, and no layer shown is one")
+        frames = int(arrays[movies[0].name].shape[0])
+        if isinstance(frame, bool) or not isinstance(frame, int) or not 0 <= frame < frames:
+            raise ToolError(f"frame must be a whole number from 0 to {frames - 1}, got {_short(frame)}")
+        out = dict(arrays)
+        for x in movies:
+            out[x.name] = arrays[x.name][frame]
+        labels = next((self._array(x) for x in self.layers.values() if x.kind == "labels" and x.role == "answer"), None)
+        for x in shown:
+            if x.kind == "tracks":
+                out[x.name] = _track_marks(arrays[x.name], labels, frame)
+        return out
 
     def add_layer(
         self, name: str, kind: str, data: Any = None, npy: str | None = None, like: str | None = None
@@ -561,6 +585,8 @@ class AgentSession:
                     raise ToolError(f"layer {name!r}: labels must be >= 0 (0 = background), found {int(arr.min())}")
                 arr = arr.astype(np.int32) if arr.size == 0 or int(arr.max()) < 2**31 else arr.astype(np.int64)
             return arr
+        if kind == "tracks":
+            return _lineage_table(name, arr, ref)
         # points and shapes: (N, D) coordinates
         if arr.size == 0:
             d = ref.ndim if ref is not None else 2
@@ -671,6 +697,49 @@ def _result_summary(result: Any) -> str:
 # --------------------------------------------------------------------------- rendering a snapshot
 
 
+def _lineage_table(name: str, arr: np.ndarray, ref: np.ndarray | None) -> np.ndarray:
+    """A tracks layer checked as a lineage table: (n, 4) whole numbers label >= 1, begin >= 0,
+    end >= begin, parent >= 0, at most :data:`MAX_TRACK_ROWS` rows, ending inside the time-lapse."""
+    if arr.ndim != 2 or arr.shape[1] != 4:
+        raise ToolError(
+            f"layer {name!r}: a tracks layer is (n, 4) rows label, begin, end, parent; got {list(arr.shape)}"
+        )
+    if arr.shape[0] > MAX_TRACK_ROWS:
+        raise ToolError(f"layer {name!r}: {arr.shape[0]} tracks, more than the limit of {MAX_TRACK_ROWS}")
+    if arr.dtype.kind not in "iuf" or (arr.size and (not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)))):
+        raise ToolError(f"layer {name!r}: a lineage table holds whole numbers")
+    if arr.size and (np.any(np.abs(arr) >= 2**31)):
+        raise ToolError(f"layer {name!r}: labels and frames must be below 2**31")
+    table = arr.astype(np.int64)
+    for i, (label, begin, end, parent) in enumerate(table.tolist()):
+        if label < 1 or begin < 0 or parent < 0 or end < begin:
+            raise ToolError(
+                f"layer {name!r}: row {i}: {[label, begin, end, parent]}, expected label >= 1, begin >= 0, "
+                "end >= begin, parent >= 0"
+            )
+        if ref is not None and ref.ndim >= 3 and end >= ref.shape[0]:
+            raise ToolError(
+                f"layer {name!r}: row {i}: track {label} ends at frame {end}, the time-lapse has {ref.shape[0]}"
+            )
+    return table
+
+
+def _track_marks(table: np.ndarray, labels: np.ndarray | None, frame: int) -> np.ndarray:
+    """(n, 2) points: the centroid, in the agent's label movie, of each track alive in ``frame``
+    and in the 5 frames before it (its path); none without a label movie of matching frames."""
+    if labels is None or labels.ndim < 3 or frame >= labels.shape[0]:
+        return np.zeros((0, 2))
+    points: list[tuple[float, float]] = []
+    for t in range(max(0, frame - 5), frame + 1):
+        alive = [int(r[0]) for r in np.asarray(table).tolist() if r[1] <= t <= r[2]]
+        plane = labels[t]
+        for label in alive[:4096]:
+            yy, xx = np.nonzero(plane == label)
+            if yy.size:
+                points.append((float(yy.mean()), float(xx.mean())))
+    return np.asarray(points, dtype=np.float64).reshape(-1, 2)
+
+
 def _plane(arr: np.ndarray) -> np.ndarray:
     """A 2D view of an image: a trailing colour axis kept, leading axes max-projected."""
     a = np.asarray(arr)
@@ -727,11 +796,18 @@ def _render(layers: list[AgentLayer], arrays: Mapping[str, np.ndarray]) -> np.nd
             colour = 64 + colour * 0.75
             m = lab > 0
             out[m] = 0.5 * out[m] + 0.5 * colour[m]
-        elif layer.kind in ("points", "shapes") and np.asarray(a).ndim == 2 and np.asarray(a).shape[1] >= 2:
+        elif _drawn_as_points(layer.kind, np.asarray(a)):
             for p in np.asarray(a, dtype=np.float64)[: 1 << 16]:
                 y, x = int(round(p[-2] / step)), int(round(p[-1] / step))
                 out[max(0, y - 1) : y + 2, max(0, x - 1) : x + 2] = (255, 0, 255)
     return out.clip(0, 255).astype(np.uint8)
+
+
+def _drawn_as_points(kind: str, a: np.ndarray) -> bool:
+    """Points and shapes are (n, >= 2) coordinates; a tracks layer only once it is marks (n, 2) of one frame."""
+    if a.ndim != 2:
+        return False
+    return (kind in ("points", "shapes") and a.shape[1] >= 2) or (kind == "tracks" and a.shape[1] == 2)
 
 
 def _png(rgb: np.ndarray) -> bytes:
