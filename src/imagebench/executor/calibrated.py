@@ -22,13 +22,12 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from imagebench.records import Record, RecordError, read_record, write_record
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
-    from imagebench.executor.calibration import CalibrationRecord
 
 STORE_DIR = "calibration"
 STORE_FILE = "calibrations.json"
@@ -40,6 +39,26 @@ COMMAND = "imagebench calibrate"
 #: imagebench.executor.calibration with the other verdict words).
 NO_BASELINE = "no baseline"
 NO_REFERENCE = "no reference"
+
+
+class _CaseVerdict(Protocol):
+    """What the store keeps of one case of a calibration (``calibration.CaseCalibration``)."""
+
+    label: str
+    fingerprint: str | None
+    verdict: Literal["ok", "warning", "not-run"]
+    problems: list[str]
+    not_run: str
+
+
+class _Calibrated(Protocol):
+    """What the store reads of a calibration (``calibration.CalibrationRecord``): the store sits
+    below the running of a calibration, which imports it, and never imports it back."""
+
+    created: str
+
+    @property
+    def cases(self) -> Sequence[_CaseVerdict]: ...
 
 
 class StoredCalibration(Record):
@@ -94,7 +113,7 @@ def read_store(path: Path | None = None) -> CalibrationStore:
     return read_record(path, CalibrationStore)
 
 
-def remember_calibration(record: CalibrationRecord, folder: Path) -> Path:
+def remember_calibration(record: _Calibrated, folder: Path) -> Path:
     """Keep every case's verdict of ``record`` (a case without a fingerprint is not kept)."""
     path = store_path()
     lock = path.with_name(f".{STORE_FILE}.lock")
