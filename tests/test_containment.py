@@ -466,6 +466,7 @@ _ALLOWED = {
     ("subjects/files.py", "shutil.copytree(files, root / 'files'"): "readonly_files: a bundle's files into a temporary folder of the harness's",
     ("subjects/mcp/folder.py", "np.save(buf, arr"): "an npy read serialised in memory, then written beneath the McpFolder's descriptor",
     ("subjects/python.py", "file.is_file()"): "python:path/file.py:func: the solver file the user named, checked when the spec is parsed, before any workspace exists",
+    ("subjects/python.py", "candidate.is_file()"): "python:package.module:function: the module file of the solver the user named, found without importing it, before any workspace exists",
 }
 _DIRECT = {"load", "read_bytes", "read_text", "write_text", "write_bytes", "open", "save", "is_file", "copytree"}
 
