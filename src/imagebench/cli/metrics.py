@@ -15,7 +15,10 @@ from imagebench.cli import UsageError
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("metrics", help="compute measures of a result against a reference outside any run (metrics ctc | instance | image)")
+    p = sub.add_parser(
+        "metrics",
+        help="compute measures of a result against a reference outside any run (metrics ctc | instance | image)",
+    )
     inner = p.add_subparsers(dest="metrics_command", metavar="MEASURES", required=True)
     c = inner.add_parser(
         "ctc",

@@ -20,7 +20,9 @@ def read_image_file(path: str | Path) -> np.ndarray:
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in (".npy", *_TIFF):
-        raise InputError(f"{p}: expected a TIFF (.tif, .tiff) or NumPy (.npy) file, got suffix {p.suffix or '(none)'!r}")
+        raise InputError(
+            f"{p}: expected a TIFF (.tif, .tiff) or NumPy (.npy) file, got suffix {p.suffix or '(none)'!r}"
+        )
     if not p.is_file():
         raise InputError(f"{p}: no such file")
     try:

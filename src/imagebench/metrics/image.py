@@ -55,7 +55,9 @@ def image_scores(truth: Any, pred: Any, data_range: float) -> ImageScores:
     if t.shape != p.shape:
         raise ValueError(f"truth has shape {t.shape} but pred has shape {p.shape}; they must be equal")
     if t.ndim < 2 or min(t.shape) < 7:
-        raise ValueError(f"SSIM needs an image of 2 or more axes, each at least 7 pixels (its window); got shape {t.shape}")
+        raise ValueError(
+            f"SSIM needs an image of 2 or more axes, each at least 7 pixels (its window); got shape {t.shape}"
+        )
     tf, pf = t.astype(np.float64), p.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         psnr = peak_signal_noise_ratio(tf, pf, data_range=r)
