@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LabelOverlaps", "MatchResult", "label_overlaps", "match_labels"]
+__all__ = ["LabelOverlaps", "MatchResult", "label_overlaps", "match_labels", "match_overlaps"]
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -266,7 +266,15 @@ def match_labels(truth: Any, pred: Any, iou: float = 0.5) -> MatchResult:
     thr = float(iou)
     if not (0.0 < thr <= 1.0):
         raise ValueError(f"iou threshold must be in (0, 1], got {iou!r}")
-    ov = label_overlaps(truth, pred)
+    return match_overlaps(label_overlaps(truth, pred), thr)
+
+
+def match_overlaps(ov: LabelOverlaps, iou: float) -> MatchResult:
+    """:func:`match_labels` on overlaps counted once (:func:`label_overlaps`), so a sweep over
+    thresholds counts them once. ``iou`` must be in ``(0, 1]``."""
+    thr = float(iou)
+    if not (0.0 < thr <= 1.0):
+        raise ValueError(f"iou threshold must be in (0, 1], got {iou!r}")
     n_true = int(ov.true_labels.size)
     n_pred = int(ov.pred_labels.size)
     score = ov.iou()

@@ -313,6 +313,7 @@ class SampleBlock:
     fields: list[tuple[str, str, str]] = field(default_factory=list)  # (field, pass|fail, the scorer's reason)
     logs: list[tuple[str, str]] = field(default_factory=list)  # (stdout.txt / stderr.txt, its link)
     legend: str = ""  # what the images draw (detail.drawn: the overlay's colours)
+    figures: str = ""  # a segmentation's informative figures (detail.figures), never gating
 
 
 @dataclass(frozen=True)
@@ -499,7 +500,7 @@ def _what_it_answered(run: RunPage, view: CaseView, sample: SampleSummary, image
     """What the subject left (a structured answer's values, an array's shape and dtype), the
     scorer's reason per field, links to its stdout/stderr, the images' legend
     (:mod:`imagebench.runs.explain`, as the CLI table and the panel read them)."""
-    from imagebench.runs.explain import answered, field_reasons, plain
+    from imagebench.runs.explain import answered, field_reasons, figures_line, plain
 
     detail = sample.detail or {}
     answer = detail.get("answer") if isinstance(detail.get("answer"), Mapping) else sample.answer
@@ -515,6 +516,7 @@ def _what_it_answered(run: RunPage, view: CaseView, sample: SampleSummary, image
         "fields": [(plain(r.name, 80), r.verdict, plain(r.note, 400)) for r in field_reasons(answer)],
         "logs": logs,
         "legend": str(detail.get("drawn") or ""),
+        "figures": figures_line(detail["figures"]) if isinstance(detail.get("figures"), Mapping) else "",
     }
 
 

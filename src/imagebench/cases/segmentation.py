@@ -48,6 +48,7 @@ from imagebench.fixtures.fixture import (
 )
 from imagebench.fixtures.specs import OnDisk, Procedural
 from imagebench.matching import match_labels
+from imagebench.metrics.figures import FIGURES_KEY, segmentation_figures
 
 SEGMENT = "segment-nuclei"
 QC = "segmentation-qc-metrics"
@@ -374,9 +375,15 @@ def score_labels(
     metrics: tuple[tuple[str, str], ...],
     views: Callable[[np.ndarray, np.ndarray, np.ndarray | None], dict[str, np.ndarray]],
     detail: Mapping[str, Any] | None = None,
+    spacing: tuple[float, ...] | None = None,
+    unit: str = "px",
 ) -> Outcome:
     """Object-level agreement of the subject's ``labels`` with the truth label image (2D or 3D)
-    at IoU 0.5, as ``metrics`` (the names of :data:`NUCLEI_METRICS`), drawn by ``views``."""
+    at IoU 0.5, as ``metrics`` (the names of :data:`NUCLEI_METRICS`), drawn by ``views``.
+
+    Beside them, ``detail["figures"]`` holds the figures the field reports (AP over IoU
+    0.5:0.05:0.95, panoptic quality, Dice, HD95 and mean surface distance in ``unit`` with the voxel
+    ``spacing``; :func:`imagebench.metrics.figures.segmentation_figures`): informative, never gating."""
     truth = np.asarray(fixture.truth["labels"])
     image = np.asarray(fixture.data["image"])
     limits = {name: _limit(fixture, name) for name, _ in metrics}
@@ -409,7 +416,12 @@ def score_labels(
             fixture,
             attempt,
             scored,
-            detail={"matching": r.as_dict(), "label_dtype": str(labels.dtype), **dict(detail or {})},
+            detail={
+                "matching": r.as_dict(),
+                "label_dtype": str(labels.dtype),
+                FIGURES_KEY: segmentation_figures(truth, labels, spacing, unit),
+                **dict(detail or {}),
+            },
             artifacts=views(image, truth, labels),
         )
     )

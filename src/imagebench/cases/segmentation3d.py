@@ -305,7 +305,10 @@ def _views(image: np.ndarray, truth: np.ndarray, pred: np.ndarray | None) -> dic
 
 def verify_nuclei_3d(fixture: Fixture, attempt: Attempt) -> Outcome:
     """3D object agreement of the subject's ``labels`` with the truth label volume at IoU 0.5."""
-    return segmentation.score_labels(fixture, attempt, METRICS, _views, detail={"matched_in": "3D (z, y, x)"})
+    spacing, unit = (REAL_SPACING, "um") if fixture.case_id == "stardist-3d" else (None, "px")
+    return segmentation.score_labels(
+        fixture, attempt, METRICS, _views, detail={"matched_in": "3D (z, y, x)"}, spacing=spacing, unit=unit
+    )
 
 
 # --------------------------------------------------------------------------- cases

@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("imagebench.cli.schema", "print the JSON schema of an on-disk record"),
     "cache": ("imagebench.cli.cache", "the cache of built fixtures: where it is, how big, clear it"),
     "mcp": ("imagebench.cli.mcp", "serve one case's session to an agent over MCP (mcp serve CASE)"),
-    "metrics": ("imagebench.cli.metrics", "SEG, DET, TRA and division F1 of a CTC result folder (metrics ctc RES GT)"),
+    "metrics": ("imagebench.cli.metrics", "measures outside a run: CTC tracking, instance segmentation, images"),
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

@@ -1,15 +1,24 @@
-"""``imagebench metrics ctc RES GT``: the Cell Tracking Challenge's measures of a tracker's result folder."""
+"""``imagebench metrics``: measures of a result against a reference outside any run.
+
+``ctc RES GT``: the Cell Tracking Challenge's measures of a tracker's result folder.
+``instance TRUTH PRED``: instance-segmentation measures of two label images (TIFF or .npy).
+``image TRUTH PRED --data-range R``: PSNR, SSIM and NRMSE of two images.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from imagebench.cli import UsageError
 
 
 def add_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("metrics", help="compute measures of a result against a reference outside any run (metrics ctc)")
+    p = sub.add_parser(
+        "metrics",
+        help="compute measures of a result against a reference outside any run (metrics ctc | instance | image)",
+    )
     inner = p.add_subparsers(dest="metrics_command", metavar="MEASURES", required=True)
     c = inner.add_parser(
         "ctc",
@@ -37,6 +46,119 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         help="print the scores as one JSON object (SEG, DET, TRA, division_f1, counts, ...)",
     )
     c.set_defaults(func=_cmd_ctc)
+    _add_instance(inner)
+    _add_image(inner)
+
+
+def _add_instance(inner: argparse._SubParsersAction) -> None:
+    c = inner.add_parser(
+        "instance",
+        help="AP (TP/(TP+FP+FN)) over IoU 0.5:0.95, panoptic quality, Dice, HD95 of two label images",
+        description=(
+            "Match the objects of PRED to those of TRUTH (integer label images of one shape, TIFF or .npy; 0 is "
+            "background) one to one at an IoU threshold and print, as JSON: tp, fp, fn, n_true, n_pred, "
+            "precision, recall, accuracy (TP/(TP+FP+FN), the DSB2018 'AP'; not an area under a precision-recall "
+            "curve), f1, mean_matched_iou, panoptic_quality (named as stardist.matching.matching names them). "
+            "With --iou T at that threshold; without it at each IoU of 0.5:0.05:0.95 and their mean (the DSB2018 "
+            "figure). Beside them the foreground's dice, hd95 and msd (mean surface distance), in the units of "
+            "--spacing. Definitions: docs/metrics.md. Exit 2 on a file that cannot be read or images that differ."
+        ),
+    )
+    c.add_argument("truth", metavar="TRUTH", help="the reference label image (.tif, .tiff or .npy)")
+    c.add_argument("pred", metavar="PRED", help="the label image to score (.tif, .tiff or .npy)")
+    c.add_argument(
+        "--iou",
+        type=float,
+        default=None,
+        metavar="T",
+        help="one IoU threshold (> 0; above 1 nothing can match, as stardist answers); default: 0.5:0.05:0.95",
+    )
+    c.add_argument(
+        "--spacing",
+        default=None,
+        metavar="Z,Y,X",
+        help="the pixel size along each axis, in the array's order, for hd95 and msd (default 1 per axis: pixels)",
+    )
+    c.set_defaults(func=_cmd_instance)
+
+
+def _add_image(inner: argparse._SubParsersAction) -> None:
+    c = inner.add_parser(
+        "image",
+        help="PSNR, SSIM and NRMSE of an image against a reference (scikit-image's)",
+        description=(
+            "Print, as JSON, psnr (dB), ssim and nrmse (euclidean normalization) of PRED against TRUTH (real "
+            "arrays of one shape, TIFF or .npy), computed by skimage.metrics with the data range R given. "
+            "Definitions: docs/metrics.md. Exit 2 on a file that cannot be read or images that differ."
+        ),
+    )
+    c.add_argument("truth", metavar="TRUTH", help="the reference image (.tif, .tiff or .npy)")
+    c.add_argument("pred", metavar="PRED", help="the image to score (.tif, .tiff or .npy)")
+    c.add_argument(
+        "--data-range",
+        type=float,
+        required=True,
+        metavar="R",
+        help="the data range of the images (max - min possible value, e.g. 255 for 8-bit, 1.0 for [0, 1] floats)",
+    )
+    c.set_defaults(func=_cmd_image)
+
+
+def _read_pair(truth: str, pred: str) -> tuple[Any, Any]:
+    from imagebench.metrics.files import InputError, read_image_file
+
+    try:
+        t, p = read_image_file(truth), read_image_file(pred)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    if t.shape != p.shape:
+        raise UsageError(f"{pred}: shape {t.shape} expected (the shape of {truth}), got {p.shape}")
+    return t, p
+
+
+def _spacing(text: str | None, ndim: int) -> tuple[float, ...] | None:
+    if text is None:
+        return None
+    try:
+        steps = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise UsageError(f"--spacing is {text!r}, expected {ndim} comma-separated positive numbers") from None
+    if len(steps) != ndim or any(not (s > 0 and s < float("inf")) for s in steps):
+        raise UsageError(f"--spacing is {text!r}, expected {ndim} comma-separated positive numbers (one per axis)")
+    return steps
+
+
+def _cmd_instance(args: argparse.Namespace) -> int:
+    from imagebench.metrics.instance import instance_scores, threshold_scores
+    from imagebench.metrics.surface import surface_scores
+
+    if args.iou is not None and not args.iou > 0:
+        raise UsageError(f"--iou is {args.iou}, expected a threshold > 0")
+    t, p = _read_pair(args.truth, args.pred)
+    spacing = _spacing(args.spacing, t.ndim)
+    try:
+        if args.iou is not None:
+            out = threshold_scores(t, p, args.iou).as_dict()
+        else:
+            out = instance_scores(t, p).as_dict()
+        surface = surface_scores(t, p, spacing)
+    except ValueError as exc:
+        raise UsageError(f"{args.truth}, {args.pred}: {exc}") from None
+    out["foreground"] = surface.as_dict()
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+def _cmd_image(args: argparse.Namespace) -> int:
+    from imagebench.metrics.image import image_scores
+
+    t, p = _read_pair(args.truth, args.pred)
+    try:
+        scores = image_scores(t, p, args.data_range)
+    except ValueError as exc:
+        raise UsageError(f"{args.truth}, {args.pred}: {exc}") from None
+    print(json.dumps(scores.as_dict(), indent=2))
+    return 0
 
 
 def _cmd_ctc(args: argparse.Namespace) -> int:

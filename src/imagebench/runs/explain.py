@@ -43,6 +43,7 @@ FOLD_OVER = 8
 # detail keys read into their own lines; every other key is listed as it is
 _READ = {
     "answer", "probe_errors_px", "probes", "matching", "hint", "drawn", "why", "blocked", "artifact_range", "leavings",
+    "figures",
 }  # fmt: skip
 #: The key of ``detail`` that holds what the subject left, as :func:`describe_leavings` tells it.
 LEAVINGS_KEY = "leavings"
@@ -197,6 +198,26 @@ def _matching_line(matching: Mapping[str, Any]) -> str:
     return line + (f"; mean IoU of the matched pairs {float(iou):.3f}" if iou is not None else "")
 
 
+def _fig(value: object, digits: int = 3) -> str:
+    return "undefined" if not isinstance(value, (int, float)) else f"{float(value):.{digits}f}"
+
+
+def figures_line(figures: Mapping[str, Any]) -> str:
+    """A segmentation's informative figures (``detail.figures``, :mod:`imagebench.metrics.figures`) as one line."""
+    aps = ", ".join(f"{k[3:]} {_fig(v)}" for k, v in figures.items() if k.startswith("ap@") and ":" not in k)
+    unit = plain(figures.get("unit", "px"), 20)
+    line = (
+        "Figures the field reports (informative, never gating): "
+        f"AP@0.50:0.05:0.95 {_fig(figures.get('ap@0.50:0.05:0.95'))} (accuracy TP/(TP+FP+FN) at each IoU: {aps}); "
+        f"PQ@0.50 {_fig(figures.get('pq@0.50'))} (SQ {_fig(figures.get('sq@0.50'))} x RQ {_fig(figures.get('rq@0.50'))}); "
+        f"foreground Dice {_fig(figures.get('dice_foreground'))}, HD95 {_fig(figures.get('hd95_foreground'))} {unit}, "
+        f"mean surface distance {_fig(figures.get('msd_foreground'))} {unit}"
+    )
+    if figures.get("undefined"):
+        line += f" ({plain(figures['undefined'])})"
+    return line
+
+
 def explain(summary: SampleSummary, sample_dir: Path | None = None) -> Explanation:
     """The explanation of one sample, from its summary (as ``finish_unit`` wrote it)."""
     detail = summary.detail or {}
@@ -259,6 +280,8 @@ def explain(summary: SampleSummary, sample_dir: Path | None = None) -> Explanati
 
     if isinstance(detail.get("matching"), Mapping):
         lines.append(_matching_line(detail["matching"]))
+    if isinstance(detail.get("figures"), Mapping):
+        lines.append(figures_line(detail["figures"]))
     left = answered(summary)
     if left:
         lines.append("What the subject left:")
