@@ -20,6 +20,7 @@ Points are coordinates in pixels of the data grid, in napari's order (``(row, co
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -112,6 +113,57 @@ def match_points(truth: np.ndarray, answer: np.ndarray, radius: float) -> PointM
     keep = near[rows, cols]
     pairs = np.stack([rows[keep], cols[keep]], axis=1).astype(np.intp)
     return PointMatch(pairs, dist[rows[keep], cols[keep]], n, m)
+
+
+class PointsFileError(ValueError):
+    """A points file that cannot be scored (names the file and what was expected)."""
+
+
+def load_points_file(path: str | Path) -> np.ndarray:
+    """(n, d) float coordinates from ``path``: a ``.npy`` (no pickle) or a ``.csv`` of numbers, one
+    point a row (a first row that is not numbers is a header, skipped). :class:`PointsFileError`
+    for anything else: another suffix, a shape not (n, 2 or 3), a coordinate not finite, more than
+    :data:`MAX_POINTS` points."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npy":
+            arr = np.load(path, allow_pickle=False, mmap_mode="r")  # the shape checked before a value is read
+        elif suffix == ".csv":
+            lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+            if len(lines) > MAX_POINTS + 1:
+                raise PointsFileError(f"{path}: more than the {MAX_POINTS} points a file may hold")
+            if lines and not _numeric_row(lines[0]):
+                lines = lines[1:]
+            rows = [[float(v) for v in ln.split(",")] for ln in lines]
+            widths = {len(r) for r in rows}
+            if len(widths) > 1:
+                raise PointsFileError(f"{path}: rows of {sorted(widths)} values, expected the same 2 or 3 in each")
+            arr = np.asarray(rows, dtype=np.float64).reshape(len(rows), widths.pop() if widths else 2)
+        else:
+            raise PointsFileError(f"{path}: suffix {path.suffix!r}, expected .npy or .csv")
+    except PointsFileError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise PointsFileError(f"{path}: could not be read as points: {exc}") from None
+    if arr.dtype.kind not in "iuf":
+        raise PointsFileError(f"{path}: dtype {arr.dtype}, expected numbers")
+    if arr.ndim != 2 or arr.shape[1] not in (2, 3):
+        raise PointsFileError(f"{path}: shape {tuple(arr.shape)}, expected (points, 2 or 3): one row per point")
+    if arr.shape[0] > MAX_POINTS:
+        raise PointsFileError(f"{path}: {arr.shape[0]} points, more than the {MAX_POINTS} a file may hold")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise PointsFileError(f"{path}: a NaN or infinite coordinate, expected finite numbers")
+    return arr
+
+
+def _numeric_row(line: str) -> bool:
+    try:
+        [float(v) for v in line.split(",")]
+    except ValueError:
+        return False
+    return True
 
 
 def _read_points(attempt: Attempt, name: str, dims: int) -> tuple[np.ndarray | None, WhyNot | None]:
@@ -215,4 +267,13 @@ def _artifacts(
     return {"image": np.asarray(plane, dtype=np.float32), "overlay": view.rgb}
 
 
-__all__ = ["EXTRA_POINT_METRICS", "MAX_POINTS", "POINT_METRICS", "PointMatch", "match_points", "score_points"]
+__all__ = [
+    "EXTRA_POINT_METRICS",
+    "MAX_POINTS",
+    "POINT_METRICS",
+    "PointsFileError",
+    "load_points_file",
+    "PointMatch",
+    "match_points",
+    "score_points",
+]
