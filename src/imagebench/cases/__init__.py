@@ -32,6 +32,7 @@ CASE_MODULES: tuple[str, ...] = (
     "imagebench.cases.stack",
     "imagebench.cases.acquisitions",
     "imagebench.cases.tracking",
+    "imagebench.cases.spots",
 )
 
 

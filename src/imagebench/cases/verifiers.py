@@ -240,10 +240,13 @@ def _empty_labels(fixture: Fixture, attempt: Attempt, p: Mapping[str, Any]) -> O
 
 
 def _points(fixture: Fixture, attempt: Attempt, p: Mapping[str, Any]) -> Outcome:
-    from imagebench.cases.points import POINT_METRICS, score_points
+    from imagebench.cases.points import EXTRA_POINT_METRICS, POINT_METRICS, score_points
 
     limits = {}
-    for name, _ in POINT_METRICS:
+    chosen = set(p.get("metrics") or _POINT_DEFAULT)
+    for name, _ in POINT_METRICS + EXTRA_POINT_METRICS:
+        if name not in chosen:
+            continue
         if name not in fixture.tolerance:
             raise FixtureError(f"case {fixture.label}: no limit for metric {name!r} (has {sorted(fixture.tolerance)})")
         limits[name] = float(fixture.tolerance[name])
@@ -351,6 +354,7 @@ _RUNNERS: dict[str, Callable[[Fixture, Attempt, Mapping[str, Any]], Outcome]] = 
     "ctc-tracking": _ctc_tracking,
 }
 
+_POINT_DEFAULT = ("f1_shortfall", "missed_fraction", "false_fraction", "localization_error")
 _LABEL_METRICS = ("f1_shortfall", "missed_fraction", "false_fraction", "iou_shortfall")
 
 
@@ -412,8 +416,14 @@ VERIFIERS: dict[str, NamedKind] = {
                 Param("truth", "truth", "the true points, (points, 2 or 3) in pixels", default="points"),
                 Param("leaving", "leaving", "the answered points, (points, same columns)", default="points"),
                 Param("radius", "number", "the farthest a matched pair may lie apart, px", default=3.0),
+                Param(
+                    "metrics",
+                    "names",
+                    "the metrics scored (default: the first four; localization_rmse and count_error when named)",
+                    default=list(_POINT_DEFAULT),
+                ),
             ),
-            ("f1_shortfall", "missed_fraction", "false_fraction", "localization_error"),
+            _POINT_DEFAULT + ("localization_rmse", "count_error"),
             _points,
         ),
         NamedKind(

@@ -3,6 +3,7 @@
 ``ctc RES GT``: the Cell Tracking Challenge's measures of a tracker's result folder.
 ``instance TRUTH PRED``: instance-segmentation measures of two label images (TIFF or .npy).
 ``image TRUTH PRED --data-range R``: PSNR, SSIM and NRMSE of two images.
+``spots TRUTH PRED --distance D``: detections matched one to one to true points.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=_cmd_ctc)
     _add_instance(inner)
     _add_image(inner)
+    _add_spots(inner)
 
 
 def _add_instance(inner: argparse._SubParsersAction) -> None:
@@ -188,4 +190,55 @@ def _cmd_ctc(args: argparse.Namespace) -> int:
         f"{d.reference} reference, {d.computed} in the result)"
     )
     print("counts       " + " ".join(f"{k} {c[k]}" for k in ("NS", "FN", "FP", "ED", "EA", "EC")))
+    return 0
+
+
+def _add_spots(inner: argparse._SubParsersAction) -> None:
+    s = inner.add_parser(
+        "spots",
+        help="tp, fp, fn, F1, localisation RMSE and count error of detected points against true points",
+        description=(
+            "Match the predicted points (PRED) one-to-one to the true points (TRUTH) within --distance, by "
+            "optimal (Hungarian) matching that makes as many pairs as possible and, among those, the least total "
+            "distance (imagebench.cases.points.match_points, the points verifier's matcher). Each file is a .npy "
+            "or a .csv (a header row allowed) of (N, 2) or (N, 3) coordinates, one point a row, in the same "
+            "units. Definitions: docs/metrics.md. Exit 2 on a file that cannot be read as points."
+        ),
+    )
+    s.add_argument("truth", metavar="TRUTH", help="the true points (.npy or .csv)")
+    s.add_argument("pred", metavar="PRED", help="the predicted points (.npy or .csv)")
+    s.add_argument(
+        "--distance", type=float, required=True, metavar="D", help="the farthest a matched pair may lie apart"
+    )
+    s.add_argument("--json", action="store_true", help="print the scores as one JSON object")
+    s.set_defaults(func=_cmd_spots)
+
+
+def _cmd_spots(args: argparse.Namespace) -> int:
+    import math
+
+    from imagebench.cases.points import PointsFileError, load_points_file, match_points
+
+    if not (math.isfinite(args.distance) and args.distance > 0):
+        raise UsageError(f"--distance is {args.distance}, expected a positive number")
+    try:
+        truth, pred = load_points_file(args.truth), load_points_file(args.pred)
+    except PointsFileError as exc:
+        raise UsageError(str(exc)) from None
+    if truth.shape[0] and pred.shape[0] and truth.shape[1] != pred.shape[1]:
+        raise UsageError(
+            f"{args.pred}: points of {pred.shape[1]} coordinates, expected {truth.shape[1]} as in {args.truth}"
+        )
+    m = match_points(truth, pred, args.distance)
+    scores = {**m.as_dict(), "distance": args.distance}
+    if args.json:
+        print(json.dumps(scores, indent=2))
+        return 0
+    rmse = "undefined (no match)" if m.rmse is None else repr(m.rmse)
+    print(f"tp           {m.tp}  (of {m.n_true} true, {m.n_pred} predicted, within {args.distance:g})")
+    print(f"fp           {m.n_pred - m.tp}")
+    print(f"fn           {m.n_true - m.tp}")
+    print(f"f1           {m.f1!r}")
+    print(f"rmse         {rmse}")
+    print(f"count_error  {m.count_error!r}  (|predicted - true| / true)")
     return 0
