@@ -186,6 +186,16 @@ def test_points_truth_gets_the_points_verifier(tmp_path: Path) -> None:
     assert tree.verify_tree(tmp_path) == []
 
 
+def test_a_limit_on_a_metric_scored_only_when_named_opts_the_case_into_it(tmp_path: Path) -> None:
+    points = np.array([[11.0, 13.5], [33.0, 38.0], [14.0, 55.0]])
+    saved = _save(tmp_path, truth={"spots": points}, kinds={"spots": "points"}, tolerance={"localization_rmse": 1.5})
+    declared = saved.declaration
+    assert declared.verifier.params["metrics"] == [*DEFAULT_TOLERANCES["points"], "localization_rmse"]
+    assert declared.tolerance["localization_rmse"] == 1.5
+    with pytest.raises(SaveError, match="not metrics of verifier 'points'"):
+        _save(tmp_path / "other", truth={"spots": points}, kinds={"spots": "points"}, tolerance={"hd95": 1.0})
+
+
 @pytest.mark.parametrize(
     ("points", "named"),
     [

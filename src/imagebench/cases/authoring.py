@@ -43,7 +43,7 @@ from imagebench.case.declared import (
     DeclaredVerifier,
     declaration_json,
 )
-from imagebench.cases.verifiers import VERIFIERS, verifier_for_truth
+from imagebench.cases.verifiers import VERIFIERS, VerifierError, verifier_for_truth
 from imagebench.fixtures.annotations import (
     TRUTH_KINDS,
     AnnotationError,
@@ -65,10 +65,24 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
 }
 
 
-def metrics_of(name: str) -> tuple[str, ...] | None:
-    """The metrics the built-in verifier ``name`` produces (each needs a limit); None for ``pkg.mod:func``."""
+def metrics_of(name: str, params: Mapping[str, Any] | None = None) -> tuple[str, ...] | None:
+    """The metrics the built-in verifier ``name`` produces with ``params`` (each needs a limit);
+    None for ``pkg.mod:func``."""
     kind = VERIFIERS.get(name)
-    return tuple(kind.metrics) if kind is not None else None
+    return kind.produced(kind.settle(params)) if kind is not None else None
+
+
+def _verifier_params(name: str, keys: Mapping[str, str], limits: Mapping[str, float]) -> dict[str, Any]:
+    """The declaration's verifier parameters: its keys, and, for a verifier that scores some of its
+    metrics only when named (``points``: ``localization_rmse``, ``count_error``), those a limit names."""
+    params: dict[str, Any] = dict(keys)
+    kind = VERIFIERS.get(name)
+    if kind is not None and any(p.name == "metrics" for p in kind.params):
+        default = kind.produced(kind.settle(params))
+        chosen = [m for m in kind.metrics if m in default or m in limits]
+        if chosen != list(default):
+            params["metrics"] = chosen
+    return params
 
 
 __all__ = [
@@ -190,7 +204,11 @@ def save_case(
     limits = {**DEFAULT_TOLERANCES.get(name, {}), **dict(tolerance or {})}  # a limit given replaces its default
     if not limits:
         raise SaveError(f"verifier {name!r} has no default limits here; give them (tolerance NAME=VALUE)")
-    produced = metrics_of(name)
+    params = _verifier_params(name, {"data": like[scored], "truth": scored, "leaving": scored}, limits)
+    try:
+        produced = metrics_of(name, params)
+    except VerifierError as exc:
+        raise SaveError(str(exc)) from None
     if produced is not None:
         unknown = sorted(set(limits) - set(produced))
         if unknown:
@@ -218,7 +236,7 @@ def save_case(
                     description="an integer label image" if kind == "labels" else "(N, ndim) point coordinates",
                 )
             ],
-            verifier=DeclaredVerifier(name=name, params={"data": grid, "truth": scored, "leaving": scored}),
+            verifier=DeclaredVerifier(name=name, params=params),
             tolerance=limits,
             reference=reference or None,
             baseline=baseline or None,
