@@ -125,10 +125,10 @@ def case_prompt(case: Case) -> str:
         if c.recorded:
             lines.append(f"- {c.name} ({c.what}){about}: {RECORDED_HOW}")
             continue
-        lines.append(
-            f"- {c.name} ({c.what}){about}: bind `{c.name}` in the namespace; "
-            f"a command writes {_HOW[c.what].format(name=c.name)}"
-        )
+        how = _HOW[c.what].format(name=c.name)
+        if c.layer == "tracks":  # imagebench.subjects.command reads a CTC result folder for it
+            how += f", or a CTC result folder outputs/{c.name}/ (mask000.tif, ... and res_track.txt)"
+        lines.append(f"- {c.name} ({c.what}){about}: bind `{c.name}` in the namespace; a command writes {how}")
     return "\n".join(lines) + "\n"
 
 
