@@ -1,4 +1,5 @@
 """A run: a new run folder and one pass over its units, or a pass that takes an interrupted run up again.
+Long because a new run, a resumed one and a suite's share one pass (its lock, journal, receipt and interrupt) and split apart would repeat it.
 
 :func:`run_cases` and :func:`resume_run` are the entry points. :func:`execute` is one pass: it
 holds ``<run>/.lock``, writes ``journal.jsonl`` (:mod:`imagebench.runs.journal`) and the receipt

@@ -1,4 +1,5 @@
 """The run journal and the run lock: what makes a run folder resumable.
+Long because the journal's lines, their signing and chaining, the check a reader makes and the lock are one on-disk contract.
 
 ``journal.jsonl`` in a run folder is an append-only log, one JSON object per line, each line
 flushed and fsync'd before the run goes on:

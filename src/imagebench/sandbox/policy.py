@@ -1,4 +1,5 @@
 """What a ``command:`` subject can see and reach: a bubblewrap sandbox around the command.
+Long because what is bound, masked and withheld is one policy: split, a mount could be added without the mask that guards it.
 
 A subject is untrusted: it must not read the truth, the harness's own code or the run folder.
 Withholding environment variables is not enough (``/proc/$PPID/environ`` gives them back, and

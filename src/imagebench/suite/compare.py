@@ -1,4 +1,5 @@
 """Honest comparison of two suite runs: every condition checked first, then paired statistics.
+Long because the four conditions, their messages and the paired statistics they guard are read and changed together.
 
 Two runs are compared only when all four conditions hold:
 
