@@ -319,7 +319,8 @@ NUCLEI_METRICS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _limit(fixture: Fixture, name: str) -> float:
+def metric_limit(fixture: Fixture, name: str) -> float:
+    """The limit of metric ``name`` in the fixture spec's tolerance; a FixtureError names the case and what it has."""
     try:
         return float(fixture.tolerance[name])
     except KeyError:
@@ -386,7 +387,7 @@ def score_labels(
     ``spacing``; :func:`imagebench.metrics.figures.segmentation_figures`): informative, never gating."""
     truth = np.asarray(fixture.truth["labels"])
     image = np.asarray(fixture.data["image"])
-    limits = {name: _limit(fixture, name) for name, _ in metrics}
+    limits = {name: metric_limit(fixture, name) for name, _ in metrics}
     labels, why = _read_labels(attempt, truth.shape)
     if labels is None:
         missing = [Metric.missing(name, limits[name], why or "unreadable") for name, _ in metrics]
@@ -436,7 +437,7 @@ def verify_empty(fixture: Fixture, attempt: Attempt) -> Outcome:
     """On a field with no nuclei, every predicted object is a false one."""
     truth = np.asarray(fixture.truth["labels"])
     image = np.asarray(fixture.data["image"])
-    limit = _limit(fixture, "false_objects")
+    limit = metric_limit(fixture, "false_objects")
     labels, why = _read_labels(attempt, truth.shape)
     if labels is None:
         return _with_legend(
@@ -701,7 +702,7 @@ def verify_qc(fixture: Fixture, attempt: Attempt) -> Outcome:
     metrics: list[Metric] = []
     reported: dict[str, float | None] = {}
     for name in QC_METRICS:
-        limit = _limit(fixture, f"{name}_error")
+        limit = metric_limit(fixture, f"{name}_error")
         value, why = read_scalar(attempt, name)
         reported[name] = None if value is None else float(value)
         if value is None:

@@ -35,8 +35,9 @@ import numpy as np
 
 from imagebench.case.model import Case, Collect, Layer, Skill
 from imagebench.cases.points import EXTRA_POINT_METRICS, POINT_METRICS, score_points
+from imagebench.cases.segmentation import metric_limit
 from imagebench.fixtures import tree
-from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Outcome
+from imagebench.fixtures.fixture import Attempt, Fixture, Outcome
 from imagebench.fixtures.specs import OnDisk, Procedural
 
 SPOTS = "spot-detection"
@@ -291,14 +292,7 @@ BASELINE_ABOUT = (
 
 def verify_spots(fixture: Fixture, attempt: Attempt) -> Outcome:
     """The spots matched to the truth within :data:`RADIUS` px, scored by the six point metrics."""
-    limits = {}
-    for name, _ in SPOT_METRICS:
-        if name not in fixture.tolerance:
-            raise FixtureError(
-                f"case {fixture.label}: no limit for metric {name!r} in the fixture spec's tolerance "
-                f"(has {sorted(fixture.tolerance)})"
-            )
-        limits[name] = float(fixture.tolerance[name])
+    limits = {name: metric_limit(fixture, name) for name, _ in SPOT_METRICS}
     return score_points(
         fixture, attempt, radius=RADIUS, limits=limits, truth_key="spots", leaving="spots", image_key="image"
     )

@@ -36,11 +36,11 @@ import numpy as np
 from imagebench.case.model import Case, Collect, Layer, Skill
 from imagebench.cases._tracks_overlay import SCALE as OVERLAY_SCALE
 from imagebench.cases._tracks_overlay import TRACKS_LEGEND, tracks_overlay
-from imagebench.cases.segmentation import otsu_components, segment_nuclei_classical
+from imagebench.cases.segmentation import metric_limit, otsu_components, segment_nuclei_classical
 from imagebench.cases.tracking_link import link_tracks, nearest_neighbour_tracks
 from imagebench.cases.tracking_movies import build_tracking_movie
 from imagebench.fixtures import tree
-from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Metric, Outcome, WhyNot, read_array
+from imagebench.fixtures.fixture import Attempt, Fixture, Metric, Outcome, WhyNot, read_array
 from imagebench.fixtures.specs import OnDisk, Procedural
 from imagebench.tracking.ctc import (
     CtcFormatError,
@@ -70,16 +70,6 @@ TRACKING_METRICS: tuple[tuple[str, str], ...] = (
     ("seg_shortfall", "1 - SEG: mean Jaccard index of each true object with the answer's object matching it"),
     ("division_f1_shortfall", "1 - division F1 (traccuracy's definition, frame buffer 1)"),
 )
-
-
-def _limit(fixture: Fixture, name: str) -> float:
-    try:
-        return float(fixture.tolerance[name])
-    except KeyError:
-        raise FixtureError(
-            f"case {fixture.label}: no limit for metric {name!r} in the fixture spec's tolerance "
-            f"(has {sorted(fixture.tolerance)})"
-        ) from None
 
 
 def lineage_of(table: Any, *, source: str) -> Lineage:
@@ -170,7 +160,7 @@ def score_tracking(fixture: Fixture, attempt: Attempt, *, frame_buffer: int = FR
     """SEG, DET, TRA and division F1 of the answer's tracks against the truth, as shortfalls."""
     truth = truth_of(fixture)
     movie = np.asarray(fixture.data["movie"])
-    limits = {name: _limit(fixture, name) for name, _ in TRACKING_METRICS}
+    limits = {name: metric_limit(fixture, name) for name, _ in TRACKING_METRICS}
     frames = shown_frames(truth.tra.frames)
     answer, why = read_tracking(attempt, tuple(truth.tra.labels.shape))
     detections = _detections_only(attempt, truth, why) if answer is None else None
