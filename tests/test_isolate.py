@@ -42,7 +42,15 @@ SOLVERS = textwrap.dedent(
 
     def cheat(session):
         # every route an in-process subject has: the harness's objects in memory, its package
-        found = [o for o in gc.get_objects() if type(o).__name__ == "Fixture"]
+        # the fixture whose pixels are the ones it was given (other tests' fixtures may linger in memory)
+        image = np.asarray(session.namespace["image"])
+        found = [
+            o
+            for o in gc.get_objects()
+            if type(o).__name__ == "Fixture"
+            and "mask" in o.truth
+            and np.array_equal(np.asarray(o.data.get("image", ())), image)
+        ]
         if found:
             session.namespace["mask"] = found[0].truth["mask"]
             session.namespace["area"] = int(found[0].truth["mask"].sum())
