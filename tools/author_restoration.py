@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import io
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -49,8 +49,7 @@ SKIMAGE_CITATION = (
 )
 
 
-@dataclass(frozen=True)
-class Recipe:
+class Recipe(NamedTuple):
     skill: str
     case_id: str
     source: str  # "dsb" or a scikit-image file name
@@ -61,10 +60,10 @@ class Recipe:
 
 
 RECIPES = (
-    Recipe("denoise", "dsb2018-nuclei", "dsb", None, 200.0, 2030, blurred=False),
-    Recipe("denoise", "coins-low-light", "coins.png", (slice(20, 276), slice(60, 316)), 50.0, 2031, blurred=False),
-    Recipe("deconvolution", "dsb2018-nuclei", "dsb", None, 2000.0, 2032, blurred=True),
-    Recipe("deconvolution", "cell-qpi", "cell.png", (slice(200, 456), slice(150, 406)), 1000.0, 2033, blurred=True),
+    Recipe("denoise", "dsb2018-nuclei", "dsb", None, 200.0, 2030, False),
+    Recipe("denoise", "coins-low-light", "coins.png", (slice(20, 276), slice(60, 316)), 50.0, 2031, False),
+    Recipe("deconvolution", "dsb2018-nuclei", "dsb", None, 2000.0, 2032, True),
+    Recipe("deconvolution", "cell-qpi", "cell.png", (slice(200, 456), slice(150, 406)), 1000.0, 2033, True),
 )
 CASES: tuple[tuple[str, str], ...] = tuple((r.skill, r.case_id) for r in RECIPES)
 
