@@ -33,6 +33,8 @@ CASE_MODULES: tuple[str, ...] = (
     "imagebench.cases.acquisitions",
     "imagebench.cases.tracking",
     "imagebench.cases.spots",
+    "imagebench.cases.restoration",
+    "imagebench.cases.deconvolution",
 )
 
 
