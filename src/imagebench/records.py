@@ -42,6 +42,7 @@ Status = Literal[
     "unscorable-result",  # it left something, but nothing could be scored (wrong shape/type, ...)
     "timeout",  # the subject ran past its time limit
     "resource-limit",  # the subject ran into a limit of its confinement (memory, processes, disk, CPU) and was ended
+    "budget-exceeded",  # the subject spent more than its --max-tokens/--max-cost (as measured or reported): a failure, like a timeout
     "harness-error",  # the bench itself failed (builder, verifier, I/O): never the subject's fault
     "skipped",  # the fixture is not available on this machine, with the reason
     "blocked",  # not graded, never a zero: a scoring contract missing/ineligible, or a trigger case nothing of the harness's observed
