@@ -51,3 +51,94 @@ def test_note_usage_accumulates_under_the_note() -> None:
     assert isinstance(held, Usage) and held.value("tokens_in") == 10 and held.value("wall_s") == 1.0
     with pytest.raises(TypeError):
         note_usage(notes, {"tokens_in": 3})  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- in a sample's summary
+
+
+class _Noting:
+    """An in-process subject that solves the toy case and notes ``usage`` in its session."""
+
+    def __init__(self, usage: object, name: str = "noting") -> None:
+        self.usage, self.name = usage, name
+
+    def __call__(self, session) -> None:  # type: ignore[no-untyped-def]
+        from helpers import toy_reference
+
+        toy_reference(session)
+        session.notes[USAGE_NOTE] = self.usage
+
+
+def _run(tmp_path, subject, budget=None):  # type: ignore[no-untyped-def]
+    from helpers import make_toy_case
+
+    from imagebench.executor import run_cases
+
+    result = run_cases([make_toy_case()], subject, out=tmp_path, progress=False, budget=budget)
+    (summary,) = result.samples["toy/rectangle"]
+    return result, summary
+
+
+def test_a_summary_records_the_subjects_report_and_the_harness_measure(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from imagebench.records import SampleSummary, read_record
+
+    _, summary = _run(tmp_path, _Noting(reported_usage(tokens_in=300, tokens_out=40, model="toy-model")))
+    assert summary.status == "ok" and summary.usage is not None
+    assert summary.usage.tokens_in == summary.usage.tokens_in.model_copy(update={"value": 300, "source": "reported"})
+    assert summary.usage.wall_s is not None and summary.usage.wall_s.source == "measured"
+    assert summary.usage.model is not None and summary.usage.model.id == "toy-model"
+    (path,) = tmp_path.glob("run-*/noting/toy/rectangle/sample-0/summary.json")
+    assert read_record(path, SampleSummary).usage == summary.usage  # on disk, read back
+
+
+def test_an_in_process_subject_cannot_make_its_own_figures_measured(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    _, summary = _run(tmp_path, _Noting(measured_usage(tokens_in=1, tokens_out=1, tool_calls=0, wall_s=0.0)))
+    assert summary.usage is not None
+    for name in ("tokens_in", "tokens_out", "tool_calls"):
+        assert summary.usage.figure(name).source == "reported", name
+    assert summary.usage.wall_s is not None and summary.usage.wall_s.source == "measured"  # the harness's own
+    assert summary.usage.wall_s.reported == 0.0  # what it claimed, kept beside the measure
+
+
+def test_something_not_a_usage_under_the_note_is_flagged_not_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    _, summary = _run(tmp_path, _Noting({"tokens_in": {"value": 5, "source": "measured"}}))
+    assert summary.status == "ok" and "usage-unreadable" in summary.flags
+    assert summary.usage is not None and summary.usage.tokens_in is None
+
+
+def test_a_sample_over_its_token_budget_ends_budget_exceeded_whatever_it_left(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from imagebench.usage import Budget
+
+    budget = Budget(max_tokens=100)
+    result, summary = _run(tmp_path, _Noting(reported_usage(tokens_in=90, tokens_out=20)), budget)
+    assert summary.status == "budget-exceeded" and not summary.passed
+    assert "110 tokens (reported) > --max-tokens 100" in summary.reason
+    assert result.verdicts == {"toy/rectangle": "fail"} and result.record.counts == {"budget-exceeded": 1}
+    assert result.record.extra["budget"]["max_tokens"] == 100
+    _, within = _run(tmp_path / "b", _Noting(reported_usage(tokens_in=60, tokens_out=40)), budget)
+    assert within.status == "ok"  # 100 is within a budget of 100
+
+
+def test_a_cost_budget_uses_the_price_table_and_a_budget_nothing_measures_is_flagged(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from imagebench.usage import Budget, PriceTable
+
+    prices = PriceTable.model_validate({"models": {"prov/toy": {"input_per_mtok": 1e6, "output_per_mtok": 0}}})
+    over = reported_usage(tokens_in=3, tokens_out=1, model="toy")  # $3 at a dollar a token (bare id found)
+    _, summary = _run(tmp_path, _Noting(over), Budget(max_cost=2.0, prices=prices))
+    assert summary.status == "budget-exceeded" and "cost 3 (prices) > --max-cost 2" in summary.reason
+    _, unmeasured = _run(tmp_path / "b", _Noting(reported_usage(turns=2)), Budget(max_tokens=10, max_cost=1.0))
+    assert unmeasured.status == "ok" and "budget-unmeasured" in unmeasured.flags
+
+
+def test_a_version_7_summary_reads_without_usage(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from imagebench.records import SampleSummary, read_record
+
+    _, summary = _run(tmp_path, _Noting(reported_usage(turns=1)))
+    raw = summary.model_dump(mode="json")
+    raw.pop("usage")
+    raw["schema_version"] = 7
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(raw))
+    assert read_record(old, SampleSummary).usage is None

@@ -9,6 +9,8 @@ report of its usage can build one: :func:`reported_usage`.
 
 from __future__ import annotations
 
+from imagebench.usage.budget import UNMEASURED_FLAG, Budget
+from imagebench.usage.prices import ModelPrice, PricesError, PriceTable, cost_of, read_prices
 from imagebench.usage.record import (
     FIGURES,
     SOURCES,
@@ -24,6 +26,13 @@ from imagebench.usage.record import (
 )
 
 __all__ = [
+    "UNMEASURED_FLAG",
+    "Budget",
+    "ModelPrice",
+    "PriceTable",
+    "PricesError",
+    "cost_of",
+    "read_prices",
     "FIGURES",
     "SOURCES",
     "USAGE_NOTE",
