@@ -142,3 +142,58 @@ def test_a_version_7_summary_reads_without_usage(tmp_path) -> None:  # type: ign
     old = tmp_path / "old.json"
     old.write_text(json.dumps(raw))
     assert read_record(old, SampleSummary).usage is None
+
+
+# --------------------------------------------------------------------------- prices, compare, the command line
+
+
+def _prices(tmp_path, body) -> str:  # type: ignore[no-untyped-def]
+    import json
+
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps(body))
+    return str(path)
+
+
+def test_compare_gives_each_sides_usage_and_its_cost_under_a_price_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from imagebench.suite.compare import compare_runs
+    from imagebench.usage import read_prices
+
+    a, _ = _run(tmp_path / "a", _Noting(reported_usage(tokens_in=1000, tokens_out=100, model="prov/m1"), "a"))
+    b, _ = _run(tmp_path / "b", _Noting(reported_usage(tokens_in=4000, tokens_out=0, model="m2"), "b"))
+    prices = read_prices(
+        _prices(
+            tmp_path,
+            {
+                "models": {
+                    "m1": {"input_per_mtok": 1, "output_per_mtok": 10},
+                    "m2": {"input_per_mtok": 2, "output_per_mtok": 2},
+                }
+            },
+        )
+    )
+    result = compare_runs(a.run_dir, b.run_dir, prices=prices)
+    assert not result.comparable  # not suite runs: nothing is paired, but each side's spending is shown
+    ua, ub = result.a.usage, result.b.usage
+    assert ua is not None and ub is not None
+    assert ua.totals["tokens_in"] == 1000 and ua.sources["tokens_in"] == ["reported"] and ua.models == ["prov/m1"]
+    assert ua.cost == pytest.approx(0.002) and ua.cost_per_pass == pytest.approx(0.002) and ua.cost_source == ["prices"]
+    assert ub.cost == pytest.approx(0.008) and ub.passed == 1
+    unpriced = compare_runs(a.run_dir, b.run_dir)
+    assert unpriced.a.usage is not None and unpriced.a.usage.cost is None  # no table, no reported cost: unknown
+
+
+def test_the_command_line_takes_prices_and_budgets_and_names_a_bad_file(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from imagebench.cli import main
+
+    a, _ = _run(tmp_path / "a", _Noting(reported_usage(tokens_in=10, tokens_out=10, model="m1"), "a"))
+    good = _prices(tmp_path, {"models": {"m1": {"input_per_mtok": 1e6, "output_per_mtok": 1e6}}})
+    assert main(["compare", str(a.run_dir), str(a.run_dir), "--prices", good]) == 1  # not suite runs
+    out = capsys.readouterr().out
+    assert "usage" in out and "20.0000 USD (prices)" in out and "cost per pass" in out
+    bad = _prices(tmp_path, {"models": {"m1": {"input_per_mtok": -1, "output_per_mtok": 1}}})
+    assert main(["compare", str(a.run_dir), str(a.run_dir), "--prices", bad]) == 2
+    err = capsys.readouterr().err
+    assert "prices.json" in err and "models.m1.input_per_mtok" in err
+    assert main(["run", "-k", "segment-nuclei/count-nuclei", "--subject", "nop", "--max-tokens", "0", "--quiet"]) == 2
+    assert "--max-tokens" in capsys.readouterr().err
