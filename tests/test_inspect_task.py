@@ -156,3 +156,38 @@ def test_an_unknown_label_and_a_cost_budget_without_prices_are_named_errors(tmp_
         case(label="segment-nuclei/no-such")
     with pytest.raises(ValueError, match="max_cost needs -T prices"):
         case(label=LABEL, max_cost=1.0)
+
+
+def _one_run(tmp_path: Path, outputs: Any, **params: Any) -> Any:
+    (log,) = inspect_eval(
+        case(label=LABEL, out=str(tmp_path / "out"), **params),
+        model=get_model(MODEL, custom_outputs=outputs),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    (sample,) = log.samples
+    (score,) = sample.scores.values()
+    return score
+
+
+def test_the_loops_time_limit_ends_the_sample_timeout(tmp_path: Path) -> None:
+    import anyio
+
+    async def slow(*_: Any) -> ModelOutput:
+        await anyio.sleep(5)
+        out = ModelOutput.for_tool_call(MODEL, "get_prompt", {})
+        out.usage = PER_CALL
+        return out
+
+    score = _one_run(tmp_path, slow, timeout=1.0)
+    assert score.value == "I" and score.answer == "timeout", score.explanation
+    assert "1 s limit" in score.explanation
+
+
+def test_a_model_that_fails_is_the_subjects_failure_not_a_pass(tmp_path: Path) -> None:
+    def broken(*_: Any) -> ModelOutput:
+        raise RuntimeError("the provider went away")
+
+    score = _one_run(tmp_path, broken)
+    assert score.value == "I" and score.answer == "subject-error"
+    assert "the provider went away" in score.explanation

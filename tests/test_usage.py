@@ -197,3 +197,16 @@ def test_the_command_line_takes_prices_and_budgets_and_names_a_bad_file(tmp_path
     assert "prices.json" in err and "models.m1.input_per_mtok" in err
     assert main(["run", "-k", "segment-nuclei/count-nuclei", "--subject", "nop", "--max-tokens", "0", "--quiet"]) == 2
     assert "--max-tokens" in capsys.readouterr().err
+
+
+def test_a_resume_keeps_the_budget_and_names_a_bad_one(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from imagebench.executor.run import ResumeError, recorded_budget
+    from imagebench.records import RunRecord, read_record
+    from imagebench.usage import Budget
+
+    result, _ = _run(tmp_path, _Noting(reported_usage(tokens_in=1)), Budget(max_tokens=50))
+    record = read_record(result.run_dir / "run.json", RunRecord)
+    assert recorded_budget(result.run_dir, record) == Budget(max_tokens=50)
+    bad = record.model_copy(update={"extra": {**record.extra, "budget": {"max_tokens": -3}}})
+    with pytest.raises(ResumeError, match=r"extra.budget.max_tokens"):
+        recorded_budget(result.run_dir, bad)

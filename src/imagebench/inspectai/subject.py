@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from imagebench.subjects.base import Confinement, SubjectBudgetExceeded, SubjectError, SubjectKind
+from imagebench.subjects.base import (
+    Confinement,
+    SubjectBudgetExceeded,
+    SubjectError,
+    SubjectKind,
+    SubjectTimeout,
+)
 from imagebench.usage import Usage, note_usage
 
 if TYPE_CHECKING:
@@ -41,6 +47,7 @@ class Handoff:
     bridge: Path | None = None
     usage: Usage | None = None
     exceeded: str | None = None  # "budget-exceeded: ..." when inspect's limit ended the loop
+    timed_out: str | None = None  # inspect's time limit (the case's) ended the loop
     error: str | None = None  # the agent loop raised (the subject's failure)
 
     def serving(self, bridge: Path) -> None:
@@ -56,8 +63,15 @@ class Handoff:
                     return None
         return self.bridge if self._ready.is_set() else None
 
-    def finish(self, usage: Usage | None, *, exceeded: str | None = None, error: str | None = None) -> None:
-        self.usage, self.exceeded, self.error = usage, exceeded, error
+    def finish(
+        self,
+        usage: Usage | None,
+        *,
+        exceeded: str | None = None,
+        timed_out: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        self.usage, self.exceeded, self.timed_out, self.error = usage, exceeded, timed_out, error
         self._done.set()
 
     def wait_done(self) -> None:
@@ -145,6 +159,8 @@ class InspectSubject(SubjectKind):
                     session.notes["mcp"] = transcript_note(agent)
                     if handoff.usage is not None:
                         note_usage(session.notes, handoff.usage)
+            if handoff.timed_out:
+                raise SubjectTimeout(handoff.timed_out)
             if handoff.exceeded:
                 raise SubjectBudgetExceeded(handoff.exceeded)
             if handoff.error:

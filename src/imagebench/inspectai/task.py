@@ -32,6 +32,9 @@ STORE_KEY = "imagebench"
 LOG_NAME = "inspect"
 #: how long the solver waits for the unit's turn to start serving (building a fixture can take a while)
 SERVE_WAIT_S = 600.0
+#: the bench's own time limit of the turn is the loop's (inspect's time limit) and this much more,
+#: so that the loop always ends first and its transcript is written before the sample's summary
+TURN_GRACE_S = 60.0
 
 
 def _task_name() -> str:
@@ -133,6 +136,7 @@ def work_case(label: str, *, out: str | None = None, budget: Any = None, timeout
 
         found, catalog = _find_case(label)
         model = str(state.model)
+        limit_s = float(timeout if timeout is not None else found.timeout_s)
         handoff = Handoff()
         subject = InspectSubject(model, handoff)
         box: dict[str, Any] = {}
@@ -144,7 +148,7 @@ def work_case(label: str, *, out: str | None = None, budget: Any = None, timeout
                     subject,
                     out=out,
                     progress=False,
-                    timeout=timeout,
+                    timeout=limit_s + TURN_GRACE_S,
                     budget=budget,
                     sources=catalog.records([found.label]),
                     selection={"inspect": {"model": model, "sample": str(state.sample_id)}},
@@ -164,10 +168,10 @@ def work_case(label: str, *, out: str | None = None, budget: Any = None, timeout
             if bridge is not None:
                 server = mcp_server_stdio(name="imagebench", command=sys.executable, args=[str(bridge)])
                 agent = react(tools=[server], submit=False)
-                limits: list[Any] = [time_limit(timeout if timeout is not None else found.timeout_s)]
+                limits: list[Any] = [time_limit(limit_s)]
                 if budget is not None and budget.max_tokens is not None:
                     limits.append(token_limit(budget.max_tokens))
-                exceeded = error = None
+                exceeded = timed_out = error = None
                 messages: list[Any] = list(state.messages)
                 try:
                     agent_state, limit_error = await run(agent, state.messages, limits=limits)
@@ -176,11 +180,13 @@ def work_case(label: str, *, out: str | None = None, budget: Any = None, timeout
                     if isinstance(limit_error, LimitExceededError):
                         if limit_error.type == "token":
                             exceeded = f"budget-exceeded: inspect's token limit ({limit_error.message})"
+                        elif limit_error.type == "time":
+                            timed_out = f"the subject ran past its {limit_s:g} s limit (inspect's time limit)"
                         else:
                             error = f"inspect's {limit_error.type} limit: {limit_error.message}"
                 except Exception as exc:  # the model or its loop failed: the subject's failure
                     error = f"the agent loop raised {type(exc).__name__}: {exc}"
-                handoff.finish(_measured(model, messages), exceeded=exceeded, error=error)
+                handoff.finish(_measured(model, messages), exceeded=exceeded, timed_out=timed_out, error=error)
         finally:
             handoff.cancel()  # whatever happened above, the turn ends
             await anyio.to_thread.run_sync(thread.join)
