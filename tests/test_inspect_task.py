@@ -108,7 +108,11 @@ def test_a_passing_script_ends_ok_with_measured_usage_and_its_run_reads_back(tmp
     assert [c["tool"] for c in transcript["calls"]] == ["get_prompt", "read_layer", "set_answer", "submit"]
     assert main(["report", str(run_dir), "--quiet"]) == 0
     page = (run_dir / "report.html").read_text()
-    assert "inspect-mockllm-model" in page and "tokens in 500 (measured)" in page and "model mockllm/model (measured)" in page
+    assert (
+        "inspect-mockllm-model" in page
+        and "tokens in 500 (measured)" in page
+        and "model mockllm/model (measured)" in page
+    )
 
 
 def test_a_failing_script_ends_not_ok(tmp_path: Path) -> None:
