@@ -201,6 +201,7 @@ def run_from_args(
     ``sources``: where the cases came from (:meth:`imagebench.catalog.Catalog.records`), kept in run.json."""
     import sys
 
+    from imagebench.cli.usage import budget_from_args
     from imagebench.executor import ExecutorError, run_cases
     from imagebench.runs.sealed import SealedError
     from imagebench.subjects import SubjectError
@@ -229,6 +230,7 @@ def run_from_args(
             sealed=sealed,
             unsealed=bool(getattr(args, "unsealed", False)),
             sources=sources,
+            budget=budget_from_args(args),
         )
         RUN_DIRS.append(result.run_dir)
         return result

@@ -31,6 +31,7 @@ FORMATS: dict[str, str] = {
     "calibration-store": "imagebench.executor.calibrated:CalibrationStore",
     "ctc-lineage": "imagebench.tracking.ctc:Lineage",
     "ctc-metrics": "imagebench.tracking.metrics:CtcScores",
+    "prices": "imagebench.usage.prices:PriceTable",
 }
 
 

@@ -45,8 +45,8 @@ AGGREGATE_SCHEMA_VERSION = 1
 SUCCESS = frozenset({"ok"})
 FAILURE = frozenset(
     {
-        "wrong-answer", "no-result", "unscorable-result", "timeout", "resource-limit", "subject-error",
-        "truth-tampered", "fixture-overwritten",
+        "wrong-answer", "no-result", "unscorable-result", "timeout", "resource-limit", "budget-exceeded",
+        "subject-error", "truth-tampered", "fixture-overwritten",
     }
 )
 SCORED = SUCCESS | FAILURE
@@ -194,7 +194,7 @@ class Aggregate(Record):
 
 
 POLICY = (
-    "success: ok; failure: wrong-answer, no-result, unscorable-result, timeout, subject-error, truth-tampered, "
+    "success: ok; failure: wrong-answer, no-result, unscorable-result, timeout, budget-exceeded, subject-error, truth-tampered, "
     "fixture-overwritten; excluded and counted: "
     "harness-error, skipped; blocked: excluded and counted on its own, never a zero; a case with fewer "
     "than k scored samples is incomplete (unscored with none) and left out of the figures"

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
         RESERVED_NAMES,
         Confinement,
         Subject,
+        SubjectBudgetExceeded,
         SubjectError,
         SubjectHarnessError,
         SubjectKind,

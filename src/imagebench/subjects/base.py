@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from imagebench.usage.budget import Budget
+
 if TYPE_CHECKING:
     from imagebench.case.session import Session
     from imagebench.sandbox.policy import SandboxPolicy
@@ -43,6 +45,11 @@ class SubjectTimeout(Exception):
 class SubjectResourceLimit(Exception):
     """The subject ran into one of its limits (memory, processes, /tmp, workspace, CPU, file size)
     and was ended for it; the message starts ``resource-limit: <which>``."""
+
+
+class SubjectBudgetExceeded(Exception):
+    """The subject spent more than its budget (``--max-tokens``/``--max-cost``) and its turn was
+    ended for it; the message starts ``budget-exceeded:`` and names the budget and the figure."""
 
 
 class SubjectHarnessError(RuntimeError):
@@ -72,6 +79,10 @@ class UnitContext:
     # More paths a sandboxed command must not see where they lie inside what it is shown (the
     # run folder, a bundle); the checkout, the packages and $IMAGEBENCH_FIXTURES always are.
     hidden: tuple[Path, ...] = ()
+    # What the sample may spend (imagebench.usage.Budget: --max-tokens, --max-cost); None: no
+    # budget. A kind that can watch its agent's usage as it goes ends the turn at it
+    # (SubjectBudgetExceeded); the runner checks the usage it was left with in any case.
+    budget: Budget | None = None
 
 
 _SUBJECT_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9_])?$")
@@ -106,6 +117,10 @@ class SubjectKind:
     prefix: ClassVar[str] = ""
     forms: ClassVar[tuple[tuple[str, str], ...]] = ()
     flags: ClassVar[frozenset[str]] = frozenset()
+    #: whether the figures it notes as ``measured`` (session.notes["usage"]) are the harness's own
+    #: count: only a kind whose turn is an agent loop the harness drives (inspect_ai's) says so;
+    #: every other kind's account is the agent's own and is kept as ``reported``
+    measures_usage: ClassVar[bool] = False
     #: the display name given with ``--subject-name`` (None: the kind's own name); a built-in kind
     #: is a dataclass with this field, and its ``name`` is it when set
     given_name: str | None = None

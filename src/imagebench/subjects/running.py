@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from imagebench.sandbox.process import KILL_GRACE_S
 from imagebench.subjects.base import (
     Subject,
+    SubjectBudgetExceeded,
     SubjectHarnessError,
     SubjectResourceLimit,
     SubjectTimeout,
@@ -35,6 +36,7 @@ class SubjectRun:
     harness_error: str | None = None
     stopped: bool = False  # a person stopped the turn (``stop`` was set)
     resource_limit: str | None = None  # "resource-limit: memory (...)": it was ended for a limit
+    budget_exceeded: str | None = None  # "budget-exceeded: ...": it spent more than its budget and was ended
 
 
 #: Set while a run is being interrupted: every subject's turn still under way ends now (its
@@ -96,6 +98,8 @@ def run_subject(
             outcome["timeout"] = str(exc)
         except SubjectResourceLimit as exc:
             outcome["limit"] = str(exc)
+        except SubjectBudgetExceeded as exc:
+            outcome["budget"] = str(exc)
         except SubjectHarnessError as exc:
             outcome["harness"] = str(exc)
         except BaseException as exc:  # the subject's own failure: recorded, the run goes on
@@ -140,4 +144,6 @@ def run_subject(
         return SubjectRun(seconds=seconds, timed_out=True, timeout_reason=outcome["timeout"])
     if "limit" in outcome:
         return SubjectRun(seconds=seconds, resource_limit=outcome["limit"])
+    if "budget" in outcome:
+        return SubjectRun(seconds=seconds, budget_exceeded=outcome["budget"])
     return SubjectRun(seconds=seconds, error=outcome.get("error"), harness_error=outcome.get("harness"))
