@@ -9,9 +9,9 @@ not say fails its own test rather than reaching an agent. The parameter types an
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from typing_extensions import TypeAliasType
 
 __all__ = [
@@ -53,6 +53,15 @@ AnswerValue = TypeAliasType(
     "AnswerValue",
     Union[dict[str, "AnswerValue"], list["AnswerValue"], str, int, float, bool, None],  # noqa: UP007
 )
+
+
+_DATA_SCHEMA = {
+    "anyOf": [
+        {"type": "array", "items": {"type": ["array", "number"]}, "description": "numbers, nested one list per axis"},
+        {"type": "string", "description": "base64 of the raw bytes"},
+        {"type": "null"},
+    ]
+}
 
 
 class _Result(BaseModel):
@@ -106,7 +115,9 @@ class ReadResult(_Result):
     shape: list[int] = Field(description="the shape of what was read")
     dtype: str = Field(description="numpy dtype (base64: little-endian, e.g. '<f4')")
     region: list[list[int]] = Field(description="[start, stop] per axis of what was read")
-    data: NestedNumbers | str | None = Field(
+    # Checked in full here (pydantic); published with its first level only, so that a client's
+    # JSON Schema validation of 262144 values costs what reading them does.
+    data: Annotated[NestedNumbers | str | None, WithJsonSchema(_DATA_SCHEMA)] = Field(
         default=None, description="list: the numbers as nested lists; base64: the raw bytes; npy: absent"
     )
     order: Literal["C"] | None = Field(default=None, description="base64: the bytes' order")

@@ -125,7 +125,9 @@ def _frames(pngs: list[bytes], info: dict[str, Any]) -> CallToolResult:
 def _functions(agent: AgentSession) -> dict[str, Callable[..., Any]]:
     """The typed function of each tool over ``agent``; each runs under the session's lock."""
 
-    def run(tool: str, fn: Callable[[], Any]) -> Any:
+    def run(tool: str, fn: Callable[[], Any], model: type[Any] | None = None) -> Any:
+        """``fn()`` under the session's lock, its result checked against ``model`` (the tool's
+        outputSchema): the text beside the structured result is then the same JSON."""
         try:
             with agent.lock:
                 result = fn()
@@ -134,17 +136,17 @@ def _functions(agent: AgentSession) -> dict[str, Callable[..., Any]]:
         except Exception as exc:  # a bug of the bench's: named, and the session goes on
             raise ToolError(f"{tool} failed: {type(exc).__name__}: {exc}") from None
         RESULT.set(result[1] if isinstance(result, tuple) else result)
-        return result
+        return model.model_validate(result) if model is not None else result
 
     def get_prompt() -> PromptResult:
         """The task, the persona, the input layers (name, kind, shape, dtype, scale, units) and the
         names to leave, with their kinds and the tool that leaves each. Call it first."""
-        return run("get_prompt", agent.get_prompt)
+        return run("get_prompt", agent.get_prompt, PromptResult)
 
     def list_layers() -> LayersResult:
         """Every layer you can see: the case's inputs and the layers you added (name, kind, role,
         shape, dtype, scale, units, axes, presentation, data-plane tensor id)."""
-        return run("list_layers", agent.list_layers)
+        return run("list_layers", agent.list_layers, LayersResult)
 
     def read_layer(
         name: LayerName,
@@ -162,7 +164,7 @@ def _functions(agent: AgentSession) -> dict[str, Callable[..., Any]]:
         ] = "list",
     ) -> ReadResult:
         """A layer, or a region of it, as numbers."""
-        return run("read_layer", lambda: agent.read_layer(name, region, encoding))
+        return run("read_layer", lambda: agent.read_layer(name, region, encoding), ReadResult)
 
     def snapshot(
         layer: Annotated[
@@ -196,12 +198,12 @@ def _functions(agent: AgentSession) -> dict[str, Callable[..., Any]]:
         labels are whole numbers >= 0 (0: background). points and shapes are (N, D) coordinates.
         A tracks layer is a lineage table: (n, 4) whole numbers label, first frame, last frame,
         parent (0: none), as the Cell Tracking Challenge's res_track.txt."""
-        return run("add_layer", lambda: agent.add_layer(name, kind, data, npy, like))
+        return run("add_layer", lambda: agent.add_layer(name, kind, data, npy, like), AddResult)
 
     def update_layer(name: LayerName, data: Numbers = None, npy: Npy = None) -> UpdateResult:
         """Replace the data of a layer you added, from numbers (data) or an .npy file (npy); the
         same checks as add_layer."""
-        return run("update_layer", lambda: agent.update_layer(name, data, npy))
+        return run("update_layer", lambda: agent.update_layer(name, data, npy), UpdateResult)
 
     def set_answer(
         value: Annotated[
@@ -211,26 +213,26 @@ def _functions(agent: AgentSession) -> dict[str, Callable[..., Any]]:
         name: Annotated[str, Field(description="the answer's name, as get_prompt lists it")] = "answer",
     ) -> AnswerResult:
         """Set a structured answer, checked against the case's answer schema (an error names the field)."""
-        return run("set_answer", lambda: agent.set_answer(value, name))
+        return run("set_answer", lambda: agent.set_answer(value, name), AnswerResult)
 
     def list_skills() -> SkillsResult:
         """The skills you may activate for this task, each with what it is for."""
-        return run("list_skills", agent.list_skills)
+        return run("list_skills", agent.list_skills, SkillsResult)
 
     def use_skill(name: Annotated[str, Field(description="a skill's name, as list_skills gives it")]) -> SkillResult:
         """Activate a skill: returns its instructions."""
-        return run("use_skill", lambda: agent.use_skill(name))
+        return run("use_skill", lambda: agent.use_skill(name), SkillResult)
 
     def submit(
         note: Annotated[str, Field(description="an optional note kept in the transcript", max_length=2000)] = "",
     ) -> SubmitResult:
         """End your turn. What you left (layers, answers) is what gets scored; nothing can change after."""
-        return run("submit", lambda: agent.submit(note))
+        return run("submit", lambda: agent.submit(note), SubmitResult)
 
     def view_state() -> ViewResult:
         """The view snapshot draws: each leading axis (time, z) with its size and the step shown
         (null: max-projected), and each layer's display (visible, opacity, colormap, contrast limits)."""
-        return run("view_state", agent.view_state)
+        return run("view_state", agent.view_state, ViewResult)
 
     def set_dims(
         axis: Axis,
@@ -239,14 +241,14 @@ def _functions(agent: AgentSession) -> dict[str, Callable[..., Any]]:
         ],
     ) -> ViewResult:
         """Show one step of a leading axis (a time point, a z plane) in later snapshots."""
-        return run("set_dims", lambda: agent.set_dims(axis, step))
+        return run("set_dims", lambda: agent.set_dims(axis, step), ViewResult)
 
     def step_dims(
         axis: Axis,
         by: Annotated[int, Field(description="how many steps to move (negative: back); held at the ends")] = 1,
     ) -> ViewResult:
         """Move a leading axis by some steps (from 0 when it was max-projected)."""
-        return run("step_dims", lambda: agent.step_dims(axis, by))
+        return run("step_dims", lambda: agent.step_dims(axis, by), ViewResult)
 
     def set_layer_display(
         name: LayerName,
@@ -268,6 +270,7 @@ def _functions(agent: AgentSession) -> dict[str, Callable[..., Any]]:
             lambda: agent.set_layer_display(
                 name, visible=visible, opacity=opacity, colormap=colormap, contrast_limits=contrast_limits
             ),
+            LayerDisplay,
         )
 
     def snapshot_frames(

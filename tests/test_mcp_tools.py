@@ -1,0 +1,371 @@
+"""The MCP tools as a model reads them (issue 31, part 3): the strict schema check the MCP
+Inspector makes (an outputSchema on every tool, a description on every parameter, valid JSON
+Schema, no parameter that accepts anything, clean descriptions), serverInfo, structured results,
+add_layer's shape check whatever the name, and the viewer tools over the session's own view,
+none of which can reach a truth layer or a file."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import make_toy_case, truth_leaks
+
+import imagebench
+from imagebench import cases as builtin
+from imagebench.case.session import open_session
+from imagebench.runs.runner import prepare_fixture
+
+pytest.importorskip("mcp")
+
+from imagebench.subjects.mcp.tools import AgentSession, CaseView  # noqa: E402
+from imagebench.subjects.mcp.toolset import tool_names  # noqa: E402
+
+TRACKING = "tracking/moving-nuclei"
+
+
+def _agent(case: Any, workspace: Path | None = None) -> tuple[AgentSession, Any]:
+    fixture = prepare_fixture(case).fixture
+    return AgentSession(CaseView.of(case), open_session(case, fixture), workspace=workspace), fixture
+
+
+async def _session(agent: AgentSession, script: Any) -> Any:
+    from mcp.shared.memory import create_connected_server_and_client_session
+    from mcp.types import Implementation
+
+    from imagebench.subjects.mcp.server import build_server
+
+    async with create_connected_server_and_client_session(
+        build_server(agent), client_info=Implementation(name="schema-test", version="0")
+    ) as client:
+        return await script(client)
+
+
+def _calls(agent: AgentSession, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    async def script(client: Any) -> list[Any]:
+        return [await client.call_tool(tool, args) for tool, args in calls]
+
+    return asyncio.run(_session(agent, script))
+
+
+def _tools(agent: AgentSession) -> list[Any]:
+    async def script(client: Any) -> Any:
+        return (await client.list_tools()).tools
+
+    return asyncio.run(_session(agent, script))
+
+
+# --------------------------------------------------------------------------- the strict schema check
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return root["$defs"][ref.removeprefix("#/$defs/")]
+    return schema
+
+
+def accepts_anything(schema: Any, root: dict[str, Any], where: str, seen: frozenset[str] = frozenset()) -> list[str]:
+    """Every place in ``schema`` that accepts any JSON value (an empty schema, an array with no
+    ``items``, an object with open ``additionalProperties``), as the Inspector's strict check warns."""
+    if not isinstance(schema, dict):
+        return [f"{where}: not a schema"]
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        if ref in seen:
+            return []
+        return accepts_anything(_resolve(schema, root), root, where, seen | {ref})
+    out: list[str] = []
+    branches = [*schema.get("anyOf", []), *schema.get("oneOf", []), *schema.get("allOf", [])]
+    if not branches and not {"type", "enum", "const"} & set(schema):
+        return [f"{where}: accepts anything"]
+    for i, branch in enumerate(branches):
+        out += accepts_anything(branch, root, f"{where}|{i}", seen)
+    types = schema.get("type")
+    types = types if isinstance(types, list) else [types]
+    if "array" in types:
+        if "items" not in schema and "prefixItems" not in schema:
+            out.append(f"{where}: an array of anything")
+        elif "items" in schema:
+            out += accepts_anything(schema["items"], root, f"{where}[]", seen)
+    if "object" in types:
+        extra = schema.get("additionalProperties")
+        if extra is True or (extra is None and not schema.get("properties")):
+            out.append(f"{where}: an object of anything")
+        elif isinstance(extra, dict):
+            out += accepts_anything(extra, root, f"{where}{{}}", seen)
+        for name, prop in (schema.get("properties") or {}).items():
+            out += accepts_anything(prop, root, f"{where}.{name}", seen)
+    return out
+
+
+def strict_warnings(tool: Any) -> list[str]:
+    """What a strict check of one tool's listing finds wrong (empty: nothing)."""
+    from jsonschema import Draft7Validator, Draft202012Validator
+
+    out: list[str] = []
+    name = tool.name
+    if not tool.description or tool.description != tool.description.strip():
+        out.append(f"{name}: no description, or one with surrounding blanks")
+    if any(line.startswith((" ", "\t")) for line in (tool.description or "").splitlines()):
+        out.append(f"{name}: its description keeps the docstring's indentation")
+    for kind, schema in (("input", tool.inputSchema), ("output", tool.outputSchema)):
+        if schema is None:
+            out.append(f"{name}: no {kind}Schema")
+            continue
+        if schema.get("type") != "object":
+            out.append(f"{name}: its {kind}Schema is not an object")
+        for validator in (Draft7Validator, Draft202012Validator):
+            try:
+                validator.check_schema(schema)
+            except Exception as exc:
+                out.append(f"{name}: {kind}Schema is not valid {validator.__name__}: {exc}")
+        for prop, sub in (schema.get("properties") or {}).items():
+            if kind == "input":  # a parameter: described, and precise all the way down
+                if not sub.get("description"):
+                    out.append(f"{name}.{prop}: no description")
+                out += [f"{name} {kind}: {w}" for w in accepts_anything(sub, schema, prop)]
+            elif not {"type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf"} & set(sub):
+                out.append(f"{name} output: {prop}: accepts anything")  # a result's field: typed
+    return out
+
+
+def test_every_tool_passes_the_strict_schema_check() -> None:
+    agent, _ = _agent(make_toy_case())
+    tools = _tools(agent)
+    assert [t.name for t in tools] == tool_names()
+    assert [w for t in tools for w in strict_warnings(t)] == []
+    by_name = {t.name: t for t in tools}
+    props = by_name["read_layer"].inputSchema["properties"]
+    assert props["encoding"]["enum"] == ["list", "base64", "npy"]
+    assert by_name["add_layer"].inputSchema["properties"]["kind"]["enum"] == [
+        "labels", "image", "points", "shapes", "tracks",
+    ]  # fmt: skip
+    assert by_name["get_prompt"].annotations.readOnlyHint and not by_name["submit"].annotations.readOnlyHint
+
+
+def test_the_strict_check_finds_what_the_old_tools_had() -> None:
+    """The check is not one that cannot fail: the old tools' faults are each found."""
+    from mcp.types import Tool
+
+    loose = Tool(
+        name="add_layer",
+        description="Add a layer.\n        kind: 'labels' ...",
+        inputSchema={
+            "type": "object",
+            "properties": {
+                "data": {"type": "array", "items": {}},
+                "value": {"title": "Value"},
+                "kind": {"type": "string", "description": "the kind"},
+                "meta": {"type": "object", "description": "x"},
+            },
+        },
+    )
+    found = strict_warnings(loose)
+    assert "add_layer: no outputSchema" in found
+    assert "add_layer: its description keeps the docstring's indentation" in found
+    assert "add_layer.data: no description" in found and "add_layer.value: no description" in found
+    assert "add_layer input: data[]: accepts anything" in found and "add_layer input: value: accepts anything" in found
+    assert "add_layer input: meta: an object of anything" in found
+
+
+def test_server_info_names_imagebench_and_its_version() -> None:
+    from imagebench.subjects.mcp.server import build_server
+
+    agent, _ = _agent(make_toy_case())
+    options = build_server(agent)._mcp_server.create_initialization_options()
+    assert options.server_name == "imagebench" and options.server_version == imagebench.__version__
+    from importlib.metadata import version
+
+    assert options.server_version != version("mcp") or imagebench.__version__ == version("mcp")
+
+
+def test_every_result_is_structured_and_matches_its_text(tmp_path: Path) -> None:
+    case = make_toy_case()
+    agent, _ = _agent(case, tmp_path)
+    mask = np.zeros((24, 24), np.uint8)
+    mask[3:8, 3:9] = 1
+    calls = [
+        ("get_prompt", {}),
+        ("list_layers", {}),
+        ("read_layer", {"name": "image", "region": [[0, 2], [0, 3]]}),
+        ("add_layer", {"name": "mask", "kind": "labels", "data": mask.tolist()}),
+        ("set_answer", {"name": "area", "value": 30}),
+        ("view_state", {}),
+        ("set_layer_display", {"name": "image", "colormap": "magma", "contrast_limits": [0, 10], "opacity": 0.5}),
+        ("snapshot", {}),
+        ("submit", {}),
+    ]
+    results = _calls(agent, calls)
+    for (tool, _), r in zip(calls, results, strict=True):
+        assert not r.isError, (tool, r.content)
+        assert isinstance(r.structuredContent, dict), tool
+        texts = [c.text for c in r.content if c.type == "text"]
+        assert json.loads(texts[-1]) == r.structuredContent, tool
+    assert results[2].structuredContent["data"] == np.asarray(agent.layers["image"].data)[0:2, 0:3].tolist()
+    assert results[3].structuredContent["added"]["like"] == "image"  # the case's grid, named by default
+    assert results[6].structuredContent == {
+        "name": "image", "visible": True, "opacity": 0.5, "colormap": "magma", "contrast_limits": [0.0, 10.0],
+    }  # fmt: skip
+    snap = results[7]
+    assert snap.content[0].type == "image" and snap.structuredContent["layers"] == ["image", "mask"]
+    assert [c.tool for c in agent.transcript.calls] == [t for t, _ in calls]
+
+
+def test_a_refused_argument_is_named_and_recorded_and_the_session_goes_on() -> None:
+    agent, _ = _agent(make_toy_case())
+    results = _calls(
+        agent,
+        [
+            ("read_layer", {"name": "image", "encoding": "hex"}),
+            ("add_layer", {"name": "x", "kind": "labels", "data": [["a", "b"]]}),
+            ("set_answer", {"name": "area", "value": {"x": object.__name__}}),
+            ("no_such_tool", {}),
+            ("list_layers", {}),
+        ],
+    )
+    errors = ["".join(c.text for c in r.content) for r in results]
+    assert [r.isError for r in results] == [True, True, True, True, False], errors
+    assert "read_layer: argument 'encoding': Input should be 'list', 'base64' or 'npy', got 'hex'" in errors[0]
+    assert "argument 'data." in errors[1]
+    assert "must be a finite number" in errors[2]
+    assert "no_such_tool" in errors[3]
+    assert [(c.tool, c.ok) for c in agent.transcript.calls] == [
+        ("read_layer", False), ("add_layer", False), ("set_answer", False), ("no_such_tool", False), ("list_layers", True),
+    ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- add_layer's shape check
+
+
+@pytest.mark.parametrize("name", ["labels", "scratch", "my-answer"])
+def test_a_labels_layer_not_on_the_cases_grid_is_refused_whatever_its_name(name: str) -> None:
+    from imagebench.subjects.mcp.tools import ToolError
+
+    case = builtin.get_case("segment-nuclei/synthetic-blobs")
+    agent, fixture = _agent(case)
+    shape = list(fixture.data["image"].shape)  # the layer nuclei
+    expected = f"layer '{name}': shape [2, 2] differs from its input 'nuclei', shape {shape}"
+    with pytest.raises(ToolError, match=re.escape(expected)):
+        agent.add_layer(name, "labels", data=[[0, 1], [1, 0]])
+    if name != "labels":  # the case's own leaving must be a labels layer anyway
+        with pytest.raises(ToolError, match="differs from its input"):
+            agent.add_layer(name, "image", data=[[0.5, 1.0], [1.0, 0.0]])
+    agent.add_layer(name, "labels", data=np.zeros(shape, np.int32).tolist())  # on the grid: taken
+    assert agent.layers[name].like == "nuclei"
+
+
+# --------------------------------------------------------------------------- the viewer tools
+
+
+def test_the_viewer_tools_step_a_time_lapse_and_draw_its_frames(tmp_path: Path) -> None:
+    case = builtin.get_case(TRACKING)
+    agent, fixture = _agent(case, tmp_path)
+    movie = np.asarray(fixture.data["movie"])
+    t = movie.shape[0]
+    results = _calls(
+        agent,
+        [
+            ("view_state", {}),
+            ("set_dims", {"axis": 0, "step": 2}),
+            ("step_dims", {"axis": 0, "by": 100}),
+            ("snapshot", {}),
+            ("set_dims", {"axis": 0, "step": None}),
+            ("snapshot", {}),
+            ("snapshot_frames", {"axis": 0, "start": 0, "stop": t, "every": 1}),
+            ("set_layer_display", {"name": "movie", "visible": False}),
+            ("snapshot", {}),
+            ("set_dims", {"axis": 0, "step": t}),
+            ("set_dims", {"axis": 3, "step": 0}),
+            ("snapshot_frames", {"axis": 0, "start": 5, "stop": 2}),
+            ("set_layer_display", {"name": "movie", "opacity": 2}),
+        ],
+    )
+    ok = [not r.isError for r in results]
+    assert ok == [True] * 9 + [False] * 4, [r.content for r in results]
+    view = results[0].structuredContent
+    assert view["bound"] == "session" and view["dims"] == [
+        {"axis": 0, "label": view["dims"][0]["label"], "size": t, "step": None}
+    ]
+    assert results[1].structuredContent["dims"][0]["step"] == 2
+    assert results[2].structuredContent["dims"][0]["step"] == t - 1  # held at the end
+    assert results[3].structuredContent["position"] == {"0": t - 1}
+    last = base64.b64decode(results[3].content[0].data)
+    projected = base64.b64decode(results[5].content[0].data)
+    assert results[5].structuredContent["position"] == {} and last != projected
+    frames = results[6]
+    images = [c for c in frames.content if c.type == "image"]
+    listed = frames.structuredContent["frames"]
+    assert len(images) == len(listed) == min(t, 16) and frames.structuredContent["truncated"] == (t > 16)
+    assert [f["step"] for f in listed] == list(range(min(t, 16)))
+    assert len({c.data for c in images}) > 1  # the frames differ
+    assert base64.b64decode(images[-1].data) != projected
+    assert results[8].structuredContent["layers"] == []  # the movie hidden: nothing drawn
+    errors = ["".join(c.text for c in r.content) for r in results[9:]]
+    assert f"from 0 to {t - 1}" in errors[0] and "leading axis" in errors[1]
+    assert "start < stop" in errors[2] and "opacity" in errors[3]
+
+
+def test_a_frame_of_a_multi_frame_snapshot_is_the_snapshot_at_that_step(tmp_path: Path) -> None:
+    agent, _ = _agent(builtin.get_case(TRACKING), tmp_path)
+    pngs, info = agent.snapshot_frames(axis=0, start=3, stop=4)
+    agent.set_dims(0, 3)
+    from imagebench.subjects.mcp import render
+
+    saved = render.SNAPSHOT_MAX_SIDE
+    assert info["frames"][0]["step"] == 3
+    one = agent.snapshot()
+    assert saved >= render.FRAME_MAX_SIDE
+    if max(info["frames"][0]["width"], info["frames"][0]["height"]) <= render.FRAME_MAX_SIDE:
+        assert pngs[0] == one  # the same picture when the frame needs no further downsampling
+
+
+def test_a_multi_frame_snapshot_is_size_capped(tmp_path: Path) -> None:
+    from imagebench.subjects.mcp.render import FRAME_MAX_SIDE
+    from imagebench.subjects.mcp.view import MAX_FRAMES
+
+    agent, _ = _agent(builtin.get_case(TRACKING), tmp_path)
+    agent.layers["movie"].data = np.random.default_rng(0).random((40, 1500, 900)).astype(np.float32)
+    pngs, info = agent.snapshot_frames(axis=0)
+    assert len(pngs) == MAX_FRAMES and info["truncated"]
+    assert all(max(f["width"], f["height"]) <= FRAME_MAX_SIDE for f in info["frames"])
+    assert info["downsampled"] == 3
+
+
+def test_no_viewer_tool_reaches_a_truth_layer_or_a_file(tmp_path: Path) -> None:
+    """A dishonest agent names the truth's keys, a held-out file, a path: every viewer tool refuses,
+    and nothing any of them returns holds the truth."""
+    case = builtin.get_case(TRACKING)
+    agent, fixture = _agent(case, tmp_path)
+    (tmp_path / "held-out.npy").write_bytes(b"")
+    truth = dict(fixture.truth)
+    names = [*truth, "truth", "../inputs/movie.npy", str(tmp_path / "held-out.npy"), "/etc/passwd"]
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for name in names:
+        calls += [
+            ("set_layer_display", {"name": name, "visible": True}),
+            ("snapshot_frames", {"layer": name}),
+            ("snapshot", {"layer": name}),
+        ]
+    refused = _calls(agent, calls)
+    assert all(r.isError for r in refused), [r.content for r in refused if not r.isError]
+    for r in refused:
+        assert "no layer named" in "".join(c.text for c in r.content)
+    honest = _calls(
+        agent, [("view_state", {}), ("snapshot_frames", {}), ("snapshot", {}), ("set_dims", {"axis": 0, "step": 1})]
+    )
+    for r in honest:
+        assert not r.isError
+        for c in r.content:
+            blob = base64.b64decode(c.data) if c.type == "image" else c.text.encode()
+            assert truth_leaks(truth, blob=blob) == []
+        assert not set(truth) & {
+            x["name"] for x in (r.structuredContent or {}).get("layers", []) if isinstance(x, dict)
+        }
+    assert {x["name"] for x in honest[0].structuredContent["layers"]} == set(agent.layers)
