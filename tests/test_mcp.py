@@ -348,6 +348,7 @@ def test_mcp_serve_on_stdio_scores_what_the_client_left(tmp_path: Path) -> None:
     (sample,) = run_dir.glob("mcp-stdio/segment-nuclei/count-nuclei/sample-0")
     summary = json.loads((sample / "summary.json").read_text())
     assert summary["status"] == "wrong-answer" and summary["sandbox"] == "none"  # 1 is not the count
+    assert (run_dir / "report.html").is_file()  # as `run` writes it
     record = read_record(sample / TRANSCRIPT, Transcript)
     assert record.client == "stdio-test" and [c.ok for c in record.calls] == [True, False, True, True]
 

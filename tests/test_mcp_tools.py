@@ -369,3 +369,70 @@ def test_no_viewer_tool_reaches_a_truth_layer_or_a_file(tmp_path: Path) -> None:
             x["name"] for x in (r.structuredContent or {}).get("layers", []) if isinstance(x, dict)
         }
     assert {x["name"] for x in honest[0].structuredContent["layers"]} == set(agent.layers)
+
+
+# --------------------------------------------------------------------------- mcp serve: the report and not-attempted
+
+
+def _serve(tmp_path: Path, script: Any, name: str) -> tuple[Any, Path]:
+    import os
+    import sys
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.types import Implementation
+
+    env = {**os.environ, "PYTHONPATH": str(Path(imagebench.__file__).resolve().parents[1])}
+    out = tmp_path / name
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "imagebench", "mcp", "serve", "segment-nuclei/count-nuclei", "--out", str(out)],
+        env=env,
+    )
+
+    async def go() -> Any:
+        async with stdio_client(params) as (r, w):
+            async with ClientSession(r, w, client_info=Implementation(name=name, version="0")) as c:
+                init = await c.initialize()
+                return init, await script(c)
+
+    got = asyncio.run(go())
+    (run_dir,) = out.glob("run-*")
+    return got, run_dir
+
+
+def test_a_bare_tools_list_probe_is_not_attempted_and_mcp_serve_writes_the_report(tmp_path: Path) -> None:
+    from imagebench.report import read_page
+    from imagebench.runs.reader import read_run
+    from imagebench.scoring.aggregates import aggregate
+
+    async def probe(c: Any) -> Any:
+        return (await c.list_tools()).tools
+
+    (init, tools), run_dir = _serve(tmp_path, probe, "probe")
+    assert init.serverInfo.name == "imagebench" and init.serverInfo.version == imagebench.__version__
+    assert [t.name for t in tools] == tool_names() and all(t.outputSchema for t in tools)
+    (sample,) = run_dir.glob("mcp-stdio/segment-nuclei/count-nuclei/sample-0")
+    summary = json.loads((sample / "summary.json").read_text())
+    assert summary["status"] == "not-attempted", summary
+    assert "'probe' called no tool of the case" in summary["reason"]
+    case = json.loads((sample.parent / "summary.json").read_text())
+    assert case["counts"] == {"not-attempted": 1} and case["scored"] == 0
+    assert (run_dir / "report.html").is_file() and "not-attempted" in (run_dir / "report.html").read_text()
+    contents = read_run(run_dir)
+    samples = [s for label in contents.labels for s in contents.samples(label)]
+    agg = aggregate(samples, 1, expected=["segment-nuclei/count-nuclei"])
+    assert agg.coverage["not-attempted"] == 1 and agg.coverage["unscored"] == 1  # excluded, counted apart
+    assert read_page(run_dir) is not None
+
+    # an honest session of the same case is scored (it tried and left nothing: a failure)
+    async def work(c: Any) -> Any:
+        await c.call_tool("get_prompt", {})
+        return await c.call_tool("submit", {})
+
+    _, scored_dir = _serve(tmp_path, work, "worker")
+    (scored,) = scored_dir.glob("mcp-stdio/segment-nuclei/count-nuclei/sample-0")
+    assert json.loads((scored / "summary.json").read_text())["status"] == "no-result"
+    from imagebench.suite.compare import FAIL, PASS
+
+    assert "not-attempted" not in PASS | FAIL and "no-result" in FAIL  # compare leaves such a pair out, counted

@@ -1,7 +1,8 @@
 """The served MCP subject (``imagebench mcp serve``): whatever client connects is the agent.
 
 The session is served on this process's stdio or on loopback HTTP (:mod:`imagebench.subjects.mcp.server`);
-what the agent leaves through the tools is scored. Unconfined (the client is not ours to start),
+what the agent leaves through the tools is scored; a session whose client called no tool (a bare
+``tools/list`` probe) is ``not-attempted``, excluded from every figure and counted. Unconfined (the client is not ours to start),
 so a run records it as ``sandbox: none``; with no spec string it never travels to a worker.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from imagebench.subjects.base import Confinement, SubjectKind
+from imagebench.subjects.base import Confinement, SubjectKind, SubjectNotAttempted
 from imagebench.subjects.mcp.host import transcript_note, write_transcript
 from imagebench.subjects.mcp.tools import AgentSession, CaseView
 
@@ -72,11 +73,20 @@ class ServedSubject(SubjectKind):
                 finally:
                     agent.apply_to(session)
                     session.notes["mcp"] = transcript_note(agent)
+            if not agent.attempted:
+                raise SubjectNotAttempted(not_attempted_reason(agent))
 
         return work
 
     def __call__(self, session: Session) -> None:
         raise RuntimeError("a served subject works through the case it is bound to; call bind(case, context)")
+
+
+def not_attempted_reason(agent: AgentSession) -> str:
+    """Why a served session is ``not-attempted``: its client called none of its tools."""
+    who = f"the MCP client {agent.client_name!r}" if agent.client_name else "no MCP client"
+    how = "" if agent.client_name else " (none listed the tools)"
+    return f"{who} called no tool of the case{how}: nothing was attempted, so nothing is scored"
 
 
 def _serve_stdio_on(agent: AgentSession, stdout: object) -> None:

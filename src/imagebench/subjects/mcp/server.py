@@ -70,11 +70,18 @@ class ImagebenchMCP(FastMCP):
         self._mcp_server.version = server_version()
         self.agent = agent
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
-        agent = self.agent
+    def _client(self) -> None:
         with suppress(Exception):
             params = self.get_context().session.client_params
-            agent.set_client(params.clientInfo.name if params is not None else None)
+            self.agent.set_client(params.clientInfo.name if params is not None else None)
+
+    async def list_tools(self) -> Any:
+        self._client()  # a client that only lists the tools is named in its not-attempted sample
+        return await super().list_tools()
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        agent = self.agent
+        self._client()
         start = time.perf_counter()
         token = RESULT.set(None)
         try:
