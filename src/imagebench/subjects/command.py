@@ -79,12 +79,7 @@ class CommandSubject(SubjectKind):
     """
 
     prefix = "command:"
-    forms = (
-        (
-            "command:<shell command>",
-            "runs the command with bash in a sandboxed fresh workspace (prompt.md, inputs/, outputs/)",
-        ),
-    )
+    forms = (("command:<shell command>", "runs the command with bash in a sandboxed fresh workspace (prompt.md, inputs/, outputs/)"),)
     flags = frozenset({"mcp"})
 
     command: str
@@ -302,9 +297,7 @@ class _BoundCommand:
         )
         session.notes["exit_code"] = finished.returncode
         if finished.limit is not None:
-            raise SubjectResourceLimit(
-                f"resource-limit: {finished.limit} ({_LIMIT_WORDS[finished.limit](policy.limits)})"
-            )
+            raise SubjectResourceLimit(f"resource-limit: {finished.limit} ({_LIMIT_WORDS[finished.limit](policy.limits)})")
         if finished.timed_out:
             raise SubjectTimeout(f"the command ran past its {ctx.timeout_s:g} s limit and was killed")
         caps, budget = confine.leaving_caps(policy.limits, session.layers, session.collect)
@@ -383,10 +376,7 @@ def final_message(tail: bytes, offset: int) -> tuple[str | None, str | None]:
         return tail[skip:].decode("utf-8"), None
     except UnicodeDecodeError as exc:
         at = offset + skip + exc.start
-        return (
-            None,
-            f"the final message (the end of stdout) is not UTF-8 text: byte 0x{tail[skip + exc.start]:02x} at offset {at} of stdout ({exc.reason})",
-        )
+        return None, f"the final message (the end of stdout) is not UTF-8 text: byte 0x{tail[skip + exc.start]:02x} at offset {at} of stdout ({exc.reason})"
 
 
 # A final message that is an answer starts with a JSON object or has an IMAGEBENCH_FINAL_JSON:
@@ -395,11 +385,7 @@ _ANSWER_TEXT = re.compile(r"\A\s*\{|^[ \t]*IMAGEBENCH_FINAL_JSON:", re.MULTILINE
 
 
 def _read_outputs(
-    session: Session,
-    ws: Workspace,
-    rc: int,
-    finished: _command.Finished | None = None,
-    caps: dict[str, int] | None = None,
+    session: Session, ws: Workspace, rc: int, finished: _command.Finished | None = None, caps: dict[str, int] | None = None
 ) -> None:
     """Bind each leaving the command wrote to ``outputs/`` (read beneath the workspace's
     descriptor: no link followed, regular files only, each within its cap). A recorded leaving
@@ -509,3 +495,4 @@ def _program_name(command: str) -> str:
             continue
         return Path(word).name or "?"
     return "?"
+

@@ -34,3 +34,5 @@ def remove_readonly_files(root: Path) -> None:
         except OSError:
             pass
     shutil.rmtree(root, ignore_errors=True)
+
+

@@ -115,21 +115,15 @@ def _neighbours(origin: Path, target: str) -> dict[str, Any]:
     from imagebench.fixtures.digest import TreeError, tree_digest
 
     folder = origin.resolve().parent
-    names = (
-        {
-            p.name
-            for p in folder.iterdir()
-            if p.name != origin.name and p.is_file() and not p.is_symlink() and p.name.endswith(CODE_SUFFIXES)
-        }
-        if folder.is_dir()
-        else set()
-    )
+    names = {
+        p.name
+        for p in folder.iterdir()
+        if p.name != origin.name and p.is_file() and not p.is_symlink() and p.name.endswith(CODE_SUFFIXES)
+    } if folder.is_dir() else set()
     if len(names) > MAX_TREE_FILES:
         raise SubjectError(f"the folder of python:{target} holds more than {MAX_TREE_FILES} code files")
     try:
-        digest = tree_digest(
-            folder, what=f"the folder of python:{target}", keep=lambda rel: rel in names, max_bytes=MAX_TREE_BYTES
-        )
+        digest = tree_digest(folder, what=f"the folder of python:{target}", keep=lambda rel: rel in names, max_bytes=MAX_TREE_BYTES)
     except TreeError as exc:
         raise SubjectError(f"cannot digest the code beside python:{target}: {exc}") from None
     return {"files": digest.files, "digest": digest.digest}
@@ -184,10 +178,8 @@ def identity_change(recorded: Any, current: dict[str, Any]) -> str | None:
             changes.append(f"{where}: {_short(old)} -> {_short(new)}")
 
     walk(recorded.get("parts"), current.get("parts"), "parts")
-    return (
-        "; ".join(changes[:6]) + ("; ..." if len(changes) > 6 else "")
-        if changes
-        else (f"code {_short(recorded.get('code'))} -> {_short(current.get('code'))}")
+    return "; ".join(changes[:6]) + ("; ..." if len(changes) > 6 else "") if changes else (
+        f"code {_short(recorded.get('code'))} -> {_short(current.get('code'))}"
     )
 
 

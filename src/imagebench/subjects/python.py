@@ -42,10 +42,7 @@ class PythonSubject(SubjectKind):
     prefix = "python:"
     forms = (
         ("python:package.module:function", "calls function(session) in this process (--isolate: a sandboxed child)"),
-        (
-            "python:path/to/file.py:function",
-            "the same, with the function of a Python file (its sha256 in the identity)",
-        ),
+        ("python:path/to/file.py:function", "the same, with the function of a Python file (its sha256 in the identity)"),
     )
     flags = frozenset({"isolate"})
 
@@ -267,9 +264,7 @@ def _resolved_file_target(spec: str, target: str) -> str:
     file must exist, be a ``.py`` file, and the function a dotted name."""
     path, sep, func = target.rpartition(":")
     if not sep or not path or not _DOTTED.match(func):
-        raise SubjectError(
-            f"subject {spec!r}: expected python:path/to/file.py:function, e.g. python:solvers/seg.py:segment"
-        )
+        raise SubjectError(f"subject {spec!r}: expected python:path/to/file.py:function, e.g. python:solvers/seg.py:segment")
     file = Path(path).expanduser()
     if file.suffix != ".py":
         raise SubjectError(f"subject {spec!r}: {path!r} is not a .py file (expected python:path/to/file.py:function)")

@@ -179,9 +179,7 @@ class SkillServer:
     answer one JSON object (``{"error": ...}`` when refused). Every call is kept in
     :attr:`transcript` (tool ``skill``), each activation in :attr:`transcript.skills`."""
 
-    def __init__(
-        self, skills: Mapping[str, str], path: Path, *, ids: SubjectIds | None = None, label: str = ""
-    ) -> None:
+    def __init__(self, skills: Mapping[str, str], path: Path, *, ids: SubjectIds | None = None, label: str = "") -> None:
         self.skills = dict(skills)
         self.path = Path(path)
         self.transcript = Transcript(label=label, route=CHANNEL)

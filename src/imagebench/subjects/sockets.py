@@ -18,9 +18,7 @@ if TYPE_CHECKING:
     from imagebench.sandbox.limits import SubjectIds
 
 
-def listen_unix(
-    path: Path, ids: SubjectIds | None = None, *, backlog: int = 4, blocking: bool = False
-) -> socket.socket:
+def listen_unix(path: Path, ids: SubjectIds | None = None, *, backlog: int = 4, blocking: bool = False) -> socket.socket:
     """A listening socket at ``path``, in a folder of the harness's, readable and writable by its
     owner only: the subject's uid (``ids``) when the harness is root, else the harness's user.
 
