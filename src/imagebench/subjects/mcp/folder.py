@@ -63,6 +63,7 @@ while True:
 '''
 
 
+
 class McpFolder:
     """The socket, the bridge and the files ``read_layer(encoding="npy")`` writes, in a fresh
     folder (under ``parent`` when given). At most :data:`READS_KEPT` reads are kept; an older one
