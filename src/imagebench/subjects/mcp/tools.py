@@ -257,9 +257,10 @@ class AgentSession:
 
     @property
     def attempted(self) -> bool:
-        """The client called a tool of this session (a bare ``tools/list`` probe calls none):
-        a session never attempted is ``not-attempted``, never a scored ``no-result``."""
-        return bool(self.transcript.calls)
+        """The client called a tool of this session, or left something through one (a bare
+        ``tools/list`` probe does neither): a session never attempted is ``not-attempted``, never
+        a scored ``no-result``."""
+        return bool(self.transcript.calls or self.answers) or any(x.role == "answer" for x in self.layers.values())
 
     # ---------------------------------------------------------------- the tools
 

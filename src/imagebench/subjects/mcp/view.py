@@ -46,7 +46,7 @@ class ViewBackend(Protocol):
         """The step shown of each of the view's leading axes (``sizes``: their lengths); None: projected."""
         ...
 
-    def set_step(self, axis: int, step: int | None) -> None: ...
+    def set_step(self, axis: int, step: int | None, sizes: list[int]) -> None: ...
 
     def display(self, layer: AgentLayer) -> Display: ...
 
@@ -64,7 +64,7 @@ class SessionView:
     def steps(self, sizes: list[int]) -> dict[int, int | None]:
         return {axis: self._steps.get(axis) for axis in range(len(sizes))}
 
-    def set_step(self, axis: int, step: int | None) -> None:
+    def set_step(self, axis: int, step: int | None, sizes: list[int]) -> None:
         if step is None:
             self._steps.pop(axis, None)
         else:
@@ -143,7 +143,7 @@ def set_step(agent: AgentSession, axis: Any, step: Any) -> dict[str, Any]:
         raise ToolError(
             f"axis {index} has {size} steps: step must be a whole number from 0 to {size - 1}, got {step!r}"
         )
-    agent.display.set_step(index, step)
+    agent.display.set_step(index, step, _leading(agent)[0])
     return view_result(agent)
 
 
@@ -152,8 +152,9 @@ def step_by(agent: AgentSession, axis: Any, by: Any) -> dict[str, Any]:
     index, size = _axis(agent, axis)
     if isinstance(by, bool) or not isinstance(by, int):
         raise ToolError(f"by must be a whole number of steps, got {by!r}")
-    now = agent.display.steps(_leading(agent)[0]).get(index)
-    agent.display.set_step(index, min(size - 1, max(0, (now if now is not None else 0) + by)))
+    sizes = _leading(agent)[0]
+    now = agent.display.steps(sizes).get(index)
+    agent.display.set_step(index, min(size - 1, max(0, (now if now is not None else 0) + by)), sizes)
     return view_result(agent)
 
 
