@@ -64,53 +64,70 @@ def _tools(agent: AgentSession) -> list[Any]:
 # --------------------------------------------------------------------------- the strict schema check
 
 
-def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return root["$defs"][ref.removeprefix("#/$defs/")]
-    return schema
+# The MCP Inspector's schema lint (v2.12, clients/web: ``x6``), ported rule for rule: it walks the
+# input and output schema of each tool and reports a bare boolean schema (an error), a ``type``
+# given as an array (``type-union``), a ``$ref`` outside the document (``remote-ref``) and a
+# schema with no validation keyword, which accepts anything (``untyped-schema``).
+_KEYWORDS = set(
+    "type enum const multipleOf maximum exclusiveMaximum minimum exclusiveMinimum maxLength minLength pattern "
+    "format contentMediaType contentEncoding contentSchema maxItems minItems uniqueItems maxContains minContains "
+    "maxProperties minProperties required dependentRequired allOf anyOf oneOf not items prefixItems contains "
+    "additionalItems unevaluatedItems properties patternProperties additionalProperties unevaluatedProperties "
+    "propertyNames dependentSchemas dependencies $ref $dynamicRef $recursiveRef".split()
+)
+_TYPES = {"null", "boolean", "object", "array", "number", "string", "integer"}
+_MAPS = ("properties", "patternProperties", "dependentSchemas", "dependencies", "$defs", "definitions")
+_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_ONES = (
+    "items", "contains", "not", "propertyNames", "if", "then", "else", "additionalProperties",
+    "unevaluatedProperties", "additionalItems", "unevaluatedItems", "contentSchema",
+)  # fmt: skip
+_BOOLEAN_OK = {"additionalProperties", "unevaluatedProperties", "additionalItems", "unevaluatedItems"}
 
 
-def accepts_anything(schema: Any, root: dict[str, Any], where: str, seen: frozenset[str] = frozenset()) -> list[str]:
-    """Every place in ``schema`` that accepts any JSON value (an empty schema, an array with no
-    ``items``, an object with open ``additionalProperties``), as the Inspector's strict check warns."""
+def inspector_lint(schema: Any, where: str, parent: str | None = None, depth: int = 0) -> list[str]:
+    if depth > 64:
+        return []
+    if isinstance(schema, bool):
+        return [] if parent in _BOOLEAN_OK else [f"error boolean-schema at {where}"]
     if not isinstance(schema, dict):
-        return [f"{where}: not a schema"]
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        if ref in seen:
-            return []
-        return accepts_anything(_resolve(schema, root), root, where, seen | {ref})
+        return []
     out: list[str] = []
-    branches = [*schema.get("anyOf", []), *schema.get("oneOf", []), *schema.get("allOf", [])]
-    if not branches and not {"type", "enum", "const"} & set(schema):
-        return [f"{where}: accepts anything"]
-    for i, branch in enumerate(branches):
-        out += accepts_anything(branch, root, f"{where}|{i}", seen)
-    types = schema.get("type")
-    types = types if isinstance(types, list) else [types]
-    if "array" in types:
-        if "items" not in schema and "prefixItems" not in schema:
-            out.append(f"{where}: an array of anything")
-        elif "items" in schema:
-            out += accepts_anything(schema["items"], root, f"{where}[]", seen)
-    if "object" in types:
-        extra = schema.get("additionalProperties")
-        if extra is True or (extra is None and not schema.get("properties")):
-            out.append(f"{where}: an object of anything")
-        elif isinstance(extra, dict):
-            out += accepts_anything(extra, root, f"{where}{{}}", seen)
-        for name, prop in (schema.get("properties") or {}).items():
-            out += accepts_anything(prop, root, f"{where}.{name}", seen)
+    kinds = schema.get("type")
+    if isinstance(kinds, list) and kinds and all(k in _TYPES for k in kinds) and len(set(kinds)) == len(kinds):
+        out.append(f"warning type-union at {where}")
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref and not ref.startswith("#"):
+        out.append(f"warning remote-ref at {where}")
+    typed = any(k in _KEYWORDS for k in schema) or ("if" in schema and ("then" in schema or "else" in schema))
+    if not typed and parent != "not":
+        out.append(f"warning untyped-schema at {where}")
+    for key in _MAPS:
+        if isinstance(schema.get(key), dict):
+            for name, sub in schema[key].items():
+                out += inspector_lint(sub, f"{where}.{key}.{name}", key, depth + 1)
+    for key in _LISTS:
+        if isinstance(schema.get(key), list):
+            for n, sub in enumerate(schema[key]):
+                out += inspector_lint(sub, f"{where}.{key}[{n}]", key, depth + 1)
+    for key in _ONES:
+        if key in schema:
+            subs = schema[key] if key == "items" and isinstance(schema[key], list) else [schema[key]]
+            for sub in subs:
+                out += inspector_lint(sub, f"{where}.{key}", key, depth + 1)
     return out
 
 
 def strict_warnings(tool: Any) -> list[str]:
-    """What a strict check of one tool's listing finds wrong (empty: nothing)."""
+    """What a strict check of one tool's listing finds wrong (empty: nothing): the Inspector's
+    lint of both schemas, and what a model reads besides (an outputSchema, a description on the
+    tool and on every parameter, no docstring indentation, valid draft-07 and 2020-12 schemas)."""
     from jsonschema import Draft7Validator, Draft202012Validator
 
-    out: list[str] = []
     name = tool.name
+    out = [
+        f"{name}: {w}" for kind in ("inputSchema", "outputSchema") for w in inspector_lint(getattr(tool, kind), kind)
+    ]
     if not tool.description or tool.description != tool.description.strip():
         out.append(f"{name}: no description, or one with surrounding blanks")
     if any(line.startswith((" ", "\t")) for line in (tool.description or "").splitlines()):
@@ -126,13 +143,12 @@ def strict_warnings(tool: Any) -> list[str]:
                 validator.check_schema(schema)
             except Exception as exc:
                 out.append(f"{name}: {kind}Schema is not valid {validator.__name__}: {exc}")
-        for prop, sub in (schema.get("properties") or {}).items():
-            if kind == "input":  # a parameter: described, and precise all the way down
-                if not sub.get("description"):
-                    out.append(f"{name}.{prop}: no description")
-                out += [f"{name} {kind}: {w}" for w in accepts_anything(sub, schema, prop)]
-            elif not {"type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf"} & set(sub):
-                out.append(f"{name} output: {prop}: accepts anything")  # a result's field: typed
+        if kind == "input":
+            out += [
+                f"{name}.{p}: no description"
+                for p, sub in (schema.get("properties") or {}).items()
+                if not sub.get("description")
+            ]
     return out
 
 
@@ -151,28 +167,44 @@ def test_every_tool_passes_the_strict_schema_check() -> None:
 
 
 def test_the_strict_check_finds_what_the_old_tools_had() -> None:
-    """The check is not one that cannot fail: the old tools' faults are each found."""
-    from mcp.types import Tool
+    """The check is not one that cannot fail: served with the old signatures (``data: list[Any]``,
+    ``value: Any``, free-string ``kind``, indented docstrings, no result type), the same SDK gives
+    exactly the 3 warnings the Inspector reported, and the rest of the check finds the others."""
+    from mcp.server.fastmcp import FastMCP
 
-    loose = Tool(
-        name="add_layer",
-        description="Add a layer.\n        kind: 'labels' ...",
-        inputSchema={
-            "type": "object",
-            "properties": {
-                "data": {"type": "array", "items": {}},
-                "value": {"title": "Value"},
-                "kind": {"type": "string", "description": "the kind"},
-                "meta": {"type": "object", "description": "x"},
-            },
-        },
-    )
-    found = strict_warnings(loose)
-    assert "add_layer: no outputSchema" in found
+    old = FastMCP("old")
+
+    @old.tool(structured_output=False)
+    def add_layer(name: str, kind: str, data: list[Any] | None = None) -> str:
+        """Add an answer layer: kind 'labels', ...
+        from numbers (data)."""
+        return ""
+
+    @old.tool(structured_output=False)
+    def update_layer(name: str, data: list[Any] | None = None) -> str:
+        """Replace the data of a layer you added."""
+        return ""
+
+    @old.tool(structured_output=False)
+    def set_answer(value: Any, name: str = "answer") -> str:
+        """Set a structured answer."""
+        return ""
+
+    tools = asyncio.run(old.list_tools())
+    lint = [
+        w for t in tools for kind in ("inputSchema", "outputSchema") for w in inspector_lint(getattr(t, kind), kind)
+    ]
+    assert sorted(lint) == [
+        "warning untyped-schema at inputSchema.properties.data.anyOf[0].items",
+        "warning untyped-schema at inputSchema.properties.data.anyOf[0].items",
+        "warning untyped-schema at inputSchema.properties.value",
+    ]
+    found = [w for t in tools for w in strict_warnings(t)]
+    assert "add_layer: no outputSchema" in found and "set_answer: no outputSchema" in found
     assert "add_layer: its description keeps the docstring's indentation" in found
-    assert "add_layer.data: no description" in found and "add_layer.value: no description" in found
-    assert "add_layer input: data[]: accepts anything" in found and "add_layer input: value: accepts anything" in found
-    assert "add_layer input: meta: an object of anything" in found
+    assert "add_layer.kind: no description" in found and "set_answer.value: no description" in found
+    assert inspector_lint({"type": ["array", "number"]}, "x") == ["warning type-union at x"]
+    assert inspector_lint({"properties": {"a": True}}, "x") == ["error boolean-schema at x.properties.a"]
 
 
 def test_server_info_names_imagebench_and_its_version() -> None:

@@ -57,7 +57,11 @@ AnswerValue = TypeAliasType(
 
 _DATA_SCHEMA = {
     "anyOf": [
-        {"type": "array", "items": {"type": ["array", "number"]}, "description": "numbers, nested one list per axis"},
+        {
+            "type": "array",
+            "items": {"anyOf": [{"type": "array"}, {"type": "number"}]},
+            "description": "numbers, nested one list per axis",
+        },
         {"type": "string", "description": "base64 of the raw bytes"},
         {"type": "null"},
     ]
