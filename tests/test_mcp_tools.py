@@ -479,3 +479,49 @@ def test_a_bare_tools_list_probe_is_not_attempted_and_mcp_serve_writes_the_repor
     from imagebench.suite.compare import FAIL, PASS
 
     assert "not-attempted" not in PASS | FAIL and "no-result" in FAIL  # compare leaves such a pair out, counted
+
+
+def _held_open(tmp_path: Path, lines: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
+    """``mcp serve`` under a client that sends ``lines`` and then holds stdin open, silent, past
+    the limit: the exit code and the sample's summary."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(imagebench.__file__).resolve().parents[1])}
+    out = tmp_path / "held"
+    args = ["-m", "imagebench", "mcp", "serve", "segment-nuclei/count-nuclei", "--out", str(out), "--timeout", "4"]
+    proc = subprocess.Popen(
+        [sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    assert proc.stdin is not None
+    for line in lines:
+        proc.stdin.write((json.dumps(line) + "\n").encode())
+        proc.stdin.flush()
+    try:
+        proc.wait(timeout=60)  # stdin stays open: the session has to end on its own
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    (sample,) = out.glob("run-*/mcp-stdio/segment-nuclei/count-nuclei/sample-0")
+    return proc.returncode, json.loads((sample / "summary.json").read_text())
+
+
+_INIT = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "idle", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]  # fmt: skip
+
+
+def test_a_client_that_connects_and_says_nothing_is_not_attempted_not_a_timeout(tmp_path: Path) -> None:
+    code, summary = _held_open(tmp_path, _INIT)
+    assert summary["status"] == "not-attempted", summary
+    assert code == 4  # incomplete: nothing measured, as a run with only excluded samples ends
+
+
+def test_a_client_that_called_a_tool_and_stayed_past_the_limit_is_a_timeout(tmp_path: Path) -> None:
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_prompt", "arguments": {}}}
+    code, summary = _held_open(tmp_path, [*_INIT, call])
+    assert summary["status"] == "timeout" and "still connected" in summary["reason"], summary
+    assert code == 1

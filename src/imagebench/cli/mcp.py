@@ -89,4 +89,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         except Exception as exc:  # the run stands; only its page is missing
             print(f"report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
     print(f"run folder: {result.run_dir}", file=sys.stderr)
+    import threading
+
+    if any(t.name == "imagebench-mcp-stdio" and t.is_alive() for t in threading.enumerate()):
+        # a client that still holds stdin past the limit: its reader cannot be ended, and Python
+        # aborts at shutdown over a thread inside a read of stdin; the run is written, so leave now
+        import os
+
+        sys.stderr.flush()
+        os._exit(result.exit_code)
     return result.exit_code

@@ -135,10 +135,15 @@ def serve_stdio(agent: AgentSession) -> None:
 
 
 def serve_http(
-    agent: AgentSession, *, host: str = "127.0.0.1", port: int = 8765, until_submitted: bool = False
+    agent: AgentSession,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    until_submitted: bool = False,
+    deadline_s: float | None = None,
 ) -> None:
     """Serve ``agent`` as streamable HTTP on ``http://host:port/mcp`` until interrupted (or, with
-    ``until_submitted``, until the agent calls ``submit``)."""
+    ``until_submitted``, until the agent calls ``submit``; or ``deadline_s`` seconds have passed)."""
     import anyio
     import uvicorn
 
@@ -155,7 +160,10 @@ def serve_http(
         async with anyio.create_task_group() as tg:
 
             async def watch() -> None:
+                end = None if deadline_s is None else time.monotonic() + deadline_s
                 while not (until_submitted and agent.submitted.is_set()):
+                    if end is not None and time.monotonic() >= end:
+                        break
                     await anyio.sleep(0.2)
                 await anyio.sleep(0.5)  # the submit call's answer goes out first
                 uv.should_exit = True
