@@ -248,6 +248,8 @@ def test_every_result_is_structured_and_matches_its_text(tmp_path: Path) -> None
     snap = results[7]
     assert snap.content[0].type == "image" and snap.structuredContent["layers"] == ["image", "mask"]
     assert [c.tool for c in agent.transcript.calls] == [t for t, _ in calls]
+    assert all(c.ok and c.result for c in agent.transcript.calls)  # each call's one-line summary is kept
+    assert agent.transcript.calls[4].result == "set: area"
 
 
 def test_a_refused_argument_is_named_and_recorded_and_the_session_goes_on() -> None:
