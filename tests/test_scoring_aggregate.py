@@ -103,7 +103,7 @@ def test_aggregate_denominators_and_coverage() -> None:
     agg = aggregate(samples, 3, expected=["a/one", "a/two", "a/three", "a/four", "a/five", "a/six", "a/seven"])
     assert agg.coverage == {
         "cases": 7, "complete": 3, "incomplete": 1, "unscored": 2, "missing": 1,
-        "blocked": 4, "harness-error": 1, "skipped": 1, "stopped": 0,
+        "blocked": 4, "harness-error": 1, "skipped": 1, "stopped": 0, "not-attempted": 0,
     }  # fmt: skip
     assert agg.missing == ["a/seven"]
     fig = agg.figures["pass@3"]

@@ -53,6 +53,7 @@ Status = Literal[
     "truth-tampered",  # the fixture's truth changed while the subject worked: a failure
     "fixture-overwritten",  # the fixture's data on the data plane changed while the subject worked: a failure
     "stopped",  # a person stopped the subject's turn (the panel's Stop): no result, excluded and counted
+    "not-attempted",  # a served agent never called a case tool (a bare tools/list probe): excluded and counted
 ]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
 

@@ -665,6 +665,8 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
         return write_ended(
             unit, "stopped", f"stopped by the person at the viewer after {run.seconds:.1f} s", flags=flags
         )
+    if run.not_attempted:
+        return write_ended(unit, "not-attempted", run.not_attempted, flags=flags)
     if run.timed_out:
         return write_ended(unit, "timeout", run.timeout_reason, flags=flags, detail=notes)
     if run.resource_limit:

@@ -15,7 +15,7 @@ VERDICTS: tuple[str, ...] = ("pass", "fail", "blocked", "error", "skipped")
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_DIED = 0, 1, 2, 3, 4, 5
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 # A sample in one of these statuses is not a measurement of the subject: left out of a verdict.
-NOT_MEASURED: frozenset[str] = frozenset({"skipped", "harness-error", "blocked", "stopped"})
+NOT_MEASURED: frozenset[str] = frozenset({"skipped", "harness-error", "blocked", "stopped", "not-attempted"})
 EXIT_MEANINGS: dict[int, str] = {
     EXIT_PASSED: "every selected case ran and passed",
     EXIT_FAILED: "a case failed (a wrong or missing answer, a timeout, a resource limit, a subject error, tampering)",

@@ -56,6 +56,11 @@ class SubjectHarnessError(RuntimeError):
     """The harness itself failed while running a subject (workspace, disk, ...): never the subject's fault."""
 
 
+class SubjectNotAttempted(RuntimeError):
+    """The subject never took up the case (a served MCP client that called no case tool, e.g. a bare
+    ``tools/list`` probe): the sample is ``not-attempted``, excluded from every figure and counted."""
+
+
 @runtime_checkable
 class Subject(Protocol):
     """Works one sample: reads the session, leaves its answers in ``session.namespace``."""

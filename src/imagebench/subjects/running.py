@@ -15,6 +15,7 @@ from imagebench.subjects.base import (
     Subject,
     SubjectBudgetExceeded,
     SubjectHarnessError,
+    SubjectNotAttempted,
     SubjectResourceLimit,
     SubjectTimeout,
     UnitContext,
@@ -37,6 +38,7 @@ class SubjectRun:
     stopped: bool = False  # a person stopped the turn (``stop`` was set)
     resource_limit: str | None = None  # "resource-limit: memory (...)": it was ended for a limit
     budget_exceeded: str | None = None  # "budget-exceeded: ...": it spent more than its budget and was ended
+    not_attempted: str | None = None  # why the subject never took up the case (SubjectNotAttempted)
 
 
 #: Set while a run is being interrupted: every subject's turn still under way ends now (its
@@ -102,6 +104,8 @@ def run_subject(
             outcome["budget"] = str(exc)
         except SubjectHarnessError as exc:
             outcome["harness"] = str(exc)
+        except SubjectNotAttempted as exc:
+            outcome["not_attempted"] = str(exc)
         except BaseException as exc:  # the subject's own failure: recorded, the run goes on
             outcome["error"] = _describe(exc)
 
@@ -146,4 +150,6 @@ def run_subject(
         return SubjectRun(seconds=seconds, resource_limit=outcome["limit"])
     if "budget" in outcome:
         return SubjectRun(seconds=seconds, budget_exceeded=outcome["budget"])
+    if "not_attempted" in outcome:
+        return SubjectRun(seconds=seconds, not_attempted=outcome["not_attempted"])
     return SubjectRun(seconds=seconds, error=outcome.get("error"), harness_error=outcome.get("harness"))
