@@ -212,6 +212,11 @@ def describe_subject(subject: Any, identity: Mapping[str, Any] | None = None) ->
         passed = env_pass_of(subject)
         if passed:
             described["env_pass"] = list(passed)  # the names given to the subject, never their values
+        from imagebench.subjects.registry import access_of
+
+        access = access_of(subject)
+        if access is not None:  # the setting and its evidence: what was mounted, what could execute, the tools
+            described["access"] = access
         try:
             described["identity"] = dict(identity) if identity is not None else identity_of(subject)
         except SubjectError as exc:

@@ -43,6 +43,7 @@ from imagebench.subjects.registry import subject_kind
 if TYPE_CHECKING:
     from imagebench.case.model import Case
     from imagebench.case.session import Session
+    from imagebench.sandbox.access import Access
 
 WORKSPACE_ENV = "IMAGEBENCH_WORKSPACE"
 # Never inherited by a command subject: where truth lives on disk and where reports go.
@@ -100,6 +101,12 @@ class CommandSubject(SubjectKind):
         subject = cls(command=command, sandbox=sandbox or SandboxPolicy(), mcp=mcp)
         if mcp:
             _check_mcp_sdk(spec)
+        if subject.access is not None:
+            from imagebench.sandbox.access import subject_problem
+
+            why = subject_problem(subject.access, sandboxed=subject.sandbox.enabled, mcp=mcp, command=command)
+            if why is not None:
+                raise SubjectError(f"subject {spec!r}: {why}")
         subject.check_sandbox()
         return subject
 
@@ -147,6 +154,13 @@ class CommandSubject(SubjectKind):
         }
 
     @property
+    def access(self) -> Access | None:
+        """The access setting the run declared (``--access``; None: none, what a command always had)."""
+        from imagebench.sandbox.access import parse_access
+
+        return parse_access(self.sandbox.access) if self.sandbox.access is not None else None
+
+    @property
     def sandbox_kind(self) -> SandboxKind:
         """``"bubblewrap"`` or ``"none"``: what a run records about how this subject was confined."""
         return self.sandbox.kind
@@ -177,15 +191,17 @@ class CommandSubject(SubjectKind):
     def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
         self.check_sandbox()
         skills = None
-        if any(c.recorded for c in case.collect):  # a trigger case: the harness's skill tool records activations
+        access = self.access
+        # a trigger case: the harness's skill tool records activations (not under tools: no program runs but the command's)
+        if any(c.recorded for c in case.collect) and (access is None or access.code):
             from imagebench.case.skills import offered_skills
 
             skills = offered_skills(case)
         if self.mcp:
             from imagebench.subjects.mcp.tools import CaseView
 
-            return _BoundCommand(self, context, view=CaseView.of(case), skills=skills)
-        return _BoundCommand(self, context, skills=skills)
+            return _BoundCommand(self, context, view=CaseView.of(case), skills=skills, access=access)
+        return _BoundCommand(self, context, skills=skills, access=access)
 
     def __call__(self, session: Session) -> None:
         # Without a runner: outputs beside a temporary folder, the session's own limit unknown.
@@ -203,6 +219,7 @@ class _BoundCommand:
     # {skill id: what it is for} when the command gets the harness's skill tool (a trigger case;
     # imagebench.subjects.skilltool): the one way its skill activations are observed, besides MCP
     skills: Mapping[str, str] | None = None
+    access: Access | None = None  # the run's access setting (imagebench.sandbox.access), enforced here
     _running: list[_command.Running] = field(default_factory=list, repr=False)
 
     def cancel(self) -> None:
@@ -241,7 +258,12 @@ class _BoundCommand:
     def _work(self, session: Session, ws: Workspace, tw: _command.TemporaryWorkspace, ids: SubjectIds | None) -> None:
         ctx = self.context
         session.workspace = tw.path
-        _prepare_workspace(session, ws, ctx.files)
+        if self.access is None:
+            _prepare_workspace(session, ws, ctx.files)
+        else:
+            from imagebench.subjects.access import prepare_access
+
+            prepare_access(session, ws, ctx.files, self.access, prepare=_prepare_workspace)
         sandboxed = self.subject.sandbox.enabled
         binds: list[tuple[Path, str]] = []
         env: dict[str, str] = {}
@@ -260,7 +282,7 @@ class _BoundCommand:
                 from imagebench.subjects.mcp.host import served
 
                 folder = stack.enter_context(
-                    served(self.view, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids)
+                    served(self.view, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids, access=self.access)
                 )
                 if sandboxed:
                     binds.append((folder.path, MCP_SHOWN))
@@ -277,6 +299,10 @@ class _BoundCommand:
     ) -> None:
         ctx = self.context
         policy = self.subject.sandbox
+        if self.access is not None:  # the evidence: every file the subject finds when it starts
+            from imagebench.subjects.access import note_workspace
+
+            note_workspace(session, ws)
         if ids is not None:
             ws.chown_all(ids.uid, ids.gid)  # the subject's uid owns what the harness wrote for it
         finished = _command.run(
@@ -284,9 +310,12 @@ class _BoundCommand:
             tw.path,
             sample_dir=ctx.sample_dir,
             timeout_s=ctx.timeout_s,
-            env=_child_env(tw.path, ctx.tensor_url, {**ctx.env, **(env or {})}, policy.env_pass),
+            env=_child_env(
+                tw.path, ctx.tensor_url if self.access is None or self.access.files else None,
+                {**ctx.env, **(env or {})}, policy.env_pass,
+            ),  # fmt: skip
             policy=policy,
-            tensor_url=ctx.tensor_url,
+            tensor_url=ctx.tensor_url if self.access is None or self.access.files else None,
             hidden=(ctx.sample_dir, *ctx.hidden),
             running=self._running,
             reaper=tw.reaper,
@@ -316,11 +345,12 @@ _LIMIT_WORDS: dict[str, Callable[[confine.Limits], str]] = {
 }
 
 
-def _prepare_workspace(session: Session, ws: Workspace, files: Path | None = None) -> None:
-    """``prompt.md``, ``inputs/<layer>.npy``, ``outputs/``, ``files/`` and ``fixture_tensors.json``,
-    written beneath the fresh workspace's descriptor before the subject starts."""
+def _prepare_workspace(session: Session, ws: Workspace, files: Path | None = None, prompt: str | None = None) -> None:
+    """``prompt.md`` (``prompt``, default the session's), ``inputs/<layer>.npy``, ``outputs/``,
+    ``files/`` and ``fixture_tensors.json``, written beneath the fresh workspace's descriptor
+    before the subject starts."""
     try:
-        ws.write_text("prompt.md", session.prompt)
+        ws.write_text("prompt.md", session.prompt if prompt is None else prompt)
         ws.mkdir("inputs")
         ws.mkdir("outputs")
         if files is not None:
