@@ -627,6 +627,20 @@ def _sandbox_text(rec: Any) -> str:
     return SANDBOX_MEANINGS.get(rec.sandbox or "", "not recorded (a run before sandboxes were recorded)")
 
 
+def _access_text(rec: Any) -> str:
+    """The run's access setting (docs/agents.md, Access settings) and how it was enforced."""
+    execution = rec.extra.get("execution")
+    access = execution.get("access") if isinstance(execution, Mapping) else None
+    if not isinstance(access, Mapping):
+        return "not recorded (a subject without a sandbox policy, or a run before access settings)"
+    how = f"{access.get('setting')}: {access.get('gives')}"
+    if not access.get("declared", True):
+        how += " (no --access declared: what a command always had)"
+    if access.get("exec"):
+        how += f"; execution confined by {access['exec']}"
+    return how
+
+
 def _head(run: RunPage) -> dict[str, Any]:
     rec = run.record
     verdicts = [v.verdict for v in run.cases]
@@ -635,6 +649,7 @@ def _head(run: RunPage) -> dict[str, Any]:
         ("run", rec.run_id),
         ("subject", rec.subject),
         ("sandbox", _sandbox_text(rec)),
+        ("access", _access_text(rec)),
         ("samples per case", str(rec.samples)),
         ("cases", f"{len(rec.cases)} ({failed} failed, {passed} passed, {skipped} skipped)"),
         ("started", rec.started),

@@ -142,6 +142,7 @@ def _has_files(folder: Path) -> bool:
 def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[Case | None, str | None]:
     """The Case for one scanned folder, or ``(None, reason)``; defects that do not stop it go to ``warnings``."""
     from imagebench.case.model import Case, CaseError, Collect, Layer
+    from imagebench.sandbox.access import ACCESS_META
     from imagebench.scoring.contract import Blocked, check_contract, load_contract
 
     spec = folder.spec
@@ -265,6 +266,8 @@ def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[
         meta["targets"] = verified.targets
     if cls == "trigger":
         meta[SKILLS_META] = trigger_skills(str(kwargs["skill"]), skill_id, warnings)
+    if spec.access is not None:
+        meta[ACCESS_META] = list(spec.access)
     try:
         case = Case(
             case_id=folder.case_id,

@@ -56,7 +56,7 @@ SHELLS: tuple[str, ...] = (
 )  # fmt: skip
 _SHELL_DIRS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/local/sbin")
 #: shell syntax a command run without a shell may not hold (it would be passed on as words)
-_SHELL_SYNTAX = re.compile(r"^(\||\|\||&&|;|&|>|>>|<|<<|\(|\)|`.*|\$\(.*)$")
+_SHELL_SYNTAX = re.compile(r"^[();<>|&]+$")
 _VIEWS = re.compile(r"^views-([1-9][0-9]?)$")
 
 
@@ -196,11 +196,14 @@ def command_words(command: str) -> list[str]:
 
     try:
         words = shlex.split(command)
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
     except ValueError as exc:
         raise AccessError(f"the command cannot be split into words ({exc})") from None
     if not words:
         raise AccessError("the command is empty")
-    bad = [w for w in words if _SHELL_SYNTAX.match(w)]
+    bad = [t for t in tokens if _SHELL_SYNTAX.match(t)] + [w for w in words if "`" in w or "$" in w]
     if bad:
         raise AccessError(
             f"under access setting tools the command runs without a shell, and it holds shell syntax {bad[0]!r}; "
