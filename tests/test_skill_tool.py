@@ -64,7 +64,12 @@ def _command(command: str, **policy: Any) -> CommandSubject:
 @pytest.fixture
 def served() -> Any:
     folder = SkillFolder()  # under the temp folder: a short socket path
-    server = SkillServer({"nuclei": "counts nuclei.", "drift": "registers frames"}, folder.socket_path, label="s/c")
+    server = SkillServer(
+        {"nuclei": "counts nuclei.", "drift": "registers frames"},
+        folder.socket_path,
+        label="s/c",
+        instructions={"nuclei": "# Count nuclei\n\n1. Smooth, threshold, split touching nuclei; count the labels."},
+    )
     yield folder, server
     server.close()
     folder.remove()
@@ -95,8 +100,9 @@ def test_the_tool_lists_activates_and_refuses(served: Any) -> None:
     assert used.returncode == 0 and json.loads(used.stdout) == {
         "skill": "nuclei",
         "activated": True,
-        "instructions": "counts nuclei. Work the task; leave what it asks for.",
-    }
+        "instructions": "# Count nuclei\n\n1. Smooth, threshold, split touching nuclei; count the labels.",
+    }  # the skill's SKILL.md instructions; a skill without any is given its description
+    assert json.loads(_tool(folder, "drift").stdout)["instructions"] == "registers frames"
     unknown = _tool(folder, "segment-everything")
     assert unknown.returncode == 1 and "no skill named 'segment-everything'" in unknown.stderr
     assert _tool(folder).returncode == 2 and _tool(folder, "a", "b").returncode == 2

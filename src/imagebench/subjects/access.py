@@ -126,7 +126,6 @@ def enforcement(policy: SandboxPolicy | None, *, mcp: bool) -> dict[str, Any] | 
     access = parse_access(policy.access) if policy.access is not None else default_access(mcp=mcp)
     enforced: dict[str, Any] = {
         "declared": declared,
-        "sandbox": policy.kind,
         "inputs_on_disk": access.files,
         "shell": access.code,
         "workspace": _workspace(access, mcp=mcp),

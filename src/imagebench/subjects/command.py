@@ -190,18 +190,18 @@ class CommandSubject(SubjectKind):
 
     def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
         self.check_sandbox()
-        skills = None
+        skills = texts = None
         access = self.access
         # a trigger case: the harness's skill tool records activations (not under tools: no program runs but the command's)
         if any(c.recorded for c in case.collect) and (access is None or access.code):
-            from imagebench.case.skills import offered_skills
+            from imagebench.case.skills import offered_skills, skill_instructions
 
-            skills = offered_skills(case)
+            skills, texts = offered_skills(case), skill_instructions(case)
         if self.mcp:
             from imagebench.subjects.mcp.tools import CaseView
 
-            return _BoundCommand(self, context, view=CaseView.of(case), skills=skills, access=access)
-        return _BoundCommand(self, context, skills=skills, access=access)
+            return _BoundCommand(self, context, view=CaseView.of(case), skills=skills, texts=texts, access=access)
+        return _BoundCommand(self, context, skills=skills, texts=texts, access=access)
 
     def __call__(self, session: Session) -> None:
         # Without a runner: outputs beside a temporary folder, the session's own limit unknown.
@@ -219,6 +219,7 @@ class _BoundCommand:
     # {skill id: what it is for} when the command gets the harness's skill tool (a trigger case;
     # imagebench.subjects.skilltool): the one way its skill activations are observed, besides MCP
     skills: Mapping[str, str] | None = None
+    texts: Mapping[str, str] | None = None  # each skill's instructions (its SKILL.md), what activating it returns
     access: Access | None = None  # the run's access setting (imagebench.sandbox.access), enforced here
     _running: list[_command.Running] = field(default_factory=list, repr=False)
 
@@ -272,7 +273,10 @@ class _BoundCommand:
                 from imagebench.subjects.skilltool import SKILL_SHOWN, provided
 
                 tool = stack.enter_context(
-                    provided(self.skills, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids)
+                    provided(
+                        self.skills, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids,
+                        instructions=self.texts,
+                    )  # fmt: skip
                 )
                 env.update(tool.env)
                 if sandboxed:

@@ -98,11 +98,13 @@ class CaseView:
     answer_fields: Mapping[str, str] | None = None
     # skill id -> what it is for: the skills an agent may activate (use_skill)
     skills: Mapping[str, str] = field(default_factory=dict)
+    # skill id -> its instructions (the body of its SKILL.md): what use_skill returns
+    instructions: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, case: Case) -> CaseView:
         from imagebench.case.session import case_prompt
-        from imagebench.case.skills import offered_skills
+        from imagebench.case.skills import offered_skills, skill_instructions
         from imagebench.scoring.contract import load_contract
 
         fields: dict[str, str] | None = None
@@ -118,6 +120,7 @@ class CaseView:
             collect=tuple(case.collect),
             answer_fields=fields,
             skills=offered_skills(case),
+            instructions=skill_instructions(case),
         )
 
     def leaving(self, name: str) -> Collect | None:
@@ -447,7 +450,7 @@ class AgentSession:
         return {
             "skill": name,
             "activated": True,
-            "instructions": f"{self.view.skills[name].rstrip('.')}. Work the task with the tools; leave what it asks for, then submit.",
+            "instructions": self.view.instructions.get(name) or self.view.skills[name],
         }
 
     def submit(self, note: str = "") -> dict[str, Any]:
