@@ -91,6 +91,16 @@ def _raw(folder: SkillFolder, data: bytes) -> dict[str, Any]:
     return json.loads(got)
 
 
+def test_a_skill_without_instructions_is_given_its_description() -> None:
+    folder = SkillFolder()
+    server = SkillServer({"drift": "registers frames"}, folder.socket_path, label="s/c")
+    try:
+        assert json.loads(_tool(folder, "drift").stdout)["instructions"] == "registers frames"
+    finally:
+        server.close()
+        folder.remove()
+
+
 def test_the_tool_lists_activates_and_refuses(served: Any) -> None:
     folder, server = served
     listed = _tool(folder, "--list")
@@ -101,8 +111,7 @@ def test_the_tool_lists_activates_and_refuses(served: Any) -> None:
         "skill": "nuclei",
         "activated": True,
         "instructions": "# Count nuclei\n\n1. Smooth, threshold, split touching nuclei; count the labels.",
-    }  # the skill's SKILL.md instructions; a skill without any is given its description
-    assert json.loads(_tool(folder, "drift").stdout)["instructions"] == "registers frames"
+    }  # the skill's SKILL.md instructions
     unknown = _tool(folder, "segment-everything")
     assert unknown.returncode == 1 and "no skill named 'segment-everything'" in unknown.stderr
     assert _tool(folder).returncode == 2 and _tool(folder, "a", "b").returncode == 2

@@ -85,7 +85,9 @@ def read_skill(folder: Path, warnings: list[str] | None = None) -> SkillDoc:
         raise SkillFileError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     doc = parse_skill_text(text, str(path), warnings=warnings)
     if doc.name != Path(folder).name:
-        raise SkillFileError(f"{path}: field 'name' is {doc.name!r}, but the folder is {Path(folder).name!r}; they must match")
+        raise SkillFileError(
+            f"{path}: field 'name' is {doc.name!r}, but the folder is {Path(folder).name!r}; they must match"
+        )
     return doc
 
 
@@ -93,7 +95,9 @@ def parse_skill_text(text: str, where: str, *, warnings: list[str] | None = None
     """A ``SKILL.md``'s text as a :class:`SkillDoc` (``where`` names it in every message)."""
     lines = text.lstrip("\ufeff").splitlines()
     if not lines or lines[0].strip() != "---":
-        raise SkillFileError(f"{where}: must start with YAML front matter ('---' on the first line, then name and description)")
+        raise SkillFileError(
+            f"{where}: must start with YAML front matter ('---' on the first line, then name and description)"
+        )
     try:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
     except StopIteration:
@@ -112,13 +116,19 @@ def parse_skill_text(text: str, where: str, *, warnings: list[str] | None = None
     description = _text_field(fields, "description", where, required=True)
     assert description is not None
     if len(description) > MAX_DESCRIPTION:
-        raise SkillFileError(f"{where}: field 'description' has {len(description)} characters; at most {MAX_DESCRIPTION}")
+        raise SkillFileError(
+            f"{where}: field 'description' has {len(description)} characters; at most {MAX_DESCRIPTION}"
+        )
     compatibility = _text_field(fields, "compatibility", where)
     if compatibility is not None and len(compatibility) > MAX_COMPATIBILITY:
-        raise SkillFileError(f"{where}: field 'compatibility' has {len(compatibility)} characters; at most {MAX_COMPATIBILITY}")
+        raise SkillFileError(
+            f"{where}: field 'compatibility' has {len(compatibility)} characters; at most {MAX_COMPATIBILITY}"
+        )
     metadata = fields.get("metadata", {})
     if not isinstance(metadata, dict):
-        raise SkillFileError(f"{where}: field 'metadata' must be a mapping of text to text (indented 'key: value' lines)")
+        raise SkillFileError(
+            f"{where}: field 'metadata' must be a mapping of text to text (indented 'key: value' lines)"
+        )
     instructions = "\n".join(lines[end + 1 :]).strip()
     if not instructions:
         raise SkillFileError(f"{where}: no instructions after the front matter (what use_skill returns)")
@@ -190,7 +200,9 @@ def _front_matter(lines: list[str], where: str) -> dict[str, object]:
             out[key] = nested
         else:
             if block:
-                raise SkillFileError(f"{where}: line {i + 3}: field {key!r}: a value continues on an indented line; use '>' or '|'")
+                raise SkillFileError(
+                    f"{where}: line {i + 3}: field {key!r}: a value continues on an indented line; use '>' or '|'"
+                )
             out[key] = _scalar(value, where, key, number)
         i = j
     return out
@@ -201,7 +213,9 @@ def _scalar(value: str, where: str, key: str, number: int) -> str:
         try:
             parsed = json.loads(value)
         except ValueError:
-            raise SkillFileError(f"{where}: line {number}: field {key!r}: a double-quoted value must close on its line") from None
+            raise SkillFileError(
+                f"{where}: line {number}: field {key!r}: a double-quoted value must close on its line"
+            ) from None
         if not isinstance(parsed, str):
             raise SkillFileError(f"{where}: line {number}: field {key!r}: expected text")
         return parsed
@@ -210,7 +224,9 @@ def _scalar(value: str, where: str, key: str, number: int) -> str:
             raise SkillFileError(f"{where}: line {number}: field {key!r}: a single-quoted value must close on its line")
         return value[1:-1].replace("''", "'")
     if value[:1] in ("[", "{", "&", "*", "!", "@", "`"):
-        raise SkillFileError(f"{where}: line {number}: field {key!r}: {value[:1]!r} starts YAML this reader does not take; quote the text")
+        raise SkillFileError(
+            f"{where}: line {number}: field {key!r}: {value[:1]!r} starts YAML this reader does not take; quote the text"
+        )
     return value
 
 
