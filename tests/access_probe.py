@@ -64,6 +64,10 @@ def execs() -> dict[str, Any]:
     os.chmod(copied, 0o755)
     out["copied program"] = attempt([copied, "-c", "print('PROBE-RAN')"])
     out["python3 -c"] = attempt([sys.executable, "-c", "print('PROBE-RAN')"])
+    loaders = sorted(glob.glob("/lib64/ld-linux*.so*") + glob.glob("/lib/ld-linux*.so*"))
+    if loaders:  # the dynamic loader run directly, loading a shell's code
+        out["loader bash"] = attempt([loaders[0], "/usr/bin/bash", "-c", "echo PROBE-RAN"])
+        out["loader dash"] = attempt([loaders[0], "/usr/bin/dash", "-c", "echo PROBE-RAN"])
     return out
 
 

@@ -187,6 +187,8 @@ def test_under_tools_the_subject_has_no_shell_and_no_inputs(tmp_path: Path) -> N
     for shell in ("/bin/sh", "/bin/bash", "/usr/bin/dash", "sh", "bash"):
         assert execs[shell] != "RAN", (shell, execs[shell])
     assert execs["os.system ran"] is False
+    for route in ("loader bash", "loader dash"):  # the loader run directly finds no shell to load
+        assert execs.get(route, "absent") != "RAN", (route, execs.get(route))
     if landlock_abi() > 0:  # only the program itself (python3) may be executed
         assert execs["env"].startswith("refused") and execs["echo"].startswith("refused")
         assert execs["copied program"].startswith("refused")
@@ -200,6 +202,8 @@ def test_under_tools_the_subject_has_no_shell_and_no_inputs(tmp_path: Path) -> N
     assert "bash" in record["shells_masked"] and record["exec"] in ("landlock", "shells-masked")
     receipt = json.loads((run_dir / "receipt.json").read_text())
     assert receipt["subject"]["access"]["setting"] == "tools"
+    assert "every shell masked (the null device bound over it)" in receipt["subject"]["access"]["mounts"]
+    assert "the MCP folder (bridge and socket), read-only" in receipt["subject"]["access"]["mounts"]
 
 
 @SANDBOX

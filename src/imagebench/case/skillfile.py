@@ -32,6 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ConfigDict, Field, ValidationError
+
+from imagebench.records import FrozenRecord
+
 SKILL_FILE = "SKILL.md"
 MAX_SKILL_BYTES = 256 * 1024
 MAX_NAME = 64
@@ -41,6 +45,25 @@ KNOWN_FIELDS = ("name", "description", "license", "compatibility", "metadata", "
 NAME_RULE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 BUILTIN_ROOT = Path(__file__).resolve().parent.parent / "data" / "skills"
 _KEY = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):(?:\s+(.*?))?\s*$")
+
+
+class SkillFrontMatter(FrozenRecord):
+    """The front matter of a ``SKILL.md``, as the Agent Skills format (agentskills.io) specifies it.
+    Not one of the bench's own formats (``imagebench schema`` lists those, each versioned): the
+    format has no version field, and a skill folder written for any agent must read here as it is."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = Field(
+        min_length=1, max_length=MAX_NAME, pattern=NAME_RULE.pattern, description="the skill's name: its folder's"
+    )
+    description: str = Field(min_length=1, max_length=MAX_DESCRIPTION, description="what it does and when to use it")
+    license: str | None = None
+    compatibility: str | None = Field(default=None, max_length=MAX_COMPATIBILITY)
+    metadata: dict[str, str] = Field(default_factory=dict)
+    allowed_tools: str | None = Field(
+        default=None, alias="allowed-tools", description="pre-approved tools (experimental)"
+    )
 
 
 class SkillFileError(ValueError):
@@ -132,14 +155,21 @@ def parse_skill_text(text: str, where: str, *, warnings: list[str] | None = None
     instructions = "\n".join(lines[end + 1 :]).strip()
     if not instructions:
         raise SkillFileError(f"{where}: no instructions after the front matter (what use_skill returns)")
+    known = {k: v for k, v in fields.items() if k in KNOWN_FIELDS}
+    known.update(name=name, description=description)
+    try:
+        front = SkillFrontMatter.model_validate(known)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise SkillFileError(f"{where}: field {'.'.join(str(p) for p in first['loc'])!r}: {first['msg']}") from None
     return SkillDoc(
-        name=name,
-        description=description,
+        name=front.name,
+        description=front.description,
         instructions=instructions,
         source=where,
         license=_text_field(fields, "license", where),
-        compatibility=compatibility,
-        metadata=dict(metadata),
+        compatibility=front.compatibility,
+        metadata=dict(front.metadata),
         allowed_tools=_text_field(fields, "allowed-tools", where),
     )
 
@@ -265,6 +295,7 @@ __all__ = [
     "SKILL_FILE",
     "SkillDoc",
     "SkillFileError",
+    "SkillFrontMatter",
     "builtin_skill_docs",
     "parse_skill_text",
     "read_skill",

@@ -106,6 +106,30 @@ def _workspace(access: Access, *, mcp: bool) -> list[str]:
     return out
 
 
+def _mounts(policy: SandboxPolicy, access: Access, *, mcp: bool) -> list[str]:
+    """What the sandbox shows under ``access`` (no paths of this machine: the receipt keeps none)."""
+    if not policy.enabled:
+        return ["the whole machine (--no-sandbox)"]
+    # in words, no slashes: the receipt keeps no path (it scrubs anything that looks like one)
+    out = [
+        "the workspace, read-write",
+        "the system folders, read-only (etc without its secrets)",
+        "the tool environment, read-only",
+        "a fresh tmpfs for temporary files",
+    ]
+    if policy.expose:
+        out.append(f"{len(policy.expose)} --subject-expose folder(s), read-only")
+    if mcp:
+        out.append("the MCP folder (bridge and socket), read-only")
+    if access.code:
+        out.append("the skill tool's folder on a trigger case, read-only")
+    if access.files and not policy.network:
+        out.append("the data plane through a bridge, on a case presenting a tensor")
+    if not access.code:
+        out.append("every shell masked (the null device bound over it)")
+    return out
+
+
 def _tools(access: Access, *, mcp: bool) -> list[str] | str:
     """The MCP tools served under ``access``: ``all`` the server has, or their names."""
     from imagebench.sandbox.access import VIEW_TOOLS
@@ -129,6 +153,7 @@ def enforcement(policy: SandboxPolicy | None, *, mcp: bool) -> dict[str, Any] | 
         "inputs_on_disk": access.files,
         "shell": access.code,
         "workspace": _workspace(access, mcp=mcp),
+        "mounts": _mounts(policy, access, mcp=mcp),
         "tools_offered": _tools(access, mcp=mcp),
         "views": access.views or 0,
     }
