@@ -158,6 +158,27 @@ def test_a_call_that_reaches_a_tool_the_setting_does_not_serve_is_refused_and_re
     assert [(c.tool, c.ok) for c in agent.transcript.calls] == [("read_layer", False), ("get_prompt", True)]
 
 
+def test_the_views_are_fixed_by_the_case_and_n(tmp_path: Path) -> None:
+    from imagebench.case.session import open_session
+    from imagebench.runs.runner import prepare_fixture
+    from imagebench.sandbox.workspace import Workspace
+    from imagebench.subjects.views import ViewsIndex, plan, render_views, write_views
+
+    assert [v.box for v in plan(0, (128, 128), 3)] == [((0, 128), (0, 128)), ((0, 128), (0, 64)), ((0, 128), (64, 128))]
+    assert [v.plane for v in plan(30, (128, 128), 3)] == [0, 14, 29] and plan(30, (128, 128), 1)[0].plane is None
+    assert len(plan(0, (100, 100), 6)) == 6
+    case = _case(COUNT)
+    session = open_session(case, prepare_fixture(case).fixture)
+    first, again = render_views(session, 3), render_views(session, 3)
+    assert [png for _, png in first] == [png for _, png in again]  # fixed: the same views every time
+    assert all(png.startswith(b"\x89PNG\r\n\x1a\n") for _, png in first)
+    (tmp_path / "ws").mkdir()
+    with Workspace(tmp_path / "ws") as ws:
+        write_views(session, ws, 3)
+    index = ViewsIndex.model_validate_json((tmp_path / "ws" / "views" / "views.json").read_text())
+    assert index.setting == "views-3" and [v.file for v in index.views] == [f"views/view-{i}.png" for i in (1, 2, 3)]
+
+
 # --------------------------------------------------------------------------- in the sandbox: read around each
 
 

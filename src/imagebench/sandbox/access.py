@@ -97,11 +97,6 @@ class Access:
         """MCP tools are served (all, or for ``views-N`` the :data:`VIEW_TOOLS`)."""
         return self.name != "files+code"
 
-    @property
-    def family(self) -> str:
-        """The setting's family: ``views-N`` for every N, the name otherwise."""
-        return "views-N" if self.views is not None else self.name
-
     def words(self) -> str:
         """What the setting gives, in words (the receipt, the report, the prompt's note)."""
         if self.views is not None:

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import Field
+
+from imagebench.records import Record
 
 if TYPE_CHECKING:
     from imagebench.case.session import Session
@@ -46,6 +49,21 @@ class View:
 
     def to_json(self) -> dict[str, Any]:
         return {"file": f"{VIEWS_DIR}/{self.name}", "plane": self.plane, "box": [list(self.box[0]), list(self.box[1])]}
+
+
+class ViewEntry(Record):
+    file: str = Field(description="the PNG, relative to the workspace (views/view-<i>.png)")
+    plane: int | None = Field(description="its index along axis 0 of a stack; null: a single plane, or the projection")
+    box: list[list[int]] = Field(description="[[y0, y1], [x0, x1]] of the rendered plane it shows")
+
+
+class ViewsIndex(Record):
+    """``views/views.json``: the views a ``views-N`` subject is given (``imagebench schema views-index``)."""
+
+    schema_version: int = 1
+    setting: str = Field(description="the access setting, views-N")
+    views: list[ViewEntry]
+    of: list[str] = Field(description="the case's input layers, by name")
 
 
 @dataclass(frozen=True)
@@ -129,9 +147,21 @@ def write_views(session: Session, ws: Workspace, n: int) -> list[View]:
     ws.mkdir(VIEWS_DIR)
     for view, png in rendered:
         ws.write_bytes(f"{VIEWS_DIR}/{view.name}", png)
-    index = {"views": [v.to_json() for v, _ in rendered], "of": sorted(session.layers)}
-    ws.write_text(f"{VIEWS_DIR}/{INDEX_NAME}", json.dumps(index, indent=2) + "\n")
+    index = ViewsIndex(
+        setting=f"views-{n}", views=[ViewEntry(**v.to_json()) for v, _ in rendered], of=sorted(session.layers)
+    )
+    ws.write_text(f"{VIEWS_DIR}/{INDEX_NAME}", json.dumps(index.model_dump(mode="json"), indent=2) + "\n")
     return [v for v, _ in rendered]
 
 
-__all__ = ["INDEX_NAME", "VIEWS_DIR", "View", "ViewsError", "plan", "render_views", "write_views"]
+__all__ = [
+    "INDEX_NAME",
+    "VIEWS_DIR",
+    "View",
+    "ViewEntry",
+    "ViewsError",
+    "ViewsIndex",
+    "plan",
+    "render_views",
+    "write_views",
+]
