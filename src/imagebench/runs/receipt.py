@@ -214,7 +214,7 @@ def describe_subject(subject: Any, identity: Mapping[str, Any] | None = None) ->
             described["env_pass"] = list(passed)  # the names given to the subject, never their values
         from imagebench.subjects.registry import access_of
 
-        access = access_of(subject)
+        access = access_of(subject, mounts=True)
         if access is not None:  # the setting and its evidence: what was mounted, what could execute, the tools
             described["access"] = access
         try:

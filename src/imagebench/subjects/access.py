@@ -108,8 +108,6 @@ def _workspace(access: Access, *, mcp: bool) -> list[str]:
 
 def _mounts(policy: SandboxPolicy, access: Access, *, mcp: bool) -> list[str]:
     """What the sandbox shows under ``access`` (no paths of this machine: the receipt keeps none)."""
-    if not policy.enabled:
-        return ["the whole machine (--no-sandbox)"]
     # in words, no slashes: the receipt keeps no path (it scrubs anything that looks like one)
     out = [
         "the workspace, read-write",
@@ -139,9 +137,11 @@ def _tools(access: Access, *, mcp: bool) -> list[str] | str:
     return sorted(VIEW_TOOLS) if access.views is not None else "all"
 
 
-def enforcement(policy: SandboxPolicy | None, *, mcp: bool) -> dict[str, Any] | None:
+def enforcement(policy: SandboxPolicy | None, *, mcp: bool, mounts: bool = False) -> dict[str, Any] | None:
     """How the run's access setting was enforced, as the run records it (None: the subject has no
-    sandbox policy). A run that declared none records the setting a command always had."""
+    sandbox policy). A run that declared none records the setting a command always had. ``mounts``:
+    with what the sandbox mounts (the receipt's evidence; ``run.json``'s execution conditions leave
+    it to the ``sandbox`` condition, so that only the setting decides whether ``access`` differs)."""
     from imagebench.sandbox.access import default_access, evidence_record, parse_access
 
     if policy is None:
@@ -153,10 +153,11 @@ def enforcement(policy: SandboxPolicy | None, *, mcp: bool) -> dict[str, Any] | 
         "inputs_on_disk": access.files,
         "shell": access.code,
         "workspace": _workspace(access, mcp=mcp),
-        "mounts": _mounts(policy, access, mcp=mcp),
         "tools_offered": _tools(access, mcp=mcp),
         "views": access.views or 0,
     }
+    if mounts and policy.enabled:  # the receipt's evidence; C4 compares the sandbox on its own
+        enforced["mounts"] = _mounts(policy, access, mcp=mcp)
     if not access.code and policy.enabled:
         import os
 

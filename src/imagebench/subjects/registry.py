@@ -168,7 +168,7 @@ def execution_of(subject: object) -> dict[str, Any]:
     }
 
 
-def access_of(subject: object) -> dict[str, Any] | None:
+def access_of(subject: object, *, mounts: bool = False) -> dict[str, Any] | None:
     """The access setting ``subject`` works under and how it is enforced
     (:func:`imagebench.subjects.access.enforcement`); None for a subject without a sandbox policy
     (in process, it sees the arrays: what ``files+code`` gives)."""
@@ -177,7 +177,7 @@ def access_of(subject: object) -> dict[str, Any] | None:
     options = subject_options(subject)
     if getattr(subject, "prefix", "") != "command:" and not hasattr(subject, "access"):
         return None
-    return enforcement(options.get("sandbox"), mcp=bool(options.get("mcp")))
+    return enforcement(options.get("sandbox"), mcp=bool(options.get("mcp")), mounts=mounts)
 
 
 def _tool_env(prefix: Any) -> str | None:
