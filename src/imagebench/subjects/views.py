@@ -3,7 +3,7 @@ of the data (:mod:`imagebench.sandbox.access`).
 
 The views are fixed by the case's inputs and N alone, never by the subject: the image and labels
 inputs (points and shapes drawn over them) rendered as the MCP ``snapshot`` renders them
-(its renderer, :mod:`imagebench.subjects.mcp.tools`), then
+(:mod:`imagebench.subjects.mcp.render`), then
 
 - a stack (a leading axis beyond the plane: time or z): N planes evenly spaced along axis 0, the
   first and the last among them (one view: the maximum projection);
@@ -116,29 +116,30 @@ def plan(frames: int, shape: tuple[int, int], n: int) -> list[View]:
 
 def render_views(session: Session, n: int) -> list[tuple[View, bytes]]:
     """The N views of ``session``'s inputs, each with its PNG; :class:`ViewsError` when there are none."""
-    from imagebench.subjects.mcp.tools import _png, _render  # the snapshot's own renderer
+    from imagebench.subjects.mcp.render import Drawn, at_position, leading_axes, png, render
 
     if n < 1:
         raise ViewsError(f"a views setting shows at least one view, got {n}")
     shown, arrays = _inputs(session)
     frames = _frames(shown, arrays)
-    whole = _render(shown, arrays)  # type: ignore[arg-type]  # (name, kind) is all it reads
+    lead = max(leading_axes(arrays[s.name].shape) for s in shown if s.kind in ("image", "labels"))
+
+    def picture(plane: int | None) -> np.ndarray:
+        drawn = [
+            Drawn(s.name, s.kind, arrays[s.name])
+            if s.kind in ("points", "shapes")
+            else Drawn(s.name, s.kind, at_position(arrays[s.name], {} if plane is None else {0: plane}, lead))
+            for s in shown
+        ]
+        return render(drawn, {})[0]
+
+    whole = picture(None)  # a single plane, or the stack max-projected
     out: list[tuple[View, bytes]] = []
     for view in plan(frames, (int(whole.shape[0]), int(whole.shape[1])), n):
-        rgb = whole
-        if view.plane is not None:
-            planes = {
-                s.name: (arrays[s.name][view.plane] if _stacked(arrays[s.name], s.kind, frames) else arrays[s.name])
-                for s in shown
-            }
-            rgb = _render(shown, planes)  # type: ignore[arg-type]
+        rgb = whole if view.plane is None else picture(view.plane)
         (y0, y1), (x0, x1) = view.box
-        out.append((view, _png(np.ascontiguousarray(rgb[y0:y1, x0:x1]))))
+        out.append((view, png(np.ascontiguousarray(rgb[y0:y1, x0:x1]))))
     return out
-
-
-def _stacked(arr: np.ndarray, kind: str, frames: int) -> bool:
-    return kind in ("image", "labels") and arr.ndim >= 3 and int(arr.shape[0]) == frames
 
 
 def write_views(session: Session, ws: Workspace, n: int) -> list[View]:
