@@ -128,13 +128,14 @@ def _mounts(policy: SandboxPolicy, access: Access, *, mcp: bool) -> list[str]:
     return out
 
 
-def _tools(access: Access, *, mcp: bool) -> list[str] | str:
-    """The MCP tools served under ``access``: ``all`` the server has, or their names."""
-    from imagebench.sandbox.access import VIEW_TOOLS
+def _tools(access: Access, *, mcp: bool) -> list[str]:
+    """The MCP tools served under ``access``, by name (the server's one table, filtered as it is)."""
+    from imagebench.sandbox.access import offered_tools
+    from imagebench.subjects.mcp.toolset import tool_names
 
     if not mcp or not access.tools:
         return []
-    return sorted(VIEW_TOOLS) if access.views is not None else "all"
+    return list(offered_tools(access, tool_names()))
 
 
 def enforcement(policy: SandboxPolicy | None, *, mcp: bool, mounts: bool = False) -> dict[str, Any] | None:
