@@ -17,6 +17,7 @@ Every sample ends in exactly one :data:`imagebench.records.Status`:
 - ``harness-error``: building the fixture, the data plane, opening the session, binding the subject,
   the verifier or writing the report failed (never the subject's fault);
 - ``timeout``: the subject ran past its limit;
+- ``infra-error``: an agent CLI reported that its infrastructure failed (network, login, rate limit);
 - otherwise the verifier's outcome decides (``ok``, ``wrong-answer``, ``no-result``,
   ``unscorable-result``, ``blocked``).
 """
@@ -640,6 +641,8 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
     notes = {k: attempt.notes[k] for k in ("exit_code", "unreadable") if k in attempt.notes}
     if run.harness_error:
         return write_ended(unit, "harness-error", run.harness_error, flags=flags)
+    if run.infra_error:  # the agent's network, login or rate limit failed, as its CLI said: never a zero
+        return write_ended(unit, "infra-error", run.infra_error, flags=flags, detail=notes)
     if run.stopped:
         return write_ended(unit, "stopped", f"stopped by the person at the viewer after {run.seconds:.1f} s", flags=flags)
     if run.timed_out:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
         Subject,
         SubjectError,
         SubjectHarnessError,
+        SubjectInfraError,
         SubjectKind,
         SubjectResourceLimit,
         SubjectTimeout,

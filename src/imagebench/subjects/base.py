@@ -45,6 +45,11 @@ class SubjectResourceLimit(Exception):
     and was ended for it; the message starts ``resource-limit: <which>``."""
 
 
+class SubjectInfraError(RuntimeError):
+    """An agent's infrastructure failed as its own CLI reported it (the network, its login, a rate
+    limit, the provider's outage): the sample ends ``infra-error``, excluded and counted, never a zero."""
+
+
 class SubjectHarnessError(RuntimeError):
     """The harness itself failed while running a subject (workspace, disk, ...): never the subject's fault."""
 

@@ -14,6 +14,7 @@ from imagebench.sandbox.process import KILL_GRACE_S
 from imagebench.subjects.base import (
     Subject,
     SubjectHarnessError,
+    SubjectInfraError,
     SubjectResourceLimit,
     SubjectTimeout,
     UnitContext,
@@ -35,6 +36,7 @@ class SubjectRun:
     harness_error: str | None = None
     stopped: bool = False  # a person stopped the turn (``stop`` was set)
     resource_limit: str | None = None  # "resource-limit: memory (...)": it was ended for a limit
+    infra_error: str | None = None  # its infrastructure failed, as an agent CLI reported it (infra-error)
 
 
 #: Set while a run is being interrupted: every subject's turn still under way ends now (its
@@ -98,6 +100,8 @@ def run_subject(
             outcome["limit"] = str(exc)
         except SubjectHarnessError as exc:
             outcome["harness"] = str(exc)
+        except SubjectInfraError as exc:
+            outcome["infra"] = str(exc)
         except BaseException as exc:  # the subject's own failure: recorded, the run goes on
             outcome["error"] = _describe(exc)
 
@@ -140,4 +144,6 @@ def run_subject(
         return SubjectRun(seconds=seconds, timed_out=True, timeout_reason=outcome["timeout"])
     if "limit" in outcome:
         return SubjectRun(seconds=seconds, resource_limit=outcome["limit"])
+    if "infra" in outcome:
+        return SubjectRun(seconds=seconds, infra_error=outcome["infra"])
     return SubjectRun(seconds=seconds, error=outcome.get("error"), harness_error=outcome.get("harness"))
