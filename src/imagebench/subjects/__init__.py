@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from imagebench.sandbox.policy import unavailable_reason
     from imagebench.subjects.base import (
         RESERVED_NAMES,
+        AgentOptions,
         Confinement,
         Subject,
         SubjectError,
