@@ -10,7 +10,8 @@ keeps its sessions, and prints that CLI's envelope. STANDIN_MODE picks its behav
 - ``final``: counts the nuclei and gives the answer only in its final message (the envelope's);
 - ``infra``: the CLI's documented failure for a rate limit (an error envelope, exit 1);
 - ``lie``: a successful envelope whose *model message* claims a rate limit, and no work;
-- ``infra-once``: ``infra`` the first time (a counter in $STANDIN_STATE), ``tools`` afterwards.
+- ``infra-once``: ``infra`` the first time (a counter in $STANDIN_STATE), ``tools`` afterwards;
+- ``plant``: ``tools``, with links (to /etc/passwd, to /) and a FIFO planted among its logs.
 
 Test code: installed by tests/test_agent_cli.py, with the example agent's folder substituted below.
 """
@@ -33,12 +34,13 @@ SEEN = sorted(k for k in os.environ if k.startswith(("STANDIN", "ANTHROPIC", "OP
 def args_of() -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=CLI)
     if CLI == "claude":
-        p.add_argument("-p", "--print", dest="prompt", required=True)
+        p.add_argument("-p", "--print", action="store_true", required=True)  # a switch; the prompt is positional
         p.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
         p.add_argument("--mcp-config", action="append", default=[])
         p.add_argument("--strict-mcp-config", action="store_true")
-        p.add_argument("--allowedTools")
+        p.add_argument("--allowedTools", "--allowed-tools")
         p.add_argument("--model")
+        p.add_argument("prompt")
     elif CLI == "codex":
         p.add_argument("command", choices=("exec",))
         p.add_argument("--json", action="store_true")
@@ -98,6 +100,10 @@ def log(session: str, what: dict) -> None:
     }[CLI]
     where.parent.mkdir(parents=True, exist_ok=True)
     where.write_text(json.dumps({"session": session, "env": SEEN, **what}) + "\n")
+    if MODE == "plant":  # links and a FIFO among its logs: the harness must follow none of them
+        os.symlink("/etc/passwd", where.parent / "passwd.jsonl")
+        os.symlink("/", where.parent / "root")
+        os.mkfifo(where.parent / "fifo.jsonl")
 
 
 def envelope(message: str, calls: int, error: str | None, model: str) -> str:

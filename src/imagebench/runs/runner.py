@@ -472,6 +472,8 @@ def subject_notes(session: Session) -> dict[str, Any]:
         notes["mcp"] = session.notes["mcp"]
     if session.notes.get("skill_tool"):  # its calls of the harness's skill tool; skill-tool.json has them all
         notes["skill_tool"] = session.notes["skill_tool"]
+    if session.notes.get("agent"):  # an agent CLI's attempts, reported usage and kept logs; agent.json has them all
+        notes["agent"] = session.notes["agent"]
     return notes
 
 
@@ -638,7 +640,7 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
 
     case, fx = unit.case, unit.fixture
     assert fx is not None
-    notes = {k: attempt.notes[k] for k in ("exit_code", "unreadable") if k in attempt.notes}
+    notes = {k: attempt.notes[k] for k in ("exit_code", "unreadable", "agent") if k in attempt.notes}
     if run.harness_error:
         return write_ended(unit, "harness-error", run.harness_error, flags=flags)
     if run.infra_error:  # the agent's network, login or rate limit failed, as its CLI said: never a zero

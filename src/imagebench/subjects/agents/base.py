@@ -64,7 +64,7 @@ class AgentCliSubject(CommandSubject):
     program: ClassVar[str] = ""
     api_keys: ClassVar[tuple[str, ...]] = ()
     log_folders: ClassVar[tuple[str, ...]] = ()
-    flags = frozenset({"agent"})
+    flags = frozenset({"agent", "mcp"})  # always served MCP: --subject-mcp changes nothing
 
     model: str | None = None
     agent: AgentOptions = field(default_factory=AgentOptions)
@@ -123,7 +123,7 @@ class AgentCliSubject(CommandSubject):
         return self.cli if self.model is None else f"{self.cli}:{self.model}"
 
     def options(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"sandbox": self.sandbox}
+        out: dict[str, Any] = {"sandbox": self.sandbox, "mcp": True}
         if self.agent:
             out["agent"] = self.agent
         return out
@@ -162,7 +162,7 @@ class AgentCliSubject(CommandSubject):
 
     def argv(self, prompt: str, home: str) -> list[str]:
         """The CLI's documented non-interactive command line (``prompt``: a shell word that expands
-        to the prompt; ``home``: the private HOME as the CLI sees it)."""
+        to the prompt; ``home``: one that expands to the private HOME, ``"$HOME"``)."""
         raise NotImplementedError
 
     def configure(self, ws: Workspace, server: dict[str, Any]) -> None:
@@ -192,9 +192,8 @@ def _with_command(subject: AgentCliSubject) -> AgentCliSubject:
     """The subject with its command line built (the prompt read from the workspace's file)."""
     import dataclasses
 
-    home = f"{WORKSPACE}/{_home.HOME}"
-    words = subject.argv('"$(cat ' + AGENT_PROMPT + ')"', home)
-    command = " ".join(w if w.startswith('"$(') else shlex.quote(w) for w in [subject.program_path, *words])
+    words = subject.argv('"$(cat ' + AGENT_PROMPT + ')"', '"$HOME"')
+    command = " ".join(w if w.startswith('"$') else shlex.quote(w) for w in [subject.program_path, *words])
     return dataclasses.replace(subject, command=command)
 
 
@@ -216,6 +215,11 @@ def program_digest(path: str) -> dict[str, Any]:
     return {"name": Path(path).name, "sha256": h.hexdigest()}
 
 
+def last_lines(stderr: str, n: int = 5) -> str:
+    """The last ``n`` lines of a CLI's stderr that hold text (where a CLI that died says why)."""
+    return "\n".join([line for line in stderr.splitlines() if line.strip()][-n:])
+
+
 def matching(patterns: tuple[tuple[str, re.Pattern[str]], ...], *texts: str | None) -> str | None:
     """The name of the first pattern any of ``texts`` matches, and where: ``"rate limit (429 ...)"``."""
     for name, pattern in patterns:
@@ -229,22 +233,25 @@ def matching(patterns: tuple[tuple[str, re.Pattern[str]], ...], *texts: str | No
 
 
 #: Patterns of infrastructure failures the CLIs print (shared by the kinds; each applies them only to
-#: text its CLI wrote as an error, never to the model's own message).
+#: text its CLI wrote as an error, never to the model's own message). Error codes are matched as whole
+#: words and in their own case (``ENOTFOUND``, never the inside of ``ModuleNotFoundError``).
 NETWORK = re.compile(
-    r"ECONNREFUSED|ENOTFOUND|ETIMEDOUT|ECONNRESET|EAI_AGAIN|getaddrinfo|fetch failed|Connection error|"
-    r"error sending request|dns error|Network is unreachable|timed out|stream disconnected",
-    re.IGNORECASE,
+    r"\b(?:ECONNREFUSED|ENOTFOUND|ETIMEDOUT|ECONNRESET|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH)\b|"
+    r"(?i:\bgetaddrinfo\b|\bfetch failed\b|\bConnection error\b|\berror sending request\b|\bdns error\b|"
+    r"\bNetwork is unreachable\b|\bstream disconnected\b|\bconnection (?:refused|reset|timed out)\b)"
 )
 AUTH = re.compile(
-    r"\b401\b|\b403\b|Unauthorized|Forbidden|authentication_error|Invalid API key|API key not valid|"
-    r"invalid x-api-key|Please run /login|not logged in|PERMISSION_DENIED|UNAUTHENTICATED",
-    re.IGNORECASE,
+    r"\b(?:401|403)\b|\b(?:PERMISSION_DENIED|UNAUTHENTICATED)\b|"
+    r"(?i:\bUnauthorized\b|\bauthentication_error\b|\bInvalid API key\b|\bAPI key not valid\b|"
+    r"\binvalid x-api-key\b|\bPlease run /login\b|\bNot logged in\b)"
 )
 RATE = re.compile(
-    r"\b429\b|rate[_ ]limit|Too Many Requests|RESOURCE_EXHAUSTED|quota exceeded|exceeded retry limit",
-    re.IGNORECASE,
+    r"\b429\b|\bRESOURCE_EXHAUSTED\b|(?i:\brate[_ ]limit|\bToo Many Requests\b|\bquota exceeded\b|"
+    r"\bexceeded your current quota\b|\bexceeded retry limit\b)"
 )
-OUTAGE = re.compile(r"\b(500|502|503|504|529)\b|overloaded|UNAVAILABLE|Internal server error", re.IGNORECASE)
+OUTAGE = re.compile(
+    r"\b(?:500|502|503|504|529)\b|\bUNAVAILABLE\b|(?i:\boverloaded(?:_error)?\b|\bInternal server error\b)"
+)
 INFRA_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("rate limit", RATE),
     ("authentication", AUTH),

@@ -4,10 +4,11 @@ Command line (Claude Code's CLI reference: print mode, ``--output-format json``,
 ``--strict-mcp-config``, ``--allowedTools``, ``--model``)::
 
     claude -p "$(cat agent-prompt.md)" --output-format json \\
-        --mcp-config /workspace/home/.claude/imagebench-mcp.json --strict-mcp-config \\
+        --mcp-config "$HOME/.claude/imagebench-mcp.json" --strict-mcp-config \\
         --allowedTools mcp__imagebench [--model MODEL]
 
-The MCP configuration is the ``mcpServers`` JSON Claude Code reads, in the private HOME; its
+The MCP configuration is the ``mcpServers`` JSON Claude Code reads, in the private HOME (and the same
+server at user scope in ``~/.claude.json``, merged into a template's own, for ``claude mcp list``); its
 result envelope is one JSON object (``type: result``, ``is_error``, ``result``: the final
 message, ``usage``, ``total_cost_usd``, ``num_turns``, ``modelUsage``). Its session transcripts
 are ``~/.claude/projects/**``.
@@ -19,15 +20,17 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from imagebench.subjects.agents.base import INFRA_PATTERNS, AgentCliSubject, matching
+from imagebench.subjects.agents.base import INFRA_PATTERNS, AgentCliSubject, last_lines, matching
 from imagebench.subjects.agents.envelope import AgentUsage, Envelope, json_objects, text, whole
-from imagebench.subjects.agents.home import write_home
+from imagebench.subjects.agents.home import home_file, write_home
+from imagebench.subjects.base import SubjectError
 from imagebench.subjects.registry import subject_kind
 
 if TYPE_CHECKING:
     from imagebench.sandbox.workspace import Workspace
 
 CONFIG = ".claude/imagebench-mcp.json"
+USER_CONFIG = ".claude.json"
 
 
 @subject_kind
@@ -52,7 +55,19 @@ class ClaudeCodeSubject(AgentCliSubject):
         return words + (["--model", self.model] if self.model else [])
 
     def configure(self, ws: Workspace, server: dict[str, Any]) -> None:
-        write_home(ws, CONFIG, json.dumps({"mcpServers": {"imagebench": {"type": "stdio", **server}}}, indent=2) + "\n")
+        entry = {"type": "stdio", **server}
+        write_home(ws, CONFIG, json.dumps({"mcpServers": {"imagebench": entry}}, indent=2) + "\n")
+        # The same server at user scope, where `claude mcp add --scope user` puts it (``claude mcp list``,
+        # its health check, reads it; the run itself takes --mcp-config alone: --strict-mcp-config).
+        own = home_file(ws, USER_CONFIG)
+        try:
+            state = json.loads(own) if own and own.strip() else {}
+        except ValueError as exc:
+            raise SubjectError(f"--subject-home: its {USER_CONFIG} is not JSON ({exc})") from None
+        if not isinstance(state, dict) or not isinstance(state.get("mcpServers", {}), dict):
+            raise SubjectError(f"--subject-home: its {USER_CONFIG} must be a JSON object whose mcpServers is an object")
+        state.setdefault("mcpServers", {})["imagebench"] = entry
+        write_home(ws, USER_CONFIG, json.dumps(state, indent=2) + "\n")
 
     def envelope(self, stdout: str) -> Envelope:
         results = [o for o in json_objects(stdout) if o.get("type") == "result"]
@@ -63,15 +78,18 @@ class ClaudeCodeSubject(AgentCliSubject):
         models = r.get("modelUsage") if isinstance(r.get("modelUsage"), dict) else {}
         cost = r.get("total_cost_usd")
         message = r.get("result")
+        subtype = str(r.get("subtype", "success"))
+        is_error = bool(r.get("is_error")) or subtype != "success"
+        error = None
+        if is_error:  # the CLI's own words (an error result's text is the CLI's, not the model's)
+            status = r.get("api_error_status")
+            said = message if r.get("is_error") and isinstance(message, str) else subtype
+            error = text(f"{said} (API status {status})" if whole(status) else said)
         return Envelope(
             parsed=True,
             final_message=message if isinstance(message, str) else None,
-            is_error=bool(r.get("is_error")) or str(r.get("subtype", "success")) != "success",
-            error=text(message)
-            if r.get("is_error")
-            else text(r.get("subtype"))
-            if r.get("subtype") != "success"
-            else None,
+            is_error=is_error,
+            error=error,
             session_id=text(r.get("session_id"), 200),
             usage=AgentUsage(
                 model=next(iter(models), None),
@@ -87,4 +105,4 @@ class ClaudeCodeSubject(AgentCliSubject):
         # Only what Claude Code itself says went wrong: an error result, or no result and a failed exit.
         if envelope.parsed:
             return matching(INFRA_PATTERNS, envelope.error) if envelope.is_error else None
-        return matching(INFRA_PATTERNS, stderr) if exit_code != 0 else None
+        return matching(INFRA_PATTERNS, last_lines(stderr)) if exit_code != 0 else None

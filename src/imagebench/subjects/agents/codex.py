@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from imagebench.subjects.agents.base import INFRA_PATTERNS, AgentCliSubject, matching
+from imagebench.subjects.agents.base import INFRA_PATTERNS, AgentCliSubject, last_lines, matching
 from imagebench.subjects.agents.envelope import AgentUsage, Envelope, json_objects, text, whole
 from imagebench.subjects.agents.home import home_file, write_home
 from imagebench.subjects.base import SubjectError
@@ -112,4 +112,4 @@ class CodexSubject(AgentCliSubject):
     def infra(self, envelope: Envelope, exit_code: int, stderr: str) -> str | None:
         if envelope.parsed:
             return matching(INFRA_PATTERNS, envelope.error) if envelope.is_error else None
-        return matching(INFRA_PATTERNS, stderr) if exit_code != 0 else None
+        return matching(INFRA_PATTERNS, last_lines(stderr)) if exit_code != 0 else None

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from imagebench.subjects.agents.base import INFRA_PATTERNS, AgentCliSubject, matching
+from imagebench.subjects.agents.base import INFRA_PATTERNS, AgentCliSubject, last_lines, matching
 from imagebench.subjects.agents.envelope import AgentUsage, Envelope, json_objects, text, whole
 from imagebench.subjects.agents.home import home_file, write_home
 from imagebench.subjects.base import SubjectError
@@ -104,4 +104,4 @@ class GeminiCliSubject(AgentCliSubject):
             if not envelope.is_error:
                 return None
             return matching(INFRA_PATTERNS, envelope.error)
-        return matching(INFRA_PATTERNS, stderr) if exit_code != 0 else None
+        return matching(INFRA_PATTERNS, last_lines(stderr)) if exit_code != 0 else None
