@@ -34,6 +34,7 @@ from imagebench.subjects import (
     AgentOptions,
     SubjectError,
     describe,
+    execution_of,
     options_from_record,
     options_record,
     parse_subject,
@@ -273,6 +274,8 @@ def test_specs_options_and_records_round_trip(clis: Path, tmp_path: Path) -> Non
     assert again == subject and subject_options(again)["agent"].retries == 2
     entry = describe(subject)
     assert entry["form"] == "claude-code" and entry["model"] == "claude-sonnet-4-5"
+    conditions = execution_of(subject)
+    assert conditions["mcp"] is True and conditions["sandbox"] == "bubblewrap" and conditions["network"] is False
     assert str(clis) not in json.dumps(entry)  # a receipt entry names no path
     codex = _subject("codex", clis)
     assert "exec --json --skip-git-repo-check" in codex.command and codex.name == "codex"

@@ -170,9 +170,13 @@ def execution_of(subject: object) -> dict[str, Any]:
         "limits": limits_of(subject),
         "env_pass": sorted(env_pass_of(subject)),
         "isolate": bool(options.get("isolate")),
-        "mcp": bool(options.get("mcp")) or getattr(subject, "prefix", "") == "mcp",
+        "mcp": bool(options.get("mcp")) or getattr(subject, "mcp", None) is True or _served(subject),
         "tool_env": _tool_env(policy.env_prefix if policy is not None else None),
     }
+
+
+def _served(subject: object) -> bool:
+    return getattr(subject, "prefix", "") == "mcp"
 
 
 def _tool_env(prefix: Any) -> str | None:

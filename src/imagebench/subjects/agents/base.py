@@ -64,7 +64,7 @@ class AgentCliSubject(CommandSubject):
     program: ClassVar[str] = ""
     api_keys: ClassVar[tuple[str, ...]] = ()
     log_folders: ClassVar[tuple[str, ...]] = ()
-    flags = frozenset({"agent", "mcp"})  # always served MCP: --subject-mcp changes nothing
+    flags = frozenset({"agent"})  # always served MCP (``mcp`` is set): --subject-mcp is a command:'s
 
     model: str | None = None
     agent: AgentOptions = field(default_factory=AgentOptions)
@@ -123,7 +123,7 @@ class AgentCliSubject(CommandSubject):
         return self.cli if self.model is None else f"{self.cli}:{self.model}"
 
     def options(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"sandbox": self.sandbox, "mcp": True}
+        out: dict[str, Any] = {"sandbox": self.sandbox}
         if self.agent:
             out["agent"] = self.agent
         return out

@@ -39,6 +39,7 @@ class ClaudeCodeSubject(AgentCliSubject):
     """Claude Code run headless in the sandbox (see the module)."""
 
     cli = "claude-code"
+    prefix = "claude-code"
     program = "claude"
     api_keys = ("ANTHROPIC_API_KEY",)
     log_folders = (".claude/projects",)

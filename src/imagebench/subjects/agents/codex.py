@@ -39,6 +39,7 @@ class CodexSubject(AgentCliSubject):
     """Codex CLI run headless in the sandbox (see the module)."""
 
     cli = "codex"
+    prefix = "codex"
     program = "codex"
     api_keys = ("OPENAI_API_KEY", "CODEX_API_KEY")
     log_folders = (".codex/sessions", ".codex/log")

@@ -38,6 +38,7 @@ class GeminiCliSubject(AgentCliSubject):
     """Gemini CLI run headless in the sandbox (see the module)."""
 
     cli = "gemini-cli"
+    prefix = "gemini-cli"
     program = "gemini"
     api_keys = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     log_folders = (".gemini/tmp",)

@@ -41,6 +41,7 @@ class GenericAgentSubject(AgentCliSubject):
     """An agent CLI of the generic interface (see the module): the command line is the user's."""
 
     cli = "agent-cli"
+    prefix = "agent-cli:"
     program = ""
     log_folders = ("logs",)
     forms = (
