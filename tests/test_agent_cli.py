@@ -154,6 +154,11 @@ def test_a_rate_limit_the_cli_reports_is_infra_error_and_is_retried(
     assert len(record.attempts) == 3 and all(a.infra_error for a in record.attempts)  # 1 + --retries 2
     assert case_verdict([summary]) == "error"  # counted apart, never a fail (a zero) nor a pass
     assert result.exit_code == 4
+    from imagebench.scoring.aggregates import EXCLUDED, aggregate
+    from imagebench.suite.compare import FAIL, PASS
+
+    assert "infra-error" in EXCLUDED and "infra-error" not in PASS | FAIL  # no figure and no pair counts it
+    assert aggregate([summary], 1).coverage["infra-error"] == 1
 
 
 @SANDBOX
@@ -220,6 +225,19 @@ def test_only_the_variables_the_run_names_reach_the_cli_and_planted_links_are_no
     assert not any(p.read_bytes() == passwd for p in sample.iterdir() if p.is_file())
     run_json = json.loads((result.run_dir / "run.json").read_text())
     assert "sk-test" not in json.dumps(run_json) and "sk-test" not in (result.run_dir / "receipt.json").read_text()
+
+
+@SANDBOX
+def test_a_home_swapped_for_a_link_is_not_followed(clis: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STANDIN_MODE", "swap-home")
+    case = _case("segment-nuclei/count-nuclei")
+    result = run_cases(
+        [case], _subject("codex", clis, env_pass=("STANDIN_MODE",)), out=tmp_path / "out", progress=False
+    )
+    summary, sample = _sample(result, case.label)
+    assert summary.status == "ok", summary.reason  # what it left through the tools still counts
+    assert read_record(sample / AGENT_RECORD, AgentRecord).logs == []  # nothing read through the link
+    assert not [p.name for p in sample.iterdir() if p.name.startswith("agent-log-")]
 
 
 @SANDBOX

@@ -11,7 +11,8 @@ keeps its sessions, and prints that CLI's envelope. STANDIN_MODE picks its behav
 - ``infra``: the CLI's documented failure for a rate limit (an error envelope, exit 1);
 - ``lie``: a successful envelope whose *model message* claims a rate limit, and no work;
 - ``infra-once``: ``infra`` the first time (a counter in $STANDIN_STATE), ``tools`` afterwards;
-- ``plant``: ``tools``, with links (to /etc/passwd, to /) and a FIFO planted among its logs.
+- ``plant``: ``tools``, with links (to /etc/passwd, to /) and a FIFO planted among its logs;
+- ``swap-home``: ``tools``, then its whole HOME replaced by a link to /.
 
 Test code: installed by tests/test_agent_cli.py, with the example agent's folder substituted below.
 """
@@ -170,6 +171,11 @@ def main() -> int:
         return 0
     done = asyncio.run(work(server_entry(args), final_only=mode == "final"))
     print(envelope(done["message"], done["calls"], None, model))
+    if mode == "swap-home":  # its HOME made a link to / once its logs are written: never followed
+        import shutil
+
+        shutil.rmtree(HOME)
+        os.symlink("/", HOME)
     return 0
 
 
