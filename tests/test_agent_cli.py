@@ -267,10 +267,15 @@ def test_subject_home_seeds_the_private_home_without_following_its_links(
     ws_root.mkdir()
     with Workspace(ws_root) as ws:
         left_out = agent_home.seed(ws, template)
-        GeminiCliSubject.configure(subject, ws, {"command": "python3", "args": ["/mcp/bridge.py"]})  # type: ignore[arg-type]
+        gemini = _subject("gemini-cli", clis, home=template)
+        assert isinstance(gemini, GeminiCliSubject)
+        gemini.configure(ws, {"command": "python3", "args": ["/mcp/bridge.py"]}, workdir="/workspace")
     assert left_out == ["link.txt (a symbolic link)"] and not (ws_root / "home" / "link.txt").exists()
     settings = json.loads((ws_root / "home" / CONFIG).read_text())
     assert settings["ui"] == {"theme": "Default"} and settings["mcpServers"]["imagebench"]["trust"] is True
+    assert json.loads((ws_root / "home" / ".gemini" / "trustedFolders.json").read_text()) == {
+        "/workspace": "TRUST_FOLDER"
+    }
 
 
 def test_subject_home_inside_the_harness_is_refused(clis: Path) -> None:
@@ -417,3 +422,26 @@ def test_envelopes_are_parsed_and_only_the_clis_own_errors_are_infrastructure(cl
     assert gemini.infra(env, 42, "") is None  # exit 42 is the input's (Gemini CLI's exit codes)
     env = gemini.envelope(json.dumps({"response": None, "error": {"type": "ApiError", "message": "x", "code": 503}}))
     assert gemini.infra(env, 1, "").startswith("provider outage")
+    # Gemini CLI 0.61.0 without a key (recorded in the sandbox): FatalAuthenticationError, exit 41
+    no_key = {"session_id": "8c91a2c8", "error": {"type": "Error", "message": "Please set an Auth method in your "
+              "/workspace/home/.gemini/settings.json or specify one of the following environment variables before "
+              "running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA", "code": 41}}  # fmt: skip
+    on_stderr = "YOLO mode is enabled.\n" + json.dumps(no_key, indent=2) + "\n"  # as it prints it, after a notice
+    assert gemini.infra(gemini.envelope(on_stderr), 41, "").startswith("authentication: Error 41 Please set")
+
+
+@SANDBOX
+def test_a_cli_stalled_on_the_network_past_its_limit_is_infra_error_only_when_its_output_says_so(
+    clis: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex streams its reconnects while it waits for the network (recorded from codex-cli 0.171.0):
+    past the limit, that is the outage's. A CLI that printed nothing (claude) stays a timeout."""
+    monkeypatch.setenv("STANDIN_MODE", "stall")
+    case = _case("segment-nuclei/count-nuclei")
+    for kind, status in (("codex", "infra-error"), ("claude-code", "timeout")):
+        subject = _subject(kind, clis, env_pass=("STANDIN_MODE",))
+        result = run_cases([case], subject, out=tmp_path / kind, progress=False, timeout=6)
+        summary, _ = _sample(result, case.label)
+        assert summary.status == status, (kind, summary.reason)
+        if kind == "codex":
+            assert "ran past its time limit; network: " in summary.reason

@@ -12,7 +12,8 @@ keeps its sessions, and prints that CLI's envelope. STANDIN_MODE picks its behav
 - ``lie``: a successful envelope whose *model message* claims a rate limit, and no work;
 - ``infra-once``: ``infra`` the first time (a counter in $STANDIN_STATE), ``tools`` afterwards;
 - ``plant``: ``tools``, with links (to /etc/passwd, to /) and a FIFO planted among its logs;
-- ``swap-home``: ``tools``, then its whole HOME replaced by a link to /.
+- ``swap-home``: ``tools``, then its whole HOME replaced by a link to /;
+- ``stall``: waits for a network that never comes (codex streams its reconnect errors meanwhile).
 
 Test code: installed by tests/test_agent_cli.py, with the example agent's folder substituted below.
 """
@@ -163,8 +164,29 @@ def main() -> int:
         n = int(state.read_text()) if state.exists() else 0
         state.write_text(str(n + 1))
         mode = "infra" if n == 0 else "tools"
-    if mode == "infra":
-        print(envelope("", 0, RATE_LIMITS[CLI], model))
+    if mode == "infra":  # Gemini CLI (0.61.0) prints its error object on stderr, after its notices
+        where = sys.stderr if CLI == "gemini" else sys.stdout
+        if CLI == "gemini":
+            print("YOLO mode is enabled. All tool calls will be automatically approved.", file=where)
+        print(envelope("", 0, RATE_LIMITS[CLI], model), file=where)
+        return 1
+    if mode == "stall":  # waiting for the network, as codex does, until it is killed
+        if CLI == "codex":
+            print(json.dumps({"type": "thread.started", "thread_id": "t"}), flush=True)
+            print(json.dumps({"type": "turn.started"}), flush=True)
+            for n in range(1, 6):
+                msg = f"Reconnecting... {n}/5 (stream disconnected before completion: failed to lookup address information)"
+                print(json.dumps({"type": "error", "message": msg}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "type": "error",
+                        "message": "Reconnecting... waiting for network (Connection failed: error sending request)",
+                    }
+                ),
+                flush=True,
+            )
+        time.sleep(120)
         return 1
     if mode == "lie":
         print(envelope('API Error: 429 {"type":"rate_limit_error"} overloaded', 1, None, model))

@@ -165,9 +165,10 @@ class AgentCliSubject(CommandSubject):
         to the prompt; ``home``: one that expands to the private HOME, ``"$HOME"``)."""
         raise NotImplementedError
 
-    def configure(self, ws: Workspace, server: dict[str, Any]) -> None:
+    def configure(self, ws: Workspace, server: dict[str, Any], *, workdir: str) -> None:
         """Write the MCP configuration (``server``: the ``mcpServers`` entry of the case's server)
-        in the CLI's own format and place in the private HOME (:func:`.home.write_home`)."""
+        in the CLI's own format and place in the private HOME (:func:`.home.write_home`);
+        ``workdir`` is the folder the CLI works in, as it sees it (a CLI that trusts folders)."""
         raise NotImplementedError
 
     def envelope(self, stdout: str) -> Envelope:
@@ -321,7 +322,8 @@ class _BoundAgent(_BoundCommand):
             session.notes["home_left_out"] = left_out[:50]
         if mcp_shown is None:
             raise SubjectError(f"{subject.cli}: the case's MCP server was not served")
-        subject.configure(ws, client_config(mcp_shown)["mcpServers"][SERVER_NAME])
+        workdir = WORKSPACE if sandboxed else str(ws.root)
+        subject.configure(ws, client_config(mcp_shown)["mcpServers"][SERVER_NAME], workdir=workdir)
         ws.write_text(AGENT_PROMPT, session.prompt.rstrip("\n") + _TOOLS_NOTE)
         env = subject.environment(sandboxed, str(ws.root))
         if sandboxed:
@@ -339,9 +341,20 @@ class _BoundAgent(_BoundCommand):
         stdout = _read_own(self.context.sample_dir / "stdout.txt")
         stderr = _read_own(self.context.sample_dir / "stderr.txt", tail=64 * 1024)
         envelope = subject.envelope(stdout)
+        if not envelope.parsed:  # an error envelope a CLI prints on stderr (Gemini CLI's, when it fails)
+            on_stderr = subject.envelope(stderr)
+            if on_stderr.parsed and on_stderr.is_error:
+                envelope = on_stderr.model_copy(update={"final_message": None})
         infra = None
         if finished.limit is None and not finished.timed_out:
             infra = subject.infra(envelope, finished.returncode, stderr)
+        elif finished.limit is None and envelope.parsed and envelope.is_error:
+            # Past its limit while its own output said it could not reach its model (Codex waits for the
+            # network, streaming its reconnects): the outage's, not the subject's, when it says so.
+            infra = subject.infra(envelope, finished.returncode, stderr)
+            if infra is not None:
+                infra = f"it ran past its time limit; {infra}"
+                finished = replace(finished, timed_out=False)
         self.record.attempts = [
             *self.record.attempts,
             AgentAttempt(exit_code=finished.returncode, envelope=envelope, infra_error=infra),

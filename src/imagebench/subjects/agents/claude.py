@@ -55,7 +55,7 @@ class ClaudeCodeSubject(AgentCliSubject):
         words += ["--allowedTools", "mcp__imagebench"]
         return words + (["--model", self.model] if self.model else [])
 
-    def configure(self, ws: Workspace, server: dict[str, Any]) -> None:
+    def configure(self, ws: Workspace, server: dict[str, Any], *, workdir: str) -> None:
         entry = {"type": "stdio", **server}
         write_home(ws, CONFIG, json.dumps({"mcpServers": {"imagebench": entry}}, indent=2) + "\n")
         # The same server at user scope, where `claude mcp add --scope user` puts it (``claude mcp list``,

@@ -49,7 +49,7 @@ class CodexSubject(AgentCliSubject):
         words = ["exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
         return words + (["-m", self.model] if self.model else []) + [prompt]
 
-    def configure(self, ws: Workspace, server: dict[str, Any]) -> None:
+    def configure(self, ws: Workspace, server: dict[str, Any], *, workdir: str) -> None:
         own = home_file(ws, CONFIG) or ""
         if "[mcp_servers.imagebench]" in own:
             raise SubjectError(

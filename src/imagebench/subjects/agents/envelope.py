@@ -77,7 +77,8 @@ class AgentRecord(Record):
 
 def json_objects(text: str) -> list[dict[str, Any]]:
     """Every line of ``text`` that is a JSON object, in order (a JSON-lines stream, or one object
-    printed on one line); the whole text when it is one object over several lines."""
+    printed on one line); the whole text when it is one object over several lines; else each object
+    that starts a line and runs over several."""
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
@@ -97,6 +98,21 @@ def json_objects(text: str) -> list[dict[str, Any]]:
             continue
         if isinstance(value, dict):
             out.append(value)
+    if not out:  # one object printed over several lines after other text (Gemini CLI's error on stderr)
+        decoder = json.JSONDecoder()
+        at = 0
+        while (start := text.find("{", at)) != -1:
+            if start and text[start - 1] != "\n":
+                at = start + 1
+                continue
+            try:
+                value, end = decoder.raw_decode(text, start)
+            except ValueError:
+                at = start + 1
+                continue
+            if isinstance(value, dict):
+                out.append(value)
+            at = end
     return out
 
 

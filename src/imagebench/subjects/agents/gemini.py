@@ -6,10 +6,13 @@ approves its tools without asking; ``-m``)::
     gemini -p "$(cat agent-prompt.md)" --output-format json --yolo [-m MODEL]
 
 The MCP server is an ``mcpServers.imagebench`` entry (``trust: true``) of ``~/.gemini/settings.json``
-in the private HOME (merged into a template's own settings). The JSON output is one object:
+in the private HOME (merged into a template's own settings), and the workspace trusted in
+``~/.gemini/trustedFolders.json`` (an untrusted folder disables user-level MCP servers and ``--yolo``).
+The JSON output is one object:
 ``response`` (the final message), ``stats`` (per-model ``tokens``, ``tools.totalCalls``) and, when
 the request failed, ``error`` (``type``, ``message``, ``code``). Exit codes: 0 success, 1 a
-general or API error, 42 bad input, 53 the turn limit. Its logs are ``~/.gemini/tmp/**``.
+general or API error, 41 authentication, 42 bad input, 53 the turn limit (44, 52, 54, 55: sandbox,
+config, tool, untrusted folder). Its logs are ``~/.gemini/tmp/**``.
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ if TYPE_CHECKING:
     from imagebench.sandbox.workspace import Workspace
 
 CONFIG = ".gemini/settings.json"
-#: exit codes Gemini CLI documents as the input's or the turn limit's, never the infrastructure's
-_NOT_INFRA = (42, 53)
+TRUSTED = ".gemini/trustedFolders.json"
+#: Gemini CLI's exit codes (its headless reference: 1 an API error, 42 bad input, 53 the turn limit;
+#: its FatalError classes add 41 authentication, 44 sandbox, 52 config, 54 a tool, 55 an untrusted folder)
+AUTH_EXIT = 41
+_NOT_INFRA = (42, 44, 52, 53, 54, 55)
 
 
 @subject_kind
@@ -50,7 +56,7 @@ class GeminiCliSubject(AgentCliSubject):
         words = ["-p", prompt, "--output-format", "json", "--yolo"]
         return words + (["-m", self.model] if self.model else [])
 
-    def configure(self, ws: Workspace, server: dict[str, Any]) -> None:
+    def configure(self, ws: Workspace, server: dict[str, Any], *, workdir: str) -> None:
         own = home_file(ws, CONFIG)
         try:
             settings = json.loads(own) if own and own.strip() else {}
@@ -60,6 +66,16 @@ class GeminiCliSubject(AgentCliSubject):
             raise SubjectError(f"--subject-home: its {CONFIG} must be a JSON object whose mcpServers is an object")
         settings.setdefault("mcpServers", {})["imagebench"] = {**server, "trust": True}
         write_home(ws, CONFIG, json.dumps(settings, indent=2) + "\n")
+        # Its working folder trusted (an untrusted one disables user-level MCP servers and --yolo).
+        own = home_file(ws, TRUSTED)
+        try:
+            trusted = json.loads(own) if own and own.strip() else {}
+        except ValueError as exc:
+            raise SubjectError(f"--subject-home: its {TRUSTED} is not JSON ({exc})") from None
+        if not isinstance(trusted, dict):
+            raise SubjectError(f"--subject-home: its {TRUSTED} must be a JSON object")
+        trusted[workdir] = "TRUST_FOLDER"
+        write_home(ws, TRUSTED, json.dumps(trusted, indent=2) + "\n")
 
     def envelope(self, stdout: str) -> Envelope:
         found = [o for o in json_objects(stdout) if "response" in o or "error" in o or "stats" in o]
@@ -101,6 +117,8 @@ class GeminiCliSubject(AgentCliSubject):
     def infra(self, envelope: Envelope, exit_code: int, stderr: str) -> str | None:
         if exit_code in _NOT_INFRA:
             return None
+        if exit_code == AUTH_EXIT:  # FatalAuthenticationError: no key, or one refused
+            return f"authentication: {envelope.error or last_lines(stderr, 1) or 'exit 41'}"
         if envelope.parsed:
             if not envelope.is_error:
                 return None

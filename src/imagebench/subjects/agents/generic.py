@@ -104,7 +104,7 @@ class GenericAgentSubject(AgentCliSubject):
     def argv(self, prompt: str, home: str) -> list[str]:
         raise SubjectError("agent-cli: the command line is the user's")
 
-    def configure(self, ws: Workspace, server: dict[str, Any]) -> None:
+    def configure(self, ws: Workspace, server: dict[str, Any], *, workdir: str) -> None:
         write_home(ws, CONFIG, json.dumps({"mcpServers": {"imagebench": server}}, indent=2) + "\n")
 
     def environment(self, sandboxed: bool, root: str) -> dict[str, str]:
