@@ -113,6 +113,10 @@ def test_each_cli_stand_in_passes_a_structured_a_label_and_a_trigger_case(
         assert set(kept) <= set(summary.artifact_digests)  # and digested with the sample's files
         note = summary.detail["attempt_notes"]["agent"]
         assert note["attempts"] == 1 and note["usage"]["input_tokens"] == 1200
+        # the envelope's usage is the sample's usage, labelled as the agent's own say-so
+        assert summary.usage is not None and summary.usage.tokens_in is not None
+        assert (summary.usage.tokens_in.value, summary.usage.tokens_in.source) == (1200, "reported")
+        assert summary.usage.tokens_out is not None and summary.usage.tokens_out.value == 345
         assert summary.detail["attempt_notes"]["mcp"]["calls"] >= 3  # it worked through the case's tools
     (trigger,) = [c for c in cases if c.case_class == "trigger"]
     summary, _ = _sample(result, trigger.label)

@@ -36,6 +36,7 @@ from imagebench.subjects.agents import home as _home
 from imagebench.subjects.agents.envelope import AGENT_RECORD, AgentAttempt, AgentRecord, Envelope
 from imagebench.subjects.base import AgentOptions, SubjectError, SubjectInfraError, UnitContext
 from imagebench.subjects.command import CommandSubject, _BoundCommand
+from imagebench.usage import Usage, note_usage
 
 if TYPE_CHECKING:
     from imagebench.case.session import Session
@@ -310,6 +311,9 @@ class _BoundAgent(_BoundCommand):
             "logs": [g.kept_as for g in self.record.logs if g.kept_as],
             "record": AGENT_RECORD,
         }
+        spent = _reported(attempts)
+        if spent is not None:
+            note_usage(session.notes, spent)
 
     def prepare(
         self, session: Session, ws: Workspace, *, mcp_shown: str | None, sandboxed: bool
@@ -376,3 +380,30 @@ def _read_own(path: Path, tail: int | None = None) -> str:
     if tail is not None:
         data = data[-tail:]
     return data.decode("utf-8", "replace")
+
+
+def _reported(attempts: list[AgentAttempt]) -> Usage | None:
+    """What the CLI's envelopes said it spent over every attempt (a retried turn spent too), as one
+    ``reported`` usage record; None when no envelope reported a figure or one is not a valid count."""
+    from imagebench.usage import reported_usage
+
+    usages = [a.envelope.usage for a in attempts]
+
+    def total(name: str) -> Any:
+        values = [getattr(u, name) for u in usages if getattr(u, name) is not None]
+        return sum(values) if values else None
+
+    figures = {
+        "tokens_in": total("input_tokens"),
+        "tokens_out": total("output_tokens"),
+        "turns": total("turns"),
+        "tool_calls": total("tool_calls"),
+        "cost_usd": total("cost_usd"),
+    }
+    model = next((u.model for u in reversed(usages) if u.model), None)
+    if model is None and all(v is None for v in figures.values()):
+        return None
+    try:
+        return reported_usage(model=model, **figures)
+    except ValueError:
+        return None
