@@ -195,3 +195,39 @@ def test_a_model_that_fails_is_the_subjects_failure_not_a_pass(tmp_path: Path) -
     score = _one_run(tmp_path, broken)
     assert score.value == "I" and score.answer == "subject-error"
     assert "the provider went away" in score.explanation
+
+
+def test_a_provider_that_cannot_be_reached_is_infra_error_apart_never_a_zero(tmp_path: Path) -> None:
+    import httpx
+
+    def offline(*_: Any) -> ModelOutput:
+        try:
+            raise httpx.ConnectError("[Errno -3] Temporary failure in name resolution")
+        except httpx.ConnectError as exc:  # as a provider's client wraps it
+            raise RuntimeError("request failed") from exc
+
+    (log,) = inspect_eval(
+        case(label=LABEL, out=str(tmp_path / "out")),
+        model=get_model(MODEL, custom_outputs=offline),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    (sample,) = log.samples
+    assert not sample.scores and sample.error is not None  # an error in inspect's log, not a score
+    assert "infra-error" in sample.error.message
+    (run_dir,) = [p.parent for p in (tmp_path / "out").rglob("run.json")]
+    summary = _summary(run_dir)
+    assert summary.status == "infra-error" and "httpx.ConnectError" in summary.reason
+
+
+def test_only_a_providers_own_errors_are_infrastructure() -> None:
+    from imagebench.inspectai.task import infrastructure_failure
+
+    class ConnectionError(Exception):  # a subject's own class of the same name is not the provider's
+        pass
+
+    assert infrastructure_failure(ConnectionError("no")) is None
+    assert infrastructure_failure(RuntimeError("Connection refused (429 rate limit)")) is None
+    import httpx
+
+    assert infrastructure_failure(httpx.ReadTimeout("slow")) is not None

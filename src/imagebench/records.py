@@ -47,6 +47,7 @@ Status = Literal[
     "resource-limit",  # the subject ran into a limit of its confinement (memory, processes, disk, CPU) and was ended
     "budget-exceeded",  # the subject spent more than its --max-tokens/--max-cost (as measured or reported): a failure, like a timeout
     "harness-error",  # the bench itself failed (builder, verifier, I/O): never the subject's fault
+    "infra-error",  # an agent's infrastructure failed (network, auth, rate limit: as its CLI reported it): excluded and counted, never a zero
     "skipped",  # the fixture is not available on this machine, with the reason
     "blocked",  # not graded, never a zero: a scoring contract missing/ineligible, or a trigger case nothing of the harness's observed
     "subject-error",  # the subject raised (or its command failed) and what it left did not pass: a failure

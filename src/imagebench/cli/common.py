@@ -84,6 +84,20 @@ def add_subject_flags(p: argparse.ArgumentParser) -> None:
         "sees only PATH, HOME, the locale, TZ, TERM and the bench's own variables; the run records the names "
         "passed, never their values",
     )
+    ag = p.add_argument_group("agent CLI subjects: claude-code, codex, gemini-cli, agent-cli: (docs/agents.md)")
+    ag.add_argument(
+        "--retries",
+        type=int,
+        metavar="N",
+        help="work a sample again, fresh, up to N times when the agent's CLI reported an infrastructure failure "
+        "(network, login, rate limit: infra-error); 0 to 10, default 0",
+    )
+    ag.add_argument(
+        "--subject-home",
+        metavar="DIR",
+        help="a template HOME (config that is not a secret) copied into the agent's private HOME before it "
+        "starts; links in it are left out; the run records its digest",
+    )
     lim = p.add_argument_group("limits of a sandboxed subject (docs/integrity.md; hitting one ends it: resource-limit)")
     for flag, about in _LIMIT_FLAGS:
         lim.add_argument(flag, metavar="N", help=about)
@@ -194,6 +208,7 @@ def checked_run_args(args: argparse.Namespace) -> Subject:
             isolate=bool(getattr(args, "isolate", False)),
             mcp=bool(getattr(args, "subject_mcp", False)),
             name=name,
+            agent=agent_from_args(args),
         )
     except SubjectError as exc:
         raise UsageError(str(exc)) from None
@@ -204,6 +219,21 @@ def checked_run_args(args: argparse.Namespace) -> Subject:
         if why is not None:
             raise UsageError(why)
     return subject
+
+
+def agent_from_args(args: argparse.Namespace) -> Any:
+    """``--retries`` and ``--subject-home`` as :class:`~imagebench.subjects.base.AgentOptions` (None: neither given)."""
+    from pathlib import Path
+
+    from imagebench.subjects import AgentOptions, SubjectError
+
+    retries, home = getattr(args, "retries", None), getattr(args, "subject_home", None)
+    if retries is None and home is None:
+        return None
+    try:
+        return AgentOptions(retries=retries or 0, home=Path(home).expanduser().resolve() if home else None)
+    except SubjectError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def sandbox_flags_given(args: argparse.Namespace) -> list[str]:
@@ -532,5 +562,7 @@ _SUBJECT_FLAGS: tuple[tuple[str, str], ...] = (
     ("--subject-mcp", "subject_mcp"),
     ("--subject-env-pass", "subject_env_pass"),
     ("--access", "access"),
+    ("--retries", "retries"),
+    ("--subject-home", "subject_home"),
     *((flag, flag[2:].replace("-", "_")) for flag in _LIMIT_FIELDS),
 )

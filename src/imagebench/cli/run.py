@@ -63,7 +63,8 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     add_selection_args(p, kind_choices=FIXTURE_KINDS)
     p.add_argument(
         "--subject",
-        help="reference | nop | baseline | python:package.module:function | command:<shell command> (default: reference; "
+        help="reference | nop | baseline | python:package.module:function | command:<shell command> | claude-code[:MODEL] | "
+        "codex[:MODEL] | gemini-cli[:MODEL] | agent-cli:<shell command> (default: reference; "
         "with --resume, only when run.json keeps the subject without its paths)",
     )
     p.add_argument("--samples", type=int, default=1, metavar="N", help="samples per case (default 1)")

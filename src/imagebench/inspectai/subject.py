@@ -23,6 +23,7 @@ from imagebench.subjects.base import (
     Confinement,
     SubjectBudgetExceeded,
     SubjectError,
+    SubjectInfraError,
     SubjectKind,
     SubjectTimeout,
 )
@@ -49,6 +50,7 @@ class Handoff:
     exceeded: str | None = None  # "budget-exceeded: ..." when inspect's limit ended the loop
     timed_out: str | None = None  # inspect's time limit (the case's) ended the loop
     error: str | None = None  # the agent loop raised (the subject's failure)
+    infra: str | None = None  # the model provider could not be reached or refused the caller (infra-error)
 
     def serving(self, bridge: Path) -> None:
         self.bridge = bridge
@@ -70,8 +72,10 @@ class Handoff:
         exceeded: str | None = None,
         timed_out: str | None = None,
         error: str | None = None,
+        infra: str | None = None,
     ) -> None:
         self.usage, self.exceeded, self.timed_out, self.error = usage, exceeded, timed_out, error
+        self.infra = infra
         self._done.set()
 
     def wait_done(self) -> None:
@@ -163,6 +167,8 @@ class InspectSubject(SubjectKind):
                 raise SubjectTimeout(handoff.timed_out)
             if handoff.exceeded:
                 raise SubjectBudgetExceeded(handoff.exceeded)
+            if handoff.infra:
+                raise SubjectInfraError(handoff.infra)
             if handoff.error:
                 raise RuntimeError(handoff.error)
 

@@ -171,7 +171,7 @@ def work_case(label: str, *, out: str | None = None, budget: Any = None, timeout
                 limits: list[Any] = [time_limit(limit_s)]
                 if budget is not None and budget.max_tokens is not None:
                     limits.append(token_limit(budget.max_tokens))
-                exceeded = timed_out = error = None
+                exceeded = timed_out = error = infra = None
                 messages: list[Any] = list(state.messages)
                 try:
                     agent_state, limit_error = await run(agent, state.messages, limits=limits)
@@ -184,9 +184,12 @@ def work_case(label: str, *, out: str | None = None, budget: Any = None, timeout
                             timed_out = f"the subject ran past its {limit_s:g} s limit (inspect's time limit)"
                         else:
                             error = f"inspect's {limit_error.type} limit: {limit_error.message}"
-                except Exception as exc:  # the model or its loop failed: the subject's failure
+                except Exception as exc:  # the model or its loop failed: the subject's failure...
+                    infra = infrastructure_failure(exc)  # ...unless the provider could not be reached
                     error = f"the agent loop raised {type(exc).__name__}: {exc}"
-                handoff.finish(_measured(model, messages), exceeded=exceeded, timed_out=timed_out, error=error)
+                handoff.finish(
+                    _measured(model, messages), exceeded=exceeded, timed_out=timed_out, error=error, infra=infra
+                )
         finally:
             handoff.cancel()  # whatever happened above, the turn ends
             await anyio.to_thread.run_sync(thread.join)
@@ -194,6 +197,33 @@ def work_case(label: str, *, out: str | None = None, budget: Any = None, timeout
         return state
 
     return solve
+
+
+#: the packages a model provider's client raises from, and the names of their errors that mean the
+#: provider could not be reached or refused the caller (network, timeout, login, rate limit, outage)
+PROVIDER_MODULES = ("openai", "anthropic", "google", "httpx", "httpcore", "requests", "urllib3", "aiohttp", "groq")
+INFRA_ERRORS = frozenset(
+    {
+        "APIConnectionError", "APITimeoutError", "RateLimitError", "AuthenticationError", "PermissionDeniedError",
+        "InternalServerError", "ServiceUnavailableError", "OverloadedError", "ConnectError", "ConnectTimeout",
+        "ReadTimeout", "ConnectionError", "ClientConnectorError", "ResourceExhausted", "Unauthenticated",
+    }
+)  # fmt: skip
+
+
+def infrastructure_failure(exc: BaseException) -> str | None:
+    """``infra-error: ...`` when ``exc`` (or an exception it was raised from) is a model provider's
+    client failing to reach its service or being refused (:data:`INFRA_ERRORS` raised from one of
+    :data:`PROVIDER_MODULES`); None for any other failure, which stays the subject's."""
+    seen: set[int] = set()
+    here: BaseException | None = exc
+    while here is not None and id(here) not in seen:
+        seen.add(id(here))
+        for cls in type(here).__mro__:
+            if cls.__name__ in INFRA_ERRORS and cls.__module__.partition(".")[0] in PROVIDER_MODULES:
+                return f"infra-error: the model provider failed ({cls.__module__}.{cls.__name__}: {here})"[:2000]
+        here = here.__cause__ or here.__context__
+    return None
 
 
 def _outcome(box: dict[str, Any]) -> dict[str, Any]:

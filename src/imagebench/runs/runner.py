@@ -19,6 +19,7 @@ Every sample ends in exactly one :data:`imagebench.records.Status`:
 - ``timeout``: the subject ran past its limit;
 - ``budget-exceeded``: it spent more than its budget (``--max-tokens``/``--max-cost``), as the
   harness measured it or the agent reported it (:mod:`imagebench.runs.spent`);
+- ``infra-error``: an agent CLI reported that its infrastructure failed (network, login, rate limit);
 - otherwise the verifier's outcome decides (``ok``, ``wrong-answer``, ``no-result``,
   ``unscorable-result``, ``blocked``).
 """
@@ -504,6 +505,8 @@ def subject_notes(session: Session) -> dict[str, Any]:
         notes["skill_tool"] = session.notes["skill_tool"]
     if session.notes.get("access"):  # what its access setting left it: the workspace's files, the tools served
         notes["access"] = session.notes["access"]
+    if session.notes.get("agent"):  # an agent CLI's attempts, reported usage and kept logs; agent.json has them all
+        notes["agent"] = session.notes["agent"]
     return notes
 
 
@@ -671,9 +674,11 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
 
     case, fx = unit.case, unit.fixture
     assert fx is not None
-    notes = {k: attempt.notes[k] for k in ("exit_code", "unreadable") if k in attempt.notes}
+    notes = {k: attempt.notes[k] for k in ("exit_code", "unreadable", "agent") if k in attempt.notes}
     if run.harness_error:
         return write_ended(unit, "harness-error", run.harness_error, flags=flags)
+    if run.infra_error:  # the agent's network, login or rate limit failed, as its CLI said: never a zero
+        return write_ended(unit, "infra-error", run.infra_error, flags=flags, detail=notes)
     if run.stopped:
         return write_ended(
             unit, "stopped", f"stopped by the person at the viewer after {run.seconds:.1f} s", flags=flags

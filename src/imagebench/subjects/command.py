@@ -33,6 +33,7 @@ from imagebench.sandbox.workspace import NotText, Refused, Workspace
 from imagebench.subjects.base import (
     SubjectError,
     SubjectHarnessError,
+    SubjectInfraError,
     SubjectKind,
     SubjectResourceLimit,
     SubjectTimeout,
@@ -101,12 +102,6 @@ class CommandSubject(SubjectKind):
         subject = cls(command=command, sandbox=sandbox or SandboxPolicy(), mcp=mcp)
         if mcp:
             _check_mcp_sdk(spec)
-        if subject.access is not None:
-            from imagebench.sandbox.access import subject_problem
-
-            why = subject_problem(subject.access, sandboxed=subject.sandbox.enabled, mcp=mcp, command=command)
-            if why is not None:
-                raise SubjectError(f"subject {spec!r}: {why}")
         subject.check_sandbox()
         return subject
 
@@ -153,6 +148,13 @@ class CommandSubject(SubjectKind):
             "expose": expose_code(self.sandbox.expose),
         }
 
+    def spec_words(self) -> str:
+        """How the subject is named in a message: its spec, or its command for a kind whose spec needs more."""
+        try:
+            return self.spec()
+        except SubjectError:
+            return f"command:{self.command}"
+
     @property
     def access(self) -> Access | None:
         """The access setting the run declared (``--access``; None: none, what a command always had)."""
@@ -178,7 +180,15 @@ class CommandSubject(SubjectKind):
         return self.sandbox.env_pass
 
     def check_sandbox(self) -> None:
-        """Raise :class:`SubjectError` (saying how to install bubblewrap) when the sandbox cannot start."""
+        """Raise :class:`SubjectError` (saying how to install bubblewrap) when the sandbox cannot start,
+        or naming why the run's access setting cannot hold this command (:mod:`imagebench.sandbox.access`)."""
+        access = self.access
+        if access is not None:
+            from imagebench.sandbox.access import subject_problem
+
+            why = subject_problem(access, sandboxed=self.sandbox.enabled, mcp=self.mcp, command=self.command)
+            if why is not None:
+                raise SubjectError(f"subject {self.spec_words()!r}: {why}")
         if self.sandbox.enabled:
             why = unavailable_reason()
             if why is not None:
@@ -200,8 +210,12 @@ class CommandSubject(SubjectKind):
         if self.mcp:
             from imagebench.subjects.mcp.tools import CaseView
 
-            return _BoundCommand(self, context, view=CaseView.of(case), skills=skills, texts=texts, access=access)
-        return _BoundCommand(self, context, skills=skills, texts=texts, access=access)
+            return self.bound(context, view=CaseView.of(case), skills=skills, texts=texts, access=access)
+        return self.bound(context, skills=skills, texts=texts, access=access)
+
+    def bound(self, context: UnitContext, **kw: Any) -> _BoundCommand:
+        """The callable that works one sample (a kind built on a command returns its own)."""
+        return _BoundCommand(self, context, **kw)
 
     def __call__(self, session: Session) -> None:
         # Without a runner: outputs beside a temporary folder, the session's own limit unknown.
@@ -268,6 +282,7 @@ class _BoundCommand:
         sandboxed = self.subject.sandbox.enabled
         binds: list[tuple[Path, str]] = []
         env: dict[str, str] = {}
+        mcp_shown: str | None = None
         with ExitStack() as stack:
             if self.skills is not None:
                 from imagebench.subjects.skilltool import SKILL_SHOWN, provided
@@ -288,9 +303,26 @@ class _BoundCommand:
                 folder = stack.enter_context(
                     served(self.view, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids, access=self.access)
                 )
+                mcp_shown = MCP_SHOWN if sandboxed else str(folder.path)
                 if sandboxed:
                     binds.append((folder.path, MCP_SHOWN))
-            self._run(session, ws, tw, ids, binds=tuple(binds), env=env)
+            more, home = self.prepare(session, ws, mcp_shown=mcp_shown, sandboxed=sandboxed)
+            self._run(session, ws, tw, ids, binds=tuple(binds), env={**env, **more}, home=home)
+
+    # What a kind built on a command adds (imagebench.subjects.agents); nothing here.
+    def prepare(
+        self, session: Session, ws: Workspace, *, mcp_shown: str | None, sandboxed: bool
+    ) -> tuple[dict[str, str], str | None]:
+        """Before the command starts: more environment for it, and the sandboxed command's HOME
+        (None: /tmp). ``mcp_shown`` is where it reaches the MCP folder (None: not served)."""
+        return {}, None
+
+    def ended(
+        self, session: Session, ws: Workspace, finished: _command.Finished
+    ) -> tuple[_command.Finished, str | None]:
+        """Once the command has ended (its workspace still there): the final message its answer is
+        read from, and an infrastructure failure its own output reported (None: none)."""
+        return finished, None
 
     def _run(
         self,
@@ -300,6 +332,7 @@ class _BoundCommand:
         ids: SubjectIds | None,
         binds: tuple[tuple[Path, str], ...] = (),
         env: Mapping[str, str] | None = None,
+        home: str | None = None,
     ) -> None:
         ctx = self.context
         policy = self.subject.sandbox
@@ -327,12 +360,16 @@ class _BoundCommand:
             ids=ids,
             sized=tw.sized,
             binds=binds,
+            home=home,
         )
         session.notes["exit_code"] = finished.returncode
+        finished, infra = self.ended(session, ws, finished)
         if finished.limit is not None:
             raise SubjectResourceLimit(f"resource-limit: {finished.limit} ({_LIMIT_WORDS[finished.limit](policy.limits)})")
         if finished.timed_out:
             raise SubjectTimeout(f"the command ran past its {ctx.timeout_s:g} s limit and was killed")
+        if infra is not None:
+            raise SubjectInfraError(infra)
         caps, budget = confine.leaving_caps(policy.limits, session.layers, session.collect)
         ws.budget, ws.read_total = budget, 0
         _read_outputs(session, ws, finished.returncode, finished, caps)

@@ -15,6 +15,7 @@ from imagebench.subjects.base import (
     Subject,
     SubjectBudgetExceeded,
     SubjectHarnessError,
+    SubjectInfraError,
     SubjectNotAttempted,
     SubjectResourceLimit,
     SubjectTimeout,
@@ -39,6 +40,7 @@ class SubjectRun:
     resource_limit: str | None = None  # "resource-limit: memory (...)": it was ended for a limit
     budget_exceeded: str | None = None  # "budget-exceeded: ...": it spent more than its budget and was ended
     not_attempted: str | None = None  # why the subject never took up the case (SubjectNotAttempted)
+    infra_error: str | None = None  # its infrastructure failed, as an agent CLI reported it (infra-error)
 
 
 #: Set while a run is being interrupted: every subject's turn still under way ends now (its
@@ -106,6 +108,8 @@ def run_subject(
             outcome["harness"] = str(exc)
         except SubjectNotAttempted as exc:
             outcome["not_attempted"] = str(exc)
+        except SubjectInfraError as exc:
+            outcome["infra"] = str(exc)
         except BaseException as exc:  # the subject's own failure: recorded, the run goes on
             outcome["error"] = _describe(exc)
 
@@ -152,4 +156,6 @@ def run_subject(
         return SubjectRun(seconds=seconds, budget_exceeded=outcome["budget"])
     if "not_attempted" in outcome:
         return SubjectRun(seconds=seconds, not_attempted=outcome["not_attempted"])
+    if "infra" in outcome:
+        return SubjectRun(seconds=seconds, infra_error=outcome["infra"])
     return SubjectRun(seconds=seconds, error=outcome.get("error"), harness_error=outcome.get("harness"))

@@ -25,7 +25,7 @@ A pair counts when both samples were measured, with the denominators of
 :mod:`imagebench.scoring.aggregates`: ``ok`` passes; ``wrong-answer``, ``no-result``,
 ``unscorable-result``, ``timeout``, ``subject-error``, ``truth-tampered`` and
 ``fixture-overwritten`` fail (a timeout left out would favour the run that gave up on the hard
-cases); a pair with a ``skipped``, ``blocked`` or ``harness-error`` sample is left out and counted. A case with no pair is
+cases); a pair with a ``skipped``, ``blocked``, ``harness-error`` or ``infra-error`` sample is left out and counted. A case with no pair is
 listed as unmatched, never pooled. Differences are B minus A.
 
 **Replicates, not samples.** A sample's summary names the fixture it saw (``fixture_digest``).
