@@ -8,6 +8,7 @@ the workspace's listing, the data plane, and read_layer/snapshot over MCP."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 from pathlib import Path
@@ -285,3 +286,24 @@ def test_runs_under_different_settings_are_not_comparable(tmp_path: Path) -> Non
     problems = {c.id: c.problems for c in result.conditions if not c.holds}
     assert any(p.startswith("access: A ") and "views-2" in p for p in problems.get("C4", [])), problems
     assert compare_runs(*runs, allow_conditions=["access"]).comparable
+
+
+def test_an_agent_cli_kind_is_held_to_the_setting_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent CLI kinds are commands: under tools their command line (it reads the prompt through
+    the shell) is refused by name; under files+code they would be served MCP, which it forbids."""
+    standin = Path(__file__).parent / "agent_standins" / "standin.py"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(standin.read_text(encoding="utf-8").replace("@AGENTS@", str(AGENTS)))
+    (bin_dir / "claude").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    def parse(access: str) -> Any:
+        return parse_subject("claude-code", sandbox=SandboxPolicy(expose=(bin_dir, AGENTS), access=access))
+
+    assert parse("views-3").access == parse_access("views-3")
+    assert parse("files+code+tools").access is not None
+    with pytest.raises(SubjectError, match="runs without a shell, and it holds shell syntax"):
+        parse("tools")
+    with pytest.raises(SubjectError, match="serves no MCP tools"):
+        parse("files+code")
