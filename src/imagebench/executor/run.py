@@ -173,6 +173,7 @@ def execute(
     scanned: units with a complete, valid summary are kept, the others' folders are cleared.
     ``seeds`` is a sealed run's ``{label: [seed of each sample]}`` (:meth:`imagebench.runs.sealed.Seal.seeds`)."""
     from imagebench.runs.journal import Journal, RunLock
+    from imagebench.runs.keep import mode_of
     from imagebench.runs.layout import RECEIPT
     from imagebench.runs.progress import Bar
     from imagebench.runs.runner import presents_tensor
@@ -188,7 +189,7 @@ def execute(
     except BaseException:
         lock.release()
         raise
-    writer = RunWriter(run_dir, subject.name, journal)
+    writer = RunWriter(run_dir, subject.name, journal, artifacts=mode_of(record.extra))
     try:
         record, scan, base_extra = _begin(run_dir, record, cases, units, writer, parallel, resume)
     except BaseException:
@@ -295,8 +296,12 @@ def run_cases(
     sealed: Seal | None = None,
     unsealed: bool = False,
     sources: Sequence[CaseSourceRecord] | None = None,
+    artifacts: str | None = None,
 ) -> RunResult:
     """Run every ``(case, sample)`` unit in a new run folder and return what it left.
+
+    ``artifacts`` (``auto``, ``all``, ``failures``, ``none``; :mod:`imagebench.runs.keep`) says
+    which samples keep their images; ``run.json``'s ``extra["artifacts"]`` records the mode chosen.
 
     ``sources`` (:meth:`imagebench.catalog.Catalog.records`) is kept in ``run.json`` as where each
     case came from, so that ``--resume`` opens those sources again; without it a resume finds
@@ -330,11 +335,14 @@ def run_cases(
     ``run.json``'s ``extra["execution"]`` records the conditions the subject ran under
     (:func:`execution_record`), which ``compare`` checks.
     """
+    from imagebench.runs import keep
     from imagebench.runs.sealed import UNSEALED_KEY, default_seal
+    from imagebench.runs.verdict import samples_for
     from imagebench.runs.writer import RunWriter
     from imagebench.subjects import confinement_of, identity_of, is_trusted, limits_of
 
     cases = list(cases)
+    kept = keep.choose(artifacts, sum(samples_for(c, samples) for c in cases))  # ValueError naming the flag
     if parallel is None:
         parallel = Parallel(workers=workers, scheduler=scheduler)
     if samples < 1:
@@ -356,6 +364,7 @@ def run_cases(
         extra.update(subject_record(subject))
         extra[EXECUTION_KEY] = execution_record(subject, extra)
         extra[IDENTITY_KEY] = identity
+        extra[keep.KEY] = kept
         if parallel.distributed:
             extra["executor"] = parallel.describe_for(subject)
         writer, record = RunWriter.create(
