@@ -70,7 +70,7 @@ class CaseView:
     samples: list[SampleSummary] = field(default_factory=list)  # shown whole, in sample order
     problems: list[str] = field(default_factory=list)  # unreadable records, shown on the page
     expected: int = 0
-    gathered: Any = None  # CaseBriefs: every usable sample, briefly
+    gathered: CaseBriefs | None = None  # every usable sample, briefly
 
     @property
     def briefs(self) -> list[Any]:
@@ -142,10 +142,9 @@ def read_page(run_dir: str | Path, *, progress: bool = False) -> RunPage:
     (:func:`imagebench.runs.reader.read_run`): a sample summary that is unreadable, misplaced, changed
     after it was journaled or never journaled is left out and named on the page as a problem (only
     a missing or unreadable ``run.json`` or journal is an error)."""
+    from imagebench.runs.brief import Briefs
     from imagebench.runs.layout import RunFolderError
     from imagebench.runs.reader import read_run
-
-    from imagebench.runs.brief import Briefs
 
     known = _known_cases()
     briefs = Briefs()
@@ -156,7 +155,9 @@ def read_page(run_dir: str | Path, *, progress: bool = False) -> RunPage:
     return page_of(contents, known, progress=progress, briefs=briefs)
 
 
-def page_of(contents: Any, known: Mapping[str, Any], *, progress: bool = False, briefs: Briefs | None = None) -> RunPage:
+def page_of(
+    contents: Any, known: Mapping[str, Any], *, progress: bool = False, briefs: Briefs | None = None
+) -> RunPage:
     """The page of a run its one reader has read (``contents``, a RunContents); ``known`` are the
     built-in cases. ``briefs``: what the reader streamed into a :class:`~imagebench.runs.brief.Briefs`
     (else the samples ``contents`` kept are gathered here)."""
@@ -393,7 +394,9 @@ def _reasons(view: CaseView) -> list[str]:
     if view.summary is not None:
         reasons = [r for r in view.summary.extra.get("reasons", []) if isinstance(r, str)]
     if not reasons:
-        reasons = list(view.gathered.reasons) if view.gathered is not None else [s.reason for s in view.samples if s.reason]
+        reasons = (
+            list(view.gathered.reasons) if view.gathered is not None else [s.reason for s in view.samples if s.reason]
+        )
     return [*view.problems, *reasons]
 
 
@@ -616,7 +619,10 @@ CASE_PAGE = 200
 def _capped(problems: list[str]) -> list[str]:
     if len(problems) <= PROBLEMS_SHOWN:
         return problems
-    return [*problems[:PROBLEMS_SHOWN], f"... and {len(problems) - PROBLEMS_SHOWN} more (imagebench check, or the case's own page)"]
+    return [
+        *problems[:PROBLEMS_SHOWN],
+        f"... and {len(problems) - PROBLEMS_SHOWN} more (imagebench check, or the case's own page)",
+    ]
 
 
 def _more(run: RunPage, view: CaseView) -> str:
@@ -877,7 +883,12 @@ def sitting_view(page: SittingPage, *, image_prefix: str = "") -> dict[str, Any]
                 "view": page_view(run, image_prefix=f"{image_prefix}{run.run_dir.name}/", prefix=f"s{n}-"),
             }
         )
-    rows = [("sitting", rec.sitting_id), ("source", rec.source), ("started", rec.started), ("subjects", str(len(subjects)))]
+    rows = [
+        ("sitting", rec.sitting_id),
+        ("source", rec.source),
+        ("started", rec.started),
+        ("subjects", str(len(subjects))),
+    ]
     problems = list(page.contents.integrity)
     return {
         "sitting": {"id": rec.sitting_id, "rows": rows},

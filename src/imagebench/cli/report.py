@@ -31,7 +31,9 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         help="write one case's samples as pages of their own (report-<case>-p<N>.html, 200 samples a page) instead "
         "of the run's page, which shows a few samples of a case with many",
     )
-    p.add_argument("--page", type=int, default=1, metavar="N", help="with --case: which page of its samples (default 1)")
+    p.add_argument(
+        "--page", type=int, default=1, metavar="N", help="with --case: which page of its samples (default 1)"
+    )
     p.set_defaults(func=_cmd_report)
 
 
