@@ -118,7 +118,8 @@ def _begin(
     if resume:
         try:
             # a summary the journal never vouched for (a kill between the two, or one planted there) is run again
-            scan = read_run(run_dir, expected=units, require_journal=True)
+            # the journal streamed a line at a time; a journaled summary's bytes are let go once checked
+            scan = read_run(run_dir, expected=units, require_journal=True, on_sample=_let_bytes_go)
         except RunFolderError as exc:
             raise ResumeError(str(exc)) from None
         # a journaled sample whose summary is gone or changed is run again, a journaled case summary
@@ -151,6 +152,15 @@ def _begin(
         # the start line signs run.json's fixed fields: a sandbox or a suite copied in later is named
         writer.event("start", {"run_id": record.run_id, "mode": parallel.describe(), "record": record_fields(record)})
     return record.model_copy(update={"extra": base_extra}), scan, base_extra
+
+
+def _let_bytes_go(entry: Any) -> bool:
+    """A resume's check keeps every sample (the sink summarises each case over them) but not the
+    bytes of one the journal vouches for: only a summary whose line a kill cut off is journaled
+    again from its bytes (and with ``require_journal`` such a summary is run again instead)."""
+    if entry.journaled:
+        entry.data = None
+    return True
 
 
 def execute(
@@ -220,7 +230,7 @@ def execute(
         bar = sink.bar = Bar(total, done=len(done), enabled=progress)
         if scan is not None:
             for entry in scan.units.values():
-                if not entry.usable or entry.summary is None or entry.data is None:
+                if not entry.usable or entry.summary is None:
                     continue
                 sink.keep(entry.label, entry.sample, entry.summary)
                 if not entry.journaled:  # a complete summary whose line a kill cut off
