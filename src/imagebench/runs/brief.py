@@ -114,3 +114,38 @@ class Briefs:
             into.not_ok_shown += 1
             into.shown.append(summary)
         return False
+
+
+@dataclass(frozen=True, slots=True)
+class MetricBrief:
+    """A metric of a sample as a comparison pairs it (``Metric``'s names)."""
+
+    name: str
+    unit: str
+    value: float | None
+    verdict: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredBrief:
+    """What ``compare`` pairs of a sample (``SampleSummary``'s names): its status, the fixture it
+    saw and its metrics; a few hundred bytes where its summary takes kilobytes."""
+
+    label: str
+    sample: int | None
+    status: str
+    fixture_digest: str | None
+    metrics: tuple[MetricBrief, ...]
+
+
+def scored_brief(summary: SampleSummary) -> ScoredBrief:
+    """The :class:`ScoredBrief` of a checked summary (its strings shared)."""
+    intern = sys.intern
+    digest = summary.fixture_digest
+    return ScoredBrief(
+        intern(summary.label),
+        summary.sample,
+        intern(summary.status),
+        intern(digest) if isinstance(digest, str) else None,
+        tuple(MetricBrief(intern(m.name), intern(m.unit), m.value, intern(m.verdict)) for m in summary.metrics),
+    )
