@@ -17,7 +17,7 @@ from imagebench.runs import keep
 from imagebench.runs.brief import SHOWN_FIRST, Briefs
 from imagebench.runs.journal import JOURNAL_NAME, check_journal, iter_journal_lines, read_journal_lines
 from imagebench.runs.layout import RunFolderError
-from imagebench.runs.reader import Tally, _disagreement, read_run
+from imagebench.runs.reader import _disagreement, read_run
 from imagebench.subjects import ReferenceSubject
 from imagebench.suite.compare import load_run
 
