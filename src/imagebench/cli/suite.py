@@ -337,6 +337,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                     suite = load_suite(path)
                 except SuiteError:
                     suite = None
+        del first  # compare_runs reads both runs again: run A is not held twice
     try:
         result = compare_runs(
             args.run_a,

@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
+from array import array
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +118,65 @@ class RunContents:
         for label, problems in self.case_problems.items():
             out.extend(f"{label}: {p}" for p in problems)
         return [*self.integrity, *out]
+
+
+class _UnitIndex:
+    """Each unit's last journal line as ``(line number, digest, status)``, in about 50 bytes a
+    unit: per label, arrays indexed by sample number (line numbers, the digests' 32 bytes, the
+    statuses' shared strings); an odd unit (a sample number out of range, a digest that is not 64
+    hex digits) in a dict beside them."""
+
+    _LIMIT = 1 << 20  # a forged sample number costs at most this many slots
+
+    def __init__(self) -> None:
+        self._arrays: dict[str, tuple[array[int], bytearray, list[str | None]]] = {}
+        self._odd: dict[tuple[str, int], tuple[int, str | None, str | None]] = {}
+
+    def get(self, label: str, n: int) -> tuple[int, str | None, str | None]:
+        odd = self._odd.get((label, n))
+        if odd is not None:
+            return odd
+        arrays = self._arrays.get(label)
+        if arrays is None or not 0 <= n < len(arrays[0]) or not arrays[0][n]:
+            return 0, None, None
+        numbers, digests, statuses = arrays
+        return numbers[n], digests[32 * n : 32 * n + 32].hex(), statuses[n]
+
+    def set(self, label: str, n: int, number: int, sha256: str | None, status: str | None) -> None:
+        raw = _hex32(sha256)
+        if raw is None or not 0 <= n < self._LIMIT:
+            self._odd[(label, n)] = (number, sha256, status)
+            return
+        self._odd.pop((label, n), None)
+        numbers, digests, statuses = self._arrays.setdefault(label, (array("q"), bytearray(), []))
+        if n >= len(numbers):
+            grow = n + 1 - len(numbers)
+            numbers.extend([0] * grow)
+            digests.extend(bytes(32 * grow))
+            statuses.extend([None] * grow)
+        numbers[n] = number
+        digests[32 * n : 32 * n + 32] = raw
+        statuses[n] = sys.intern(status) if isinstance(status, str) else None
+
+    def keys(self) -> Iterator[tuple[str, int]]:
+        for label, (numbers, _, _) in self._arrays.items():
+            for n, number in enumerate(numbers):
+                if number and (label, n) not in self._odd:
+                    yield label, n
+        yield from self._odd
+
+    def labels(self) -> set[str]:
+        return {label for label, _ in self.keys()}
+
+
+def _hex32(text: str | None) -> bytes | None:
+    if not isinstance(text, str) or len(text) != 64:
+        return None
+    try:
+        raw = bytes.fromhex(text)
+    except ValueError:
+        return None
+    return raw if raw.hex() == text else None  # upper-case hex is kept as written, in the dict
 
 
 def read_record_of_run(run_dir: str | os.PathLike[str]) -> RunRecord:
@@ -251,7 +312,7 @@ def read_run(
     anchor = contents.receipt.get("journal") if contents.receipt is not None else None
     # One pass over the journal, a line at a time: the chain checked as it goes, each unit's last
     # line kept as (line, digest, status), the other lines kept whole (a few per pass and case).
-    lines: dict[tuple[str, int], tuple[int, str | None, str | None]] = {}
+    lines = _UnitIndex()
     case_lines: dict[str, tuple[int, JournalEntry]] = {}
     firsts: dict[tuple[str, int], str | None] = {}  # the first status journaled of a unit run again
 
@@ -264,14 +325,14 @@ def read_run(
                 contents.journal_units += 1
                 if entry.label is not None and entry.sample is not None:
                     key = (entry.label, entry.sample)
-                    before = lines.get(key)
-                    if before is not None:
+                    before = lines.get(*key)
+                    if before[0]:
                         first = firsts.setdefault(key, before[2])
                         contents.reruns.append(
                             f"{entry.label}#{entry.sample}: run again ({entry.status}) after its journaled {first} "
                             "summary was lost or changed"
                         )
-                    lines[key] = (number, entry.sha256, entry.status)  # the last line for a unit wins
+                    lines.set(*key, number, entry.sha256, entry.status)  # the last line for a unit wins
             else:
                 contents.journal.append(entry)
                 if entry.event == "case" and entry.label is not None:
@@ -284,7 +345,7 @@ def read_run(
         )
     except JournalError as exc:
         raise RunFolderError(str(exc)) from None
-    unit_labels = {label for label, _ in lines}
+    unit_labels = lines.labels()
     contents.integrity.extend(check.problems)
     if not check.forged:
         contents.unverifiable.extend(check.problems)
@@ -305,7 +366,7 @@ def read_run(
             indices |= {i for p in folder.glob("sample-*") if (i := sample_index(p)) is not None}
         tally = Tally() if on_sample is not None else None
         for n in sorted(indices):
-            number, sha256, status = lines.get((label, n), (0, None, None))
+            number, sha256, status = lines.get(label, n)
             line = number != 0
             entry = _read_sample(Path(f"{base}/sample-{n}/{SUMMARY}"), label, record.subject, n, sha256, line)
             if number in check.forged_lines and not entry.problem:
@@ -325,8 +386,7 @@ def read_run(
         if tally is not None:
             contents.tallies[label] = tally
         _read_case(contents, label, folder / SUMMARY, case_lines.get(label), label in unit_labels)
-    journaled = {key for key in lines if key[0] in wanted and 0 <= key[1] < wanted[key[0]]}
-    outside = sorted(set(lines) - journaled)
+    outside = sorted(key for key in lines.keys() if not (key[0] in wanted and 0 <= key[1] < wanted[key[0]]))
     if outside and check.key_id:
         shown = ", ".join(f"{lab}#{n}" for lab, n in outside[:5]) + (" ..." if len(outside) > 5 else "")
         contents.integrity.append(
