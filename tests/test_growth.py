@@ -198,3 +198,28 @@ def test_a_page_of_samples_checks_each_sample_it_shows(tmp_path: Path) -> None:
     assert page.contents.forged
     assert any("sample 1" in p and "digest mismatch" in p for p in page.cases[0].problems)
     assert [s.sample for s in page.cases[0].samples] == [0, 2]
+
+
+def test_scored_columns_give_back_each_brief_as_it_was_added(tmp_path: Path) -> None:
+    from imagebench.records import MetricRecord as Metric
+    from imagebench.runs.brief import ScoredColumns, scored_brief
+
+    run_dir = _run(tmp_path, 2, "none", reference=_wrong)
+    base = read_run(run_dir).units[(LABEL, 0)].summary
+    assert base is not None
+    m0 = base.metrics[0]
+    odd = [Metric(**{**m0.model_dump(), "name": "zz", "value": None}), m0]  # another order, a None value
+    variants = [
+        base,
+        base.model_copy(update={"sample": 3, "status": "ok", "fixture_digest": None}),
+        base.model_copy(update={"sample": 7, "metrics": odd, "fixture_digest": "curated:abc"}),
+        base.model_copy(update={"sample": 9, "metrics": []}),
+    ]
+    columns = ScoredColumns(LABEL)
+    for s in variants:
+        columns.add(s)
+    assert list(columns) == [0, 3, 7, 9] and len(columns) == 4 and 5 not in columns
+    for s in variants:
+        assert columns[s.sample] == scored_brief(s)
+    with pytest.raises(ValueError, match="added after"):
+        columns.add(base)

@@ -19,7 +19,10 @@ case, written on demand, page by page (:func:`imagebench.report.write_case_repor
 
 from __future__ import annotations
 
+import re
 import sys
+from array import array
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -149,3 +152,88 @@ def scored_brief(summary: SampleSummary) -> ScoredBrief:
         intern(digest) if isinstance(digest, str) else None,
         tuple(MetricBrief(intern(m.name), intern(m.unit), m.value, intern(m.verdict)) for m in summary.metrics),
     )
+
+
+class ScoredColumns(Mapping[int, ScoredBrief]):
+    """One case's :class:`ScoredBrief` by sample number, kept as columns (about 100 bytes a sample
+    where a brief object and its strings take several hundred): each brief is made again when it
+    is looked up. Samples are added in increasing order (as the reader streams them)."""
+
+    _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+    def __init__(self, label: str) -> None:
+        self.label = sys.intern(label)
+        self._samples = array("q")
+        self._statuses: list[str] = []
+        self._digests = bytearray()  # 32 bytes a sample: the digest after ``sha256:``
+        self._odd_digests: dict[int, str | None] = {}  # row -> a digest of another form, or None
+        self._names: list[str] = []  # every metric name seen, in the order first seen
+        # rows whose metrics repeat a name or come in another order than the columns': kept whole
+        self._odd_metrics: dict[int, tuple[MetricBrief, ...]] = {}
+        self._columns: dict[str, tuple[bytearray, array[float], list[str], list[str]]] = {}
+
+    def add(self, summary: SampleSummary) -> None:
+        sample = summary.sample if summary.sample is not None else -1
+        if self._samples and sample <= self._samples[-1]:
+            raise ValueError(f"{self.label}: sample {sample} added after sample {self._samples[-1]}")
+        row = len(self._samples)
+        self._samples.append(sample)
+        self._statuses.append(sys.intern(summary.status))
+        digest = summary.fixture_digest
+        if isinstance(digest, str) and self._DIGEST.fullmatch(digest):
+            self._digests += bytes.fromhex(digest[7:])
+        else:
+            self._digests += bytes(32)
+            self._odd_digests[row] = digest
+        order = tuple(m.name for m in summary.metrics)
+        for m in summary.metrics:
+            if m.name not in self._columns:
+                self._names.append(sys.intern(m.name))
+                self._columns[m.name] = (bytearray(row), array("d", [0.0] * row), [""] * row, [""] * row)
+        for name, (present, values, units, verdicts) in self._columns.items():
+            present.append(0)
+            values.append(0.0)
+            units.append("")
+            verdicts.append("")
+        for m in summary.metrics:
+            present, values, units, verdicts = self._columns[m.name]
+            present[row] = 1 if m.value is None else 2
+            values[row] = m.value if m.value is not None else 0.0
+            units[row], verdicts[row] = sys.intern(m.unit), sys.intern(m.verdict)
+        if len(set(order)) != len(order) or order != tuple(n for n in self._names if n in order):
+            self._odd_metrics[row] = scored_brief(summary).metrics
+
+    def _row(self, sample: int) -> int | None:
+        from bisect import bisect_left
+
+        i = bisect_left(self._samples, sample)
+        return i if i < len(self._samples) and self._samples[i] == sample else None
+
+    def _brief(self, row: int) -> ScoredBrief:
+        if row in self._odd_digests:
+            digest = self._odd_digests[row]
+        else:
+            digest = "sha256:" + self._digests[32 * row : 32 * row + 32].hex()
+        if row in self._odd_metrics:
+            metrics = self._odd_metrics[row]
+        else:
+            metrics = tuple(
+                MetricBrief(name, units[row], values[row] if present[row] == 2 else None, verdicts[row])
+                for name in self._names
+                for present, values, units, verdicts in (self._columns[name],)
+                if present[row]
+            )
+        sample = self._samples[row]
+        return ScoredBrief(self.label, sample if sample >= 0 else None, self._statuses[row], digest, metrics)
+
+    def __getitem__(self, sample: int) -> ScoredBrief:
+        row = self._row(sample)
+        if row is None:
+            raise KeyError(sample)
+        return self._brief(row)
+
+    def __iter__(self) -> Iterator[int]:
+        return (s for s in self._samples)
+
+    def __len__(self) -> int:
+        return len(self._samples)

@@ -147,13 +147,13 @@ def load_run(path: str | Path, name: str, *, lean: bool = False) -> tuple[Loaded
         labels = info.assignment.labels if info is not None else list(record.cases)
         return {label: record.samples for label in labels}
 
-    from imagebench.runs.brief import scored_brief
+    from imagebench.runs.brief import ScoredColumns
 
-    briefs: dict[str, dict[int, Any]] = {}
+    briefs: dict[str, ScoredColumns] = {}
 
     def keep_brief(entry: Any) -> bool:
         if entry.usable and entry.summary is not None:
-            briefs.setdefault(entry.label, {})[entry.sample] = scored_brief(entry.summary)
+            briefs.setdefault(entry.label, ScoredColumns(entry.label)).add(entry.summary)
             return False
         return True
 
@@ -181,7 +181,7 @@ def load_run(path: str | Path, name: str, *, lean: bool = False) -> tuple[Loaded
             if not run.receipt_scorer:
                 run.receipt_problem = f"receipt.json does not identify the scorer ({scorer.get('error', 'no hashes')})"
     for label in expected_labels(run):
-        got: dict[int, Any] = dict(sorted(briefs.get(label, {}).items()))
+        got: Any = briefs.get(label, {}) if lean else {}  # lean: columns, each brief made when looked up
         for entry in contents.entries(label):
             if entry.usable and entry.summary is not None:
                 got[entry.sample] = entry.summary
