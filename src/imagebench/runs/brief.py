@@ -155,7 +155,7 @@ def scored_brief(summary: SampleSummary) -> ScoredBrief:
 
 
 class ScoredColumns(Mapping[int, ScoredBrief]):
-    """One case's :class:`ScoredBrief` by sample number, kept as columns (about 100 bytes a sample
+    """One case's :class:`ScoredBrief` by sample number, kept as columns (about 60 bytes a sample
     where a brief object and its strings take several hundred): each brief is made again when it
     is looked up. Samples are added in increasing order (as the reader streams them)."""
 
@@ -164,13 +164,15 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
     def __init__(self, label: str) -> None:
         self.label = sys.intern(label)
         self._samples = array("q")
-        self._statuses: list[str] = []
+        self._words: list[str] = []  # the few distinct statuses, units and verdicts; rows hold their index
+        self._word_of: dict[str, int] = {}
+        self._statuses = array("H")
         self._digests = bytearray()  # 32 bytes a sample: the digest after ``sha256:``
         self._odd_digests: dict[int, str | None] = {}  # row -> a digest of another form, or None
         self._names: list[str] = []  # every metric name seen, in the order first seen
         # rows whose metrics repeat a name or come in another order than the columns': kept whole
         self._odd_metrics: dict[int, tuple[MetricBrief, ...]] = {}
-        self._columns: dict[str, tuple[bytearray, array[float], list[str], list[str]]] = {}
+        self._columns: dict[str, tuple[bytearray, array[float], array[int], array[int]]] = {}
 
     def add(self, summary: SampleSummary) -> None:
         sample = summary.sample if summary.sample is not None else -1
@@ -178,7 +180,7 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
             raise ValueError(f"{self.label}: sample {sample} added after sample {self._samples[-1]}")
         row = len(self._samples)
         self._samples.append(sample)
-        self._statuses.append(sys.intern(summary.status))
+        self._statuses.append(self._word(summary.status))
         digest = summary.fixture_digest
         if isinstance(digest, str) and self._DIGEST.fullmatch(digest):
             self._digests += bytes.fromhex(digest[7:])
@@ -189,19 +191,33 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
         for m in summary.metrics:
             if m.name not in self._columns:
                 self._names.append(sys.intern(m.name))
-                self._columns[m.name] = (bytearray(row), array("d", [0.0] * row), [""] * row, [""] * row)
-        for name, (present, values, units, verdicts) in self._columns.items():
+                self._columns[m.name] = (
+                    bytearray(row),
+                    array("d", [0.0] * row),
+                    array("H", [0] * row),
+                    array("H", [0] * row),
+                )
+        for present, values, units, verdicts in self._columns.values():
             present.append(0)
             values.append(0.0)
-            units.append("")
-            verdicts.append("")
+            units.append(0)
+            verdicts.append(0)
         for m in summary.metrics:
             present, values, units, verdicts = self._columns[m.name]
             present[row] = 1 if m.value is None else 2
             values[row] = m.value if m.value is not None else 0.0
-            units[row], verdicts[row] = sys.intern(m.unit), sys.intern(m.verdict)
+            units[row], verdicts[row] = self._word(m.unit), self._word(m.verdict)
         if len(set(order)) != len(order) or order != tuple(n for n in self._names if n in order):
             self._odd_metrics[row] = scored_brief(summary).metrics
+
+    def _word(self, text: str) -> int:
+        at = self._word_of.get(text)
+        if at is None:
+            if len(self._words) >= 1 << 16:
+                raise ValueError(f"{self.label}: more than 65536 distinct statuses, units and verdicts")
+            at = self._word_of[text] = len(self._words)
+            self._words.append(sys.intern(text))
+        return at
 
     def _row(self, sample: int) -> int | None:
         from bisect import bisect_left
@@ -214,17 +230,18 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
             digest = self._odd_digests[row]
         else:
             digest = "sha256:" + self._digests[32 * row : 32 * row + 32].hex()
+        words = self._words
         if row in self._odd_metrics:
             metrics = self._odd_metrics[row]
         else:
             metrics = tuple(
-                MetricBrief(name, units[row], values[row] if present[row] == 2 else None, verdicts[row])
+                MetricBrief(name, words[units[row]], values[row] if present[row] == 2 else None, words[verdicts[row]])
                 for name in self._names
                 for present, values, units, verdicts in (self._columns[name],)
                 if present[row]
             )
         sample = self._samples[row]
-        return ScoredBrief(self.label, sample if sample >= 0 else None, self._statuses[row], digest, metrics)
+        return ScoredBrief(self.label, sample if sample >= 0 else None, words[self._statuses[row]], digest, metrics)
 
     def __getitem__(self, sample: int) -> ScoredBrief:
         row = self._row(sample)
