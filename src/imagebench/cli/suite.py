@@ -30,35 +30,18 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     from imagebench.cli.common import FIXTURE_KINDS, add_selection_args
 
     add_selection_args(pin, kind_choices=FIXTURE_KINDS)
-    pin.add_argument(
-        "--bundle",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="also offer the cases of this skill bundle; repeatable",
-    )
-    pin.add_argument(
-        "--revision",
-        required=True,
-        metavar="R",
-        help="a pinned revision (e.g. 2026.11.0) or an alias from aliases.json",
-    )
+    pin.add_argument("--bundle", action="append", default=[], metavar="DIR", help="also offer the cases of this skill bundle; repeatable")
+    pin.add_argument("--revision", required=True, metavar="R", help="a pinned revision (e.g. 2026.11.0) or an alias from aliases.json")
     pin.add_argument("--out", metavar="FILE", help="where to write the suite file (default: <suites dir>/NAME.json)")
-    pin.add_argument(
-        "--suites-dir", metavar="DIR", help="suite files and aliases.json (default: $IMAGEBENCH_SUITES or ./suites)"
-    )
+    pin.add_argument("--suites-dir", metavar="DIR", help="suite files and aliases.json (default: $IMAGEBENCH_SUITES or ./suites)")
     pin.add_argument("--quiet", action="store_true", help="print only failures and the result line")
     add_catalog_flags(pin, bundle=False)
     pin.set_defaults(func=_cmd_pin)
 
     ver = ssub.add_parser("verify", help="resolve a suite file against installed cases, bundles and fixture bytes")
     ver.add_argument("suite", metavar="SUITE", help="a suite file, or NAME / NAME@REVISION looked up in the suites dir")
-    ver.add_argument(
-        "--bundle", action="append", default=[], metavar="DIR", help="a skill bundle that provides members; repeatable"
-    )
-    ver.add_argument(
-        "--suites-dir", metavar="DIR", help="suite files and aliases.json (default: $IMAGEBENCH_SUITES or ./suites)"
-    )
+    ver.add_argument("--bundle", action="append", default=[], metavar="DIR", help="a skill bundle that provides members; repeatable")
+    ver.add_argument("--suites-dir", metavar="DIR", help="suite files and aliases.json (default: $IMAGEBENCH_SUITES or ./suites)")
     ver.add_argument("--quiet", action="store_true", help="no progress bar; failures and the result line only")
     add_catalog_flags(ver, bundle=False)
     ver.set_defaults(func=_cmd_verify)
@@ -66,18 +49,10 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     cmp_ = sub.add_parser("compare", help="compare two suite runs: check C1-C4, then paired outcomes and statistics")
     cmp_.add_argument("run_a", metavar="RUN_A", help="a run folder (run-<stamp>/) or its run.json")
     cmp_.add_argument("run_b", metavar="RUN_B")
-    cmp_.add_argument(
-        "--suite",
-        metavar="FILE",
-        help="the suite file to verify both assignments against (default: looked up by the recorded suite id)",
-    )
-    cmp_.add_argument(
-        "--suites-dir", metavar="DIR", help="where to look the suite file up (default: $IMAGEBENCH_SUITES or ./suites)"
-    )
+    cmp_.add_argument("--suite", metavar="FILE", help="the suite file to verify both assignments against (default: looked up by the recorded suite id)")
+    cmp_.add_argument("--suites-dir", metavar="DIR", help="where to look the suite file up (default: $IMAGEBENCH_SUITES or ./suites)")
     cmp_.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    cmp_.add_argument(
-        "--bootstrap-seed", type=int, default=0, metavar="S", help="seed of the bootstrap intervals (default 0)"
-    )
+    cmp_.add_argument("--bootstrap-seed", type=int, default=0, metavar="S", help="seed of the bootstrap intervals (default 0)")
     cmp_.add_argument("--resamples", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
     cmp_.add_argument(
         "--allow-missing",
@@ -156,9 +131,7 @@ def open_suite(arg: str, suites_dir: str | None) -> tuple[SuiteManifest, str | N
             raise _usage(f"SUITE {arg!r}: {exc}") from None
     path = find_suite_file(name, revision, directory)
     if not path.is_file():
-        raise SuiteError(
-            f"suite {name!r}: no suite file {path.name} in {directory} (pin one with `imagebench suite pin {name}`)"
-        )
+        raise SuiteError(f"suite {name!r}: no suite file {path.name} in {directory} (pin one with `imagebench suite pin {name}`)")
     return load_suite(path), name, revision, alias
 
 
@@ -179,7 +152,9 @@ def _bundles(args: argparse.Namespace) -> list[str]:
     return [str(v) for v in value]
 
 
-def verify_with_progress(manifest: SuiteManifest, source: CaseSource, *, quiet: bool, **kwargs: Any) -> list[Problem]:
+def verify_with_progress(
+    manifest: SuiteManifest, source: CaseSource, *, quiet: bool, **kwargs: Any
+) -> list[Problem]:
     """:func:`verify_suite` with a rich progress line on stderr (unless ``quiet``)."""
     from imagebench.suite.resolve import verify_suite
 
@@ -188,11 +163,7 @@ def verify_with_progress(manifest: SuiteManifest, source: CaseSource, *, quiet: 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     with Progress(
-        TextColumn("verifying {task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=_console(stderr=True),
-        transient=True,
+        TextColumn("verifying {task.description}"), BarColumn(), MofNCompleteColumn(), console=_console(stderr=True), transient=True
     ) as bar:
         task = bar.add_task(manifest.suite_id, total=len(manifest.members))
 
@@ -236,11 +207,7 @@ def _cmd_pin(args: argparse.Namespace) -> int:
         return 1
     chosen = select_from_args(list(source.ordered), args)
     manifest, problems = pin_suite(
-        args.name,
-        revision,
-        chosen,
-        requested=args.revision if alias else None,
-        aliases={alias: revision} if alias else None,
+        args.name, revision, chosen, requested=args.revision if alias else None, aliases={alias: revision} if alias else None
     )
     if manifest is None:
         _print_problems(problems, console)
@@ -254,9 +221,7 @@ def _cmd_pin(args: argparse.Namespace) -> int:
             old = None
         if old is not None and old.suite_id == manifest.suite_id and old.revision == manifest.revision:
             if old.suite_fingerprint == manifest.suite_fingerprint:
-                console.print(
-                    f"suite {args.name}@{revision} is already pinned with these members; {out} unchanged", markup=False
-                )
+                console.print(f"suite {args.name}@{revision} is already pinned with these members; {out} unchanged", markup=False)
                 return 0
             console.print(
                 f"[red]FAIL[/red] revision of suite {args.name}: {revision} is already pinned with fingerprint "
@@ -295,9 +260,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     _print_problems(problems, console)
     via = f" (alias {alias!r})" if alias else ""
     if problems:
-        console.print(
-            f"suite verify {manifest.suite_id}@{manifest.revision}{via}: {len(problems)} failure(s)", markup=False
-        )
+        console.print(f"suite verify {manifest.suite_id}@{manifest.revision}{via}: {len(problems)} failure(s)", markup=False)
         return 1
     console.print(
         f"suite {manifest.suite_id}@{manifest.revision}{via} resolves exactly: {len(manifest.members)} member(s), "
@@ -340,14 +303,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         del first  # compare_runs reads both runs again: run A is not held twice
     try:
         result = compare_runs(
-            args.run_a,
-            args.run_b,
-            suite=suite,
-            suite_explicit=explicit,
-            seed=args.bootstrap_seed,
-            resamples=args.resamples,
-            allow_missing=args.allow_missing,
-            allow_conditions=args.allow_conditions,
+            args.run_a, args.run_b, suite=suite, suite_explicit=explicit, seed=args.bootstrap_seed,
+            resamples=args.resamples, allow_missing=args.allow_missing, allow_conditions=args.allow_conditions,
         )
     except ValueError as exc:
         raise _usage(str(exc)) from None
@@ -379,9 +336,7 @@ def run_suite(args: argparse.Namespace) -> int:
         if value
     ]
     if given:
-        raise _usage(
-            f"{', '.join(given)} cannot be combined with --suite: the suite and --sample decide which cases run"
-        )
+        raise _usage(f"{', '.join(given)} cannot be combined with --suite: the suite and --sample decide which cases run")
     if getattr(args, "fixtures", "all") != "all":
         raise _usage("--kind/--fixtures cannot be combined with --suite: the suite decides which cases run")
     subject = checked_run_args(args)
@@ -401,10 +356,7 @@ def run_suite(args: argparse.Namespace) -> int:
     problems = verify_with_progress(manifest, source, quiet=args.quiet, suite_id=name, revision=revision)
     if problems:
         _print_problems(problems, err)
-        err.print(
-            f"refusing to run: suite {manifest.suite_id}@{manifest.revision} has {len(problems)} failure(s)",
-            markup=False,
-        )
+        err.print(f"refusing to run: suite {manifest.suite_id}@{manifest.revision} has {len(problems)} failure(s)", markup=False)
         return 1
     try:
         assignment = assign(manifest, policy, args.seed)
