@@ -286,11 +286,16 @@ def run_from_args(
             unsealed=bool(getattr(args, "unsealed", False)),
             sources=sources,
             budget=budget_from_args(args),
+            artifacts=getattr(args, "artifacts", None),
         )
         RUN_DIRS.append(result.run_dir)
         return result
     except SealedError as exc:
         raise UsageError(f"--sealed: {exc}") from None
+    except ValueError as exc:
+        if str(exc).startswith("--artifacts"):
+            raise UsageError(str(exc)) from None
+        raise
     except SubjectError as exc:  # its code cannot be digested (imagebench.subjects.identity): nothing ran
         raise UsageError(str(exc)) from None
     except ExecutorError as exc:
