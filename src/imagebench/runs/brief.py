@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from imagebench.records import SampleSummary
     from imagebench.runs.reader import SampleEntry
+    from imagebench.usage import Usage
 
 #: Samples of a case shown whole on the run's page: the first ones, then the next that did not pass.
 SHOWN_FIRST = 20
@@ -139,6 +140,8 @@ class ScoredBrief:
     status: str
     fixture_digest: str | None
     metrics: tuple[MetricBrief, ...]
+    passed: bool = False
+    usage: Usage | None = None  # what its subject spent (``compare``'s usage and cost columns)
 
 
 def scored_brief(summary: SampleSummary) -> ScoredBrief:
@@ -151,6 +154,8 @@ def scored_brief(summary: SampleSummary) -> ScoredBrief:
         intern(summary.status),
         intern(digest) if isinstance(digest, str) else None,
         tuple(MetricBrief(intern(m.name), intern(m.unit), m.value, intern(m.verdict)) for m in summary.metrics),
+        bool(summary.passed),
+        summary.usage,
     )
 
 
@@ -167,6 +172,8 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
         self._words: list[str] = []  # the few distinct statuses, units and verdicts; rows hold their index
         self._word_of: dict[str, int] = {}
         self._statuses = array("H")
+        self._passed = bytearray()
+        self._usage: dict[int, Usage] = {}  # row -> its usage, for the samples that have one
         self._digests = bytearray()  # 32 bytes a sample: the digest after ``sha256:``
         self._odd_digests: dict[int, str | None] = {}  # row -> a digest of another form, or None
         self._names: list[str] = []  # every metric name seen, in the order first seen
@@ -181,6 +188,9 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
         row = len(self._samples)
         self._samples.append(sample)
         self._statuses.append(self._word(summary.status))
+        self._passed.append(1 if summary.passed else 0)
+        if summary.usage is not None:
+            self._usage[row] = summary.usage
         digest = summary.fixture_digest
         if isinstance(digest, str) and self._DIGEST.fullmatch(digest):
             self._digests += bytes.fromhex(digest[7:])
@@ -241,7 +251,15 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
                 if present[row]
             )
         sample = self._samples[row]
-        return ScoredBrief(self.label, sample if sample >= 0 else None, words[self._statuses[row]], digest, metrics)
+        return ScoredBrief(
+            self.label,
+            sample if sample >= 0 else None,
+            words[self._statuses[row]],
+            digest,
+            metrics,
+            bool(self._passed[row]),
+            self._usage.get(row),
+        )
 
     def __getitem__(self, sample: int) -> ScoredBrief:
         row = self._row(sample)
