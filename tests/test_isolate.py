@@ -30,7 +30,8 @@ pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=str(una
 
 SOLVERS = textwrap.dedent(
     """
-    import gc
+    import sys
+
     import numpy as np
 
 
@@ -40,21 +41,26 @@ SOLVERS = textwrap.dedent(
         session.namespace["area"] = int(mask.sum())
 
 
+    def _fixtures_in(frame):
+        while frame is not None:
+            for value in frame.f_locals.values():
+                for candidate in (value, getattr(value, "fixture", None)):
+                    if type(candidate).__name__ == "Fixture":
+                        yield candidate
+            frame = frame.f_back
+
+
     def cheat(session):
-        # every route an in-process subject has: the harness's objects in memory, its package
-        # the fixture whose pixels are the ones it was given (other tests' fixtures may linger in memory)
+        # the route an in-process subject has: the harness's own frames (the thread that waits on this
+        # turn holds the fixture it is scoring; gc would find any fixture in memory, another test's too)
         image = np.asarray(session.namespace["image"])
-        found = [
-            o
-            for o in gc.get_objects()
-            if type(o).__name__ == "Fixture"
-            and "mask" in o.truth
-            and np.array_equal(np.asarray(o.data.get("image", ())), image)
-        ]
-        if found:
-            session.namespace["mask"] = found[0].truth["mask"]
-            session.namespace["area"] = int(found[0].truth["mask"].sum())
-            return
+        for frame in sys._current_frames().values():
+            for fixture in _fixtures_in(frame):
+                if not np.array_equal(np.asarray(fixture.data.get("image", ())), image):
+                    continue  # a thread of another test's: not the pixels it was given
+                session.namespace["mask"] = fixture.truth["mask"]
+                session.namespace["area"] = int(fixture.truth["mask"].sum())
+                return
         import imagebench  # noqa: F401  (raises in the sandbox: the harness is not there)
 
 
