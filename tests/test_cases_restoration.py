@@ -9,8 +9,6 @@ numbers are scikit-image's.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from helpers import truth_leaks
@@ -81,9 +79,7 @@ def test_the_builders_are_seeded_and_the_camera_is_poisson_gaussian() -> None:
 def test_reference_passes_baseline_and_nop_fail(built, label: str) -> None:
     case, fixture = built[label]
     assert {name for name, _ in RESTORED_METRICS} == set(fixture.tolerance)
-    start = time.perf_counter()
     ref = case.verify(fixture, _attempt(case, fixture, case.reference))
-    assert time.perf_counter() - start < 2.0  # make test runs it
     assert ref.passed, _rows(ref)
     base = case.verify(fixture, _attempt(case, fixture, case.baseline))
     assert not base.passed, _rows(base)
@@ -238,3 +234,14 @@ def test_an_mcp_agent_answers_spots_with_a_points_layer() -> None:
     agent.apply_to(session)
     outcome = case.verify(fixture, collect_attempt(case, "agent", session.lookup))
     assert outcome.passed, _rows(outcome)
+
+
+def test_the_figures_line_shows_the_restored_figures_not_a_segmentations(built) -> None:
+    from imagebench.runs.explain import figures_line
+
+    case, fixture = built[LABELS[0]]
+    ref = case.verify(fixture, _attempt(case, fixture, case.reference))
+    line = figures_line(ref.detail["figures"], ref.detail["input_figures"])
+    r = ref.detail["data_range"]
+    assert f"psnr_db@range={r:g} " in line and "the input as given:" in line
+    assert "AP@" not in line and "undefined" not in line

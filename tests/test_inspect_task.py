@@ -218,6 +218,7 @@ def test_a_provider_that_cannot_be_reached_is_infra_error_apart_never_a_zero(tmp
     (run_dir,) = [p.parent for p in (tmp_path / "out").rglob("run.json")]
     summary = _summary(run_dir)
     assert summary.status == "infra-error" and "httpx.ConnectError" in summary.reason
+    assert list(run_dir.glob("inspect.*")), "the inspect log is kept beside the run even when the scorer raised"
 
 
 def test_only_a_providers_own_errors_are_infrastructure() -> None:

@@ -545,7 +545,14 @@ def _what_it_answered(run: RunPage, view: CaseView, sample: SampleSummary, image
         "fields": [(plain(r.name, 80), r.verdict, plain(r.note, 400)) for r in field_reasons(answer)],
         "logs": logs,
         "legend": str(detail.get("drawn") or ""),
-        "figures": figures_line(detail["figures"]) if isinstance(detail.get("figures"), Mapping) else "",
+        "figures": (
+            figures_line(
+                detail["figures"],
+                detail["input_figures"] if isinstance(detail.get("input_figures"), Mapping) else None,
+            )
+            if isinstance(detail.get("figures"), Mapping)
+            else ""
+        ),
     }
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qtpy.QtCore import Qt, Signal
+from qtpy.QtCore import QEvent, QObject, Qt, Signal
 from qtpy.QtWidgets import (
+    QAbstractItemView,
     QFileDialog,
     QHBoxLayout,
     QLineEdit,
@@ -59,6 +60,7 @@ class CaseBrowser(QWidget):
         self.case_tree.setHeaderLabels(list(CASE_COLUMNS))
         self.case_tree.setIndentation(12)  # the case ids keep a few more letters in a narrow dock
         fit_columns(self.case_tree, stretch=0)
+        self.case_tree.viewport().installEventFilter(self)  # a resized tree keeps its selection in view
         layout.addWidget(self.case_tree, 1)
         row = QHBoxLayout()  # under the tree: what narrows it, and what loads the row picked in it
         self.case_filter = QLineEdit()
@@ -117,7 +119,20 @@ class CaseBrowser(QWidget):
             if r.label == selected:
                 item.setSelected(True)
         self.apply_filter()
+        self.keep_selected_in_view()
         self.refreshed.emit()
+
+    def keep_selected_in_view(self) -> None:
+        """Scroll the tree so that the selected case's row shows (a filter, a refresh or a smaller
+        tree, as when the case's detail unfolds beneath it, would otherwise hide it)."""
+        items = self.case_tree.selectedItems()
+        if items and not items[0].isHidden():
+            self.case_tree.scrollToItem(items[0], QAbstractItemView.ScrollHint.EnsureVisible)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if watched is self.case_tree.viewport() and event.type() == QEvent.Type.Resize:
+            self.keep_selected_in_view()
+        return super().eventFilter(watched, event)
 
     def apply_filter(self, text: str | None = None) -> list[str]:
         """Hide the rows the case filter does not keep (:meth:`BenchModel.filtered`), and a
@@ -178,6 +193,7 @@ class CaseBrowser(QWidget):
         if item is None:
             raise KeyError(label)
         self.case_tree.setCurrentItem(item)
+        self.keep_selected_in_view()
 
     def selected_label(self) -> str | None:
         items = self.case_tree.selectedItems()

@@ -62,9 +62,12 @@ def scene_canvas(viewer: Any) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # napari's notice about private attributes
         try:
-            return viewer.window._qt_viewer.canvas._scene_canvas
+            canvas = viewer.window._qt_viewer.canvas._scene_canvas
         except AttributeError:
             return None
+    # a plugin's viewer is napari's public-only proxy, and so is what is reached through it: the
+    # canvas itself, so that reading its backend does not warn again at every call
+    return getattr(canvas, "__wrapped__", canvas)
 
 
 def make_canvas_current(viewer: Any) -> bool:

@@ -105,8 +105,7 @@ def layer_data(
             levels = list(client.levels(str(value)))
         except Exception as exc:
             raise PresentationError(
-                f"layer {layer.name!r}: the data plane could not serve array {value!r} "
-                f"({type(exc).__name__}: {exc})"
+                f"layer {layer.name!r}: the data plane could not serve array {value!r} ({type(exc).__name__}: {exc})"
             ) from exc
         if not levels:
             raise PresentationError(f"layer {layer.name!r}: the data plane returned no levels for {value!r}")
@@ -332,8 +331,10 @@ def result_layer_data(
     if like is not None and like.scale is not None and len(like.scale) == ndim:
         kwargs.update({k: v for k, v in presentation_kwargs(like, ndim).items() if k in ("scale", "units")})
     if kind == "image":
-        kwargs["colormap"] = "magma"
-        kwargs["blending"] = "additive"
+        # an image answer (a corrected, denoised or deconvolved image) is shown as itself, grey and
+        # opaque above the input it replaces: hide it to see the input (added on top, it would
+        # blend the two into a picture that is neither)
+        kwargs["colormap"] = "gray"
     if kind == "points":
         kwargs.update(points_kwargs(arr, ordered=ordered, size=size, style=style, symbol="cross"))
     return arr, kwargs, kind

@@ -146,3 +146,21 @@ def test_the_detail_folds_and_the_shortcuts_press_the_buttons(make_napari_viewer
     qtbot.keyClick(panel.case_tree, Qt.Key_A, Qt.ControlModifier | Qt.ShiftModifier)
     assert not panel.artifact_buttons.reviewing
     assert [layer.name for layer in viewer.layers if layer.visible] == case_layers
+
+
+def test_the_selected_case_stays_in_view_when_the_tree_shrinks(make_napari_viewer: Any, tmp_path: Path) -> None:
+    _, panel = laptop_panel(make_napari_viewer, tmp_path)
+    tree = panel.case_tree
+    last = list(panel.browser.case_items())[-1]  # the bottom row of the tree: scrolled away at first
+
+    def shown() -> bool:
+        item = panel.browser.case_items()[last]
+        return tree.viewport().rect().contains(tree.visualItemRect(item))
+
+    panel.select_case(last)
+    QApplication.processEvents()
+    assert shown()
+    tree.scrollToTop()
+    tree.setMaximumHeight(120)  # as when the case's detail unfolds beneath the tree
+    QApplication.processEvents()
+    assert shown()

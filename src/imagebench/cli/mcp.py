@@ -20,7 +20,14 @@ from imagebench.cli import UsageError
 def add_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("mcp", help="serve one case's session to an agent over MCP (mcp serve CASE)")
     msub = p.add_subparsers(dest="mcp_command", metavar="ACTION")
-    s = msub.add_parser("serve", help="serve one session of CASE: stdio by default, --http for loopback HTTP")
+    s = msub.add_parser(
+        "serve",
+        help="serve one session of CASE: stdio by default, --http for loopback HTTP",
+        description=(
+            "Serve one session of CASE to an MCP client (an agent) over stdio, or loopback HTTP with --http; "
+            "what the client leaves is scored into a run folder with its report (docs/agents.md)."
+        ),
+    )
     s.add_argument("label", help="case label, <namespace>/<case_id>")
     from imagebench.cli.catalog import add_catalog_flags
 

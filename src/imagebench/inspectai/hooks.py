@@ -4,26 +4,38 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from inspect_ai.hooks import Hooks, TaskEnd, hooks
+from inspect_ai.hooks import Hooks, RunEnd, TaskEnd, hooks
 
 
 @hooks(name="imagebench_logs", description="copy the inspect log of an imagebench/case task into its run folders")
 class LogBeside(Hooks):
     async def on_task_end(self, data: TaskEnd) -> None:
-        from inspect_ai.log import read_eval_log
+        _beside(data.log)
 
-        from imagebench.inspectai.task import LOG_NAME, run_folders
+    async def on_run_end(self, data: RunEnd) -> None:
+        # a task whose sample errored (the scorer raised: infra-error, harness-error) ends without
+        # on_task_end; its log is final when the run ends
+        for log in data.logs:
+            _beside(log)
 
-        location = data.log.location
-        if not location or not data.log.eval.task.endswith("case"):
-            return
-        source = Path(location)
-        if not source.is_file():
-            return
-        log = read_eval_log(str(source))
-        for folder in run_folders(log):
-            _copy(source, folder / f"{LOG_NAME}{source.suffix}")
+
+def _beside(header: Any) -> None:
+    """Copy the log ``header`` names beside each run folder its samples wrote (again: the same bytes)."""
+    from inspect_ai.log import read_eval_log
+
+    from imagebench.inspectai.task import LOG_NAME, run_folders
+
+    location = getattr(header, "location", None)
+    if not location or not header.eval.task.endswith("case"):
+        return
+    source = Path(location)
+    if not source.is_file():
+        return
+    log = read_eval_log(str(source))
+    for folder in run_folders(log):
+        _copy(source, folder / f"{LOG_NAME}{source.suffix}")
 
 
 def _copy(source: Path, target: Path) -> None:

@@ -282,8 +282,14 @@ def run_folders(log: Any) -> list[Path]:
     """The run folders the samples of an inspect log wrote (their scores' metadata)."""
     folders: list[Path] = []
     for sample in getattr(log, "samples", None) or []:
-        for sc in (sample.scores or {}).values():
-            where = (sc.metadata or {}).get("run_dir")
+        # the scores' metadata, and the solver's outcome in the sample's store: a sample the scorer
+        # raised on (infra-error, harness-error: an error in the log, not a score) has only the latter
+        places = [sc.metadata or {} for sc in (sample.scores or {}).values()]
+        kept = (getattr(sample, "store", None) or {}).get(STORE_KEY)
+        if isinstance(kept, dict):
+            places.append(kept)
+        for place in places:
+            where = place.get("run_dir")
             if isinstance(where, str) and Path(where).is_dir() and Path(where) not in folders:
                 folders.append(Path(where))
     return folders

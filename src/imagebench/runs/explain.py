@@ -202,8 +202,23 @@ def _fig(value: object, digits: int = 3) -> str:
     return "undefined" if not isinstance(value, (int, float)) else f"{float(value):.{digits}f}"
 
 
-def figures_line(figures: Mapping[str, Any]) -> str:
-    """A segmentation's informative figures (``detail.figures``, :mod:`imagebench.metrics.figures`) as one line."""
+#: the keys that make ``detail.figures`` a segmentation's (:mod:`imagebench.metrics.figures`)
+SEGMENTATION_FIGURES = ("ap@0.50:0.05:0.95", "pq@0.50", "dice_foreground", "hd95_foreground")
+
+
+def figures_line(figures: Mapping[str, Any], given: Mapping[str, Any] | None = None) -> str:
+    """A verifier's informative figures (``detail.figures``) as one line: a segmentation's in the
+    field's terms (:mod:`imagebench.metrics.figures`), any other's as its names and values, with
+    ``given`` (``detail.input_figures``: the same figures of the input as it was handed over) beside them."""
+    if not any(k in figures for k in SEGMENTATION_FIGURES):
+        line = "Figures (informative, never gating): " + "; ".join(
+            f"{plain(k, 80)} {_fig(v)}" for k, v in figures.items() if not isinstance(v, (Mapping, list))
+        )
+        if given:
+            line += "; the input as given: " + "; ".join(
+                f"{plain(k, 80)} {_fig(v)}" for k, v in given.items() if not isinstance(v, (Mapping, list))
+            )
+        return line
     aps = ", ".join(f"{k[3:]} {_fig(v)}" for k, v in figures.items() if k.startswith("ap@") and ":" not in k)
     unit = plain(figures.get("unit", "px"), 20)
     line = (
@@ -281,7 +296,8 @@ def explain(summary: SampleSummary, sample_dir: Path | None = None) -> Explanati
     if isinstance(detail.get("matching"), Mapping):
         lines.append(_matching_line(detail["matching"]))
     if isinstance(detail.get("figures"), Mapping):
-        lines.append(figures_line(detail["figures"]))
+        given = detail.get("input_figures")
+        lines.append(figures_line(detail["figures"], given if isinstance(given, Mapping) else None))
     left = answered(summary)
     if left:
         lines.append("What the subject left:")
