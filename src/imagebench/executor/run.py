@@ -35,6 +35,7 @@ from imagebench.executor.serial import run_serial, serial_builds
 from imagebench.executor.sink import Sink
 from imagebench.executor.threads import run_threaded
 from imagebench.executor.workers import run_dask
+from imagebench.runs.closure import memoized_closures
 from imagebench.runs.conditions import EXECUTION_KEY, execution_record
 from imagebench.runs.layout import RunFolderError
 from imagebench.runs.sealed import RECORD_KEY as SEALED_KEY
@@ -345,7 +346,7 @@ def run_cases(
         sealed = default_seal()
     seeds = sealed.seeds(cases, samples) if sealed is not None else None
     identity = identity_of(subject)  # what it runs, digested before anything starts
-    with cluster_for(parallel, cases, subject, progress=progress) as cluster:
+    with cluster_for(parallel, cases, subject, progress=progress) as cluster, memoized_closures():
         extra = dict(record_extra or {})
         extra.pop(SEALED_KEY, None)  # only a seal given here makes a run sealed
         extra.pop(UNSEALED_KEY, None)
@@ -559,7 +560,7 @@ def resume_run(
         seeds = sealed.seeds(cases, record.samples) if sealed is not None else None
     except SealedError as exc:
         raise ResumeError(f"{where}: {exc}") from None
-    with cluster_for(parallel, cases, subject, progress=progress) as cluster:
+    with cluster_for(parallel, cases, subject, progress=progress) as cluster, memoized_closures():
         return execute(
             run_dir,
             record,
