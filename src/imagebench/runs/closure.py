@@ -41,7 +41,7 @@ import inspect
 import sys
 import threading
 import types
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from imagebench.fixtures.digest import FingerprintError, digest_bytes, digest_json, digest_text, plain
@@ -304,7 +304,7 @@ def _all_code(code: types.CodeType) -> Iterable[types.CodeType]:
 # One run's closures, kept while :func:`memoized_closures` is entered (by the executor, for one run).
 _MEMO_LOCK = threading.Lock()
 _MEMO_DEPTH = 0
-_MEMO: dict[tuple[int, ...], tuple[list[Any], dict[str, dict[str, str]]]] = {}
+_MEMO: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 
 
 @contextlib.contextmanager
@@ -327,6 +327,22 @@ def memoized_closures() -> Iterator[None]:
                 _MEMO.clear()
 
 
+def within_run(kind: str, obj: Any, compute: Callable[[], str]) -> str:
+    """``compute()`` (a digest of ``obj``), taken once per ``(kind, obj)`` inside :func:`memoized_closures`."""
+    if not _MEMO_DEPTH:
+        return compute()
+    key = (kind, id(obj))
+    with _MEMO_LOCK:
+        kept = _MEMO.get(key)
+    if kept is not None:
+        return kept[1]
+    found = compute()
+    with _MEMO_LOCK:
+        if _MEMO_DEPTH:
+            _MEMO[key] = (obj, found)
+    return found
+
+
 def code_closure(roots: Iterable[Any], *, what: str = "scoring closure") -> dict[str, dict[str, str]]:
     """``{"code": {module:qualname: sha256 of its source}, "constants": {module:name: digest},
     "modules": {module: sha256 of its file}}`` of every function, class, plain constant and module
@@ -336,15 +352,15 @@ def code_closure(roots: Iterable[Any], *, what: str = "scoring closure") -> dict
     function's source cannot be read or a project module it imports cannot be imported.
     """
     roots = list(roots)
-    key = tuple(id(root) for root in roots)
+    key = ("closure", *(id(root) for root in roots))
     if _MEMO_DEPTH:
         with _MEMO_LOCK:
             kept = _MEMO.get(key)
         if kept is not None:
             return {part: dict(names) for part, names in kept[1].items()}
     found = _walk_closure(roots, what)
-    if _MEMO_DEPTH:
-        with _MEMO_LOCK:
+    with _MEMO_LOCK:
+        if _MEMO_DEPTH:
             _MEMO[key] = (roots, {part: dict(names) for part, names in found.items()})
     return found
 
@@ -403,4 +419,4 @@ def scoring_digests(cases: Iterable[Case]) -> tuple[dict[str, str], dict[str, st
     return found, problems
 
 
-__all__ = ["code_closure", "memoized_closures", "scoring_digest", "scoring_digests", "scoring_parts"]
+__all__ = ["code_closure", "memoized_closures", "scoring_digest", "within_run", "scoring_digests", "scoring_parts"]
