@@ -26,6 +26,7 @@ from imagebench.executor.cluster import (
     ExecutorError,
     Parallel,
     cluster_for,
+    paying,
     subject_spec,
     unit_pools,
 )
@@ -312,8 +313,11 @@ def run_cases(
     shows a progress bar on stderr. ``workers``/``scheduler`` (or ``parallel``) say where the
     units run (:class:`Parallel`); the results are the same.
 
-    With ``parallel`` set the cluster is reached (and a subject that cannot travel refused)
-    before the run folder is created. ``run.json``'s ``extra`` records ``subject_spec`` whenever
+    With ``parallel`` set a subject that cannot travel is refused and an existing cluster reached
+    before the run folder is created; a local cluster starts in the background while the run's
+    records are written, unless it cannot pay (fewer than two usable cores, or too few units:
+    :func:`~imagebench.executor.cluster.cannot_pay`): then the units run serially, said on stderr
+    and in ``run.json``'s ``extra["executor"]``. ``run.json``'s ``extra`` records ``subject_spec`` whenever
     the subject has one, so that ``--resume`` can rebuild it.
 
     ``run.json``'s ``extra["subject_identity"]`` records the subject's identity (its name and the
@@ -332,6 +336,7 @@ def run_cases(
     (:func:`execution_record`), which ``compare`` checks.
     """
     from imagebench.runs.sealed import UNSEALED_KEY, default_seal
+    from imagebench.runs.verdict import samples_for
     from imagebench.runs.writer import RunWriter
     from imagebench.subjects import confinement_of, identity_of, is_trusted, limits_of
 
@@ -346,6 +351,10 @@ def run_cases(
         sealed = default_seal()
     seeds = sealed.seeds(cases, samples) if sealed is not None else None
     identity = identity_of(subject)  # what it runs, digested before anything starts
+    asked = parallel
+    parallel, serially = paying(parallel, subject, sum(samples_for(c, samples) for c in cases))
+    if serially:
+        print(f"imagebench run: running serially, not on the {asked.describe()} asked: {serially}", file=sys.stderr)
     with cluster_for(parallel, cases, subject, progress=progress) as cluster, memoized_closures():
         extra = dict(record_extra or {})
         extra.pop(SEALED_KEY, None)  # only a seal given here makes a run sealed
@@ -359,6 +368,8 @@ def run_cases(
         extra[IDENTITY_KEY] = identity
         if parallel.distributed:
             extra["executor"] = parallel.describe_for(subject)
+        elif serially:
+            extra["executor"] = f"serial, not the {asked.describe()} asked: {serially}"
         writer, record = RunWriter.create(
             out,
             subject.name,
