@@ -183,7 +183,7 @@ def _sample(run: Path) -> Path:
 def test_a_sample_summary_records_every_file_beside_it(tmp_path: Path) -> None:
     sample = _sample(_reference_run(tmp_path))
     raw = json.loads((sample / "summary.json").read_text())
-    assert raw["schema_version"] == SCHEMA_VERSION == 7
+    assert raw["schema_version"] == SCHEMA_VERSION == 8
     assert raw["artifacts"] == ["mask.png", "truth.png"]
     digests = raw["artifact_digests"]
     assert sorted(digests) == ["mask.npy", "mask.png", "truth.npy", "truth.png"]

@@ -379,7 +379,7 @@ def test_a_run_records_its_sources_and_a_resume_opens_them_again(
     run = _last_run(out)
     record = read_record(run / "run.json", RunRecord)
     assert record.cases == ["blob-skill/three-squares", "blob-skill/three-more"]  # only the named source's cases
-    assert record.schema_version == 7 and record.sources is not None
+    assert record.schema_version == 8 and record.sources is not None
     assert [(s.kind, s.module, s.path, s.cases) for s in record.sources] == [
         ("module", "cases", str(file), ["blob-skill/three-squares", "blob-skill/three-more"])
     ]

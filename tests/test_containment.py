@@ -630,19 +630,23 @@ def test_an_agent_cannot_make_the_harness_hold_unbounded_layers(tmp_path: Path) 
     case = builtin.get_case("segment-nuclei/synthetic-blobs")
     session = open_session(case, prepare_fixture(case).fixture)
     agent = AgentSession(CaseView.of(case), session, workspace=tmp_path)
+    agent.layers["nuclei"].data = np.zeros((4096, 4096), np.uint8)  # a layer has its input's shape
     big = np.zeros((4096, 4096), np.float64)  # 128 MiB
     np.save(tmp_path / "big.npy", big)
     for i in range(tools.MAX_AGENT_BYTES // big.nbytes):
         agent.add_layer(f"scratch{i}", "image", npy="big.npy")
     with pytest.raises(ToolError, match="a session keeps"):
         agent.add_layer("one-more", "image", npy="big.npy")
-    agent.update_layer("scratch0", data=[[0, 0], [0, 0]])  # room is freed by updating a layer
-    np.save(tmp_path / "half.npy", big[:2048])
+    np.save(tmp_path / "small.npy", big.astype(np.uint8))
+    agent.update_layer("scratch0", npy="small.npy")  # room is freed by updating a layer
+    np.save(tmp_path / "half.npy", big.astype(np.float32))
     agent.add_layer("one-more", "image", npy="half.npy")
+    many = AgentSession(CaseView.of(case), session, workspace=tmp_path)
+    many.layers["nuclei"].data = np.zeros((2, 1), np.uint8)
     small = [[0]] * 2
     with pytest.raises(ToolError, match="the most a session keeps"):
         for i in range(tools.MAX_AGENT_LAYERS + 1):
-            agent.add_layer(f"tiny{i}", "labels", data=small)
+            many.add_layer(f"tiny{i}", "labels", data=small)
     fresh = AgentSession(CaseView.of(case), session, workspace=tmp_path)
     with pytest.raises(ToolError, match="not a plain relative path"):
         fresh.add_layer("nul", "image", npy="big.npy\x00.npy")
@@ -786,6 +790,7 @@ def test_a_snapshot_costs_its_picture_not_its_layer_and_names_are_short(tmp_path
     case = builtin.get_case("segment-nuclei/synthetic-blobs")
     session = open_session(case, prepare_fixture(case).fixture)
     agent = AgentSession(CaseView.of(case), session, workspace=tmp_path)
+    agent.layers["nuclei"].data = np.zeros((8192, 8192), np.uint8)  # a layer has its input's shape
     np.save(tmp_path / "big.npy", np.ones((8192, 8192), np.uint8))
     agent.add_layer("scratch", "labels", npy="big.npy")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

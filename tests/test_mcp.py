@@ -32,6 +32,7 @@ from imagebench.subjects import (
     parse_subject,
 )
 from imagebench.subjects.mcp.tools import MAX_LIST_VALUES, AgentSession, CaseView, ToolError
+from imagebench.subjects.mcp.toolset import tool_names
 from imagebench.subjects.mcp.transcript import TRANSCRIPT, Transcript
 
 pytest.importorskip("mcp")
@@ -106,7 +107,7 @@ def test_every_tool_answers_and_no_output_holds_truth(tmp_path: Path) -> None:
     ]
     results = _call(agent, calls)
     tools = {t.name for t in asyncio.run(_list_tools(agent))}
-    assert tools == {tool for tool, _ in calls}, "every tool is called here"
+    assert tools == set(tool_names()) and set(tool_names("case")) == {tool for tool, _ in calls}, "every case tool"
     for (tool, _args), result in zip(calls, results, strict=True):
         assert not result.isError, (tool, _text(result))
         for content in result.content:
@@ -175,7 +176,7 @@ def test_malformed_calls_get_named_errors_and_the_session_goes_on(tmp_path: Path
     assert "outside your workspace" in errors[4] and str(tmp_path) not in errors[4]
     assert "outside your workspace" in errors[5]
     assert "is an input layer" in errors[6]
-    assert "kind 'volume'" in errors[7]
+    assert "add_layer: argument 'kind': Input should be 'labels', 'image'" in errors[7] and "got 'volume'" in errors[7]
     assert "no layer named 'labels'" in errors[8]
     assert "asks for no answer named 'answer'" in errors[9]
     assert not results[-1].isError and json.loads(_text(results[-1]))["shape"] == [2, 2]
@@ -287,7 +288,9 @@ def test_a_trigger_case_is_graded_from_the_transcript_not_from_a_file(tmp_path: 
     liar = run_cases([case], _agent_subject(claim), out=tmp_path / "b", progress=False)
     (summary,) = liar.samples[case.label]
     assert summary.status == "wrong-answer", summary.reason
-    assert summary.detail["activation"] == "the harness observed no skill activate (open to the subject: mcp, skill-tool)"
+    assert (
+        summary.detail["activation"] == "the harness observed no skill activate (open to the subject: mcp, skill-tool)"
+    )
     assert "outputs/trace.json" in summary.detail["ignored_trace"]
 
 
@@ -304,7 +307,9 @@ def test_use_skill_is_what_the_trigger_verifier_reads_right_skill_or_wrong(tmp_p
         session = open_session(case, fixture)
         agent = AgentSession(CaseView.of(case), session)
         assert skill in agent.view.skills and len(agent.view.skills) > 2  # a choice, not a formality
-        refused, used = _call(agent, [("set_answer", {"name": "trace", "value": {"x": 1}}), ("use_skill", {"name": skill})])
+        refused, used = _call(
+            agent, [("set_answer", {"name": "trace", "value": {"x": 1}}), ("use_skill", {"name": skill})]
+        )
         assert refused.isError and "recorded by the harness" in _text(refused) and not used.isError
         agent.apply_to(session)
         assert "trace" not in session.namespace
@@ -343,6 +348,7 @@ def test_mcp_serve_on_stdio_scores_what_the_client_left(tmp_path: Path) -> None:
     (sample,) = run_dir.glob("mcp-stdio/segment-nuclei/count-nuclei/sample-0")
     summary = json.loads((sample / "summary.json").read_text())
     assert summary["status"] == "wrong-answer" and summary["sandbox"] == "none"  # 1 is not the count
+    assert (run_dir / "report.html").is_file()  # as `run` writes it
     record = read_record(sample / TRANSCRIPT, Transcript)
     assert record.client == "stdio-test" and [c.ok for c in record.calls] == [True, False, True, True]
 

@@ -96,14 +96,14 @@ def test_aggregate_denominators_and_coverage() -> None:
         s("a/one", "ok"), s("a/one", "wrong-answer"), s("a/one", "ok"),
         s("a/two", "wrong-answer"), s("a/two", "no-result"), s("a/two", "unscorable-result"),
         s("a/three", "ok"), s("a/three", "blocked"), s("a/three", "ok"), s("a/three", "ok"),
-        s("a/four", "ok"), s("a/four", "timeout"), s("a/four", "harness-error"),
+        s("a/four", "ok"), s("a/four", "timeout"), s("a/four", "harness-error"), s("a/four", "infra-error"),
         s("a/five", "blocked"), s("a/five", "blocked"), s("a/five", "blocked"),
         s("a/six", "skipped"),
     ]  # fmt: skip
     agg = aggregate(samples, 3, expected=["a/one", "a/two", "a/three", "a/four", "a/five", "a/six", "a/seven"])
     assert agg.coverage == {
         "cases": 7, "complete": 3, "incomplete": 1, "unscored": 2, "missing": 1,
-        "blocked": 4, "harness-error": 1, "skipped": 1, "stopped": 0,
+        "blocked": 4, "harness-error": 1, "infra-error": 1, "skipped": 1, "stopped": 0, "not-attempted": 0,
     }  # fmt: skip
     assert agg.missing == ["a/seven"]
     fig = agg.figures["pass@3"]

@@ -74,7 +74,7 @@ def seeds_of(result: RunResult) -> dict[str, list[int | None]]:
 
 
 def comparable(result: RunResult) -> dict[str, list[dict[str, Any]]]:
-    return {label: [s.model_dump(exclude={"times"}) for s in ss] for label, ss in result.samples.items()}
+    return {label: [s.model_dump(exclude={"times": True, "usage": {"wall_s"}}) for s in ss] for label, ss in result.samples.items()}
 
 
 def every_file(run_dir: Path) -> dict[str, bytes]:

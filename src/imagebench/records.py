@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from imagebench.usage.record import Usage
+
 #: The version every record is written with. 2 added ``MetricRecord.unavailable_because``; 3
 #: added ``sandbox`` (how the subject was confined); 4 added the ``resource-limit`` status and
 #: ``limits`` (what a confined subject could use: imagebench.sandbox.limits.Limits); 5 added a
@@ -22,11 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field
 #: closure) and ``fixtures`` (how many distinct fixtures its samples saw); 6 added a sample's
 #: ``artifact_digests`` (the sha256 of every file beside its summary, which the journal thereby
 #: anchors); 7 added a run's ``sources`` (where each of its cases came from: imagebench.catalog,
-#: so that a resume opens them again). An older record is a newer one without those fields (read
-#: as None), so every version is read.
-SCHEMA_VERSION = 7
-READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7)
-Version = Literal[1, 2, 3, 4, 5, 6, 7]
+#: so that a resume opens them again); 8 added a sample's ``usage`` (tokens, turns, tool calls,
+#: model, wall time, each measured or reported: imagebench.usage) and the ``budget-exceeded``
+#: status. An older record is a newer one without those fields (read as None), so every version is read.
+SCHEMA_VERSION = 8
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
+Version = Literal[1, 2, 3, 4, 5, 6, 7, 8]
 #: The first version whose sample summaries record ``artifact_digests``.
 ARTIFACT_DIGESTS_SINCE = 6
 
@@ -42,13 +45,16 @@ Status = Literal[
     "unscorable-result",  # it left something, but nothing could be scored (wrong shape/type, ...)
     "timeout",  # the subject ran past its time limit
     "resource-limit",  # the subject ran into a limit of its confinement (memory, processes, disk, CPU) and was ended
+    "budget-exceeded",  # the subject spent more than its --max-tokens/--max-cost (as measured or reported): a failure, like a timeout
     "harness-error",  # the bench itself failed (builder, verifier, I/O): never the subject's fault
+    "infra-error",  # an agent's infrastructure failed (network, auth, rate limit: as its CLI reported it): excluded and counted, never a zero
     "skipped",  # the fixture is not available on this machine, with the reason
     "blocked",  # not graded, never a zero: a scoring contract missing/ineligible, or a trigger case nothing of the harness's observed
     "subject-error",  # the subject raised (or its command failed) and what it left did not pass: a failure
     "truth-tampered",  # the fixture's truth changed while the subject worked: a failure
     "fixture-overwritten",  # the fixture's data on the data plane changed while the subject worked: a failure
     "stopped",  # a person stopped the subject's turn (the panel's Stop): no result, excluded and counted
+    "not-attempted",  # a served agent never called a case tool (a bare tools/list probe): excluded and counted
 ]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
 
@@ -111,6 +117,9 @@ class SampleSummary(Record):
     # What a confined subject could use (imagebench.sandbox.limits.Limits as JSON); None: not confined.
     limits: dict[str, int | None] | None = None
     times: dict[str, float] = Field(default_factory=dict)
+    # What the subject spent (imagebench.usage.Usage): each figure measured by the harness or
+    # reported by the agent. None: a record older than version 8, or a person at the viewer.
+    usage: Usage | None = None
 
 
 class CaseSummary(Record):

@@ -41,6 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from imagebench.usage.show import totals, usage_text
+
 if TYPE_CHECKING:
     from imagebench.records import CaseSummary, RunRecord, SampleSummary
     from imagebench.scoring.aggregates import Aggregate
@@ -309,6 +311,7 @@ class SampleBlock:
     range: str
     times: str
     transcript: TranscriptView | None = None
+    usage: str = "-"  # what the subject spent, each figure with its source (imagebench.usage.show)
     answered: list[tuple[str, str]] = field(default_factory=list)  # (leaving, what the subject left)
     fields: list[tuple[str, str, str]] = field(default_factory=list)  # (field, pass|fail, the scorer's reason)
     logs: list[tuple[str, str]] = field(default_factory=list)  # (stdout.txt / stderr.txt, its link)
@@ -492,6 +495,7 @@ def _sample_block(run: RunPage, view: CaseView, sample: SampleSummary, image_pre
         range=_range(sample),
         times=", ".join(f"{k} {v:.3f}s" for k, v in sorted(sample.times.items())) or "-",
         transcript=_transcript(view, sample),
+        usage=usage_text(sample.usage),
         **_what_it_answered(run, view, sample, image_prefix),
     )
 
@@ -644,6 +648,10 @@ def _head(run: RunPage) -> dict[str, Any]:
         more.append(("resumed", ", ".join(str(r.get("time", "?")) for r in resumes if isinstance(r, Mapping))))
     if rec.extra.get("executor"):
         more.append(("executor", str(rec.extra["executor"])))
+    rows.append(("usage", totals(s.usage for v in run.cases for s in v.samples).text()))
+    if rec.extra.get("budget"):
+        budget = {k: v for k, v in rec.extra["budget"].items() if k != "prices" and v is not None}
+        more.append(("budget per sample", json.dumps(budget, sort_keys=True)))
     return {
         "run_id": rec.run_id,
         "subject": rec.subject,

@@ -89,15 +89,20 @@ class AgentModel:
         self._told: AgentServe | None = None  # the served agent whose submit was told
 
     def serve(
-        self, *, on_layer: Callable[[Any], None] | None = None, on_call: Callable[[Any], None] | None = None
+        self,
+        *,
+        on_layer: Callable[[Any], None] | None = None,
+        on_call: Callable[[Any], None] | None = None,
+        display: Any = None,
     ) -> AgentServe:
         """Serve the loaded case to an agent: the same tools as ``imagebench mcp serve`` and
         ``run --subject-mcp`` (:mod:`imagebench.subjects.mcp`), on a fresh session of the loaded fixture,
         on a Unix socket in a new folder that also holds ``mcp.json`` (how a client reaches it).
         ``on_layer`` hears of each layer the agent adds or updates, ``on_call`` of each tool call
         (both from the server's thread; without ``on_call``, :meth:`heard` hears them there). The
-        panel hands each call on to its GUI thread and gives it to :meth:`heard` there.
-        :meth:`score` scores what it left."""
+        panel hands each call on to its GUI thread and gives it to :meth:`heard` there. ``display``
+        binds the viewer tools to the live viewer (``napari_imagebench._agent_view.LiveView``;
+        default: the session's own view). :meth:`score` scores what it left."""
         import tempfile
 
         from imagebench.runs.runner import open_unit
@@ -128,7 +133,7 @@ class AgentModel:
             mcp = McpFolder(folder)  # the socket, the bridge and npy reads: the harness's, beside the agent's files
             agent = AgentSession(
                 CaseView.of(loaded.case), unit.session, workspace=folder, reads=mcp, route="viewer",
-                on_layer=layer_seen, on_call=on_call if on_call is not None else self.heard,
+                on_layer=layer_seen, on_call=on_call if on_call is not None else self.heard, display=display,
             )  # fmt: skip
             server = SocketServer(agent, mcp.socket_path)
             (folder / CONFIG_NAME).write_text(config_text(str(mcp.path)), encoding="utf-8")
@@ -191,7 +196,10 @@ class AgentModel:
             write_transcript(agent, unit.sample_dir)
         except OSError as exc:
             self.notices.notify("warning", f"the transcript could not be written: {exc}")
-        summary = finish_unit(unit, SubjectRun(seconds=time.perf_counter() - unit.started))
+        from imagebench.subjects.served import not_attempted_reason
+
+        idle = None if agent.attempted else not_attempted_reason(agent)  # a client that called no tool
+        summary = finish_unit(unit, SubjectRun(seconds=time.perf_counter() - unit.started, not_attempted=idle))
         agent.reads.remove()
         remove_tree(serve.folder)
         self.ledger.add(folder, case, summary)

@@ -21,6 +21,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from imagebench.subjects.mcp.errors import ToolError
 from napari_imagebench._agent_model import SUBMITTED
 from napari_imagebench._model import BenchModel, PanelError
 from napari_imagebench._style import name_children
@@ -39,6 +40,7 @@ class _AgentSignals(QObject):
 
     call = Signal(object)
     layer = Signal(object)
+    invoke = Signal(object)  # (fn, holder, done): a viewer tool's question, asked on the GUI thread
 
 
 class AgentPane(QWidget):
@@ -95,6 +97,7 @@ class AgentPane(QWidget):
         self._signals = _AgentSignals()
         self._signals.call.connect(self._agent_call)
         self._signals.layer.connect(self._agent_layer)
+        self._signals.invoke.connect(self._invoked)
         self.setObjectName("agent_pane")
         name_children(self)
 
@@ -112,8 +115,23 @@ class AgentPane(QWidget):
             signals.layer.emit((layer.name, layer.kind, np.array(layer.data, copy=True), layer.like, shown))
             shown.wait(AGENT_LAYER_WAIT_S)
 
+        def invoke(fn: Any) -> Any:  # the server's thread: the viewer is the GUI thread's
+            if threading.current_thread() is threading.main_thread():
+                return fn()
+            holder: dict[str, Any] = {}
+            done = threading.Event()
+            signals.invoke.emit((fn, holder, done))
+            if not done.wait(AGENT_LAYER_WAIT_S):
+                raise ToolError(f"the viewer did not answer within {AGENT_LAYER_WAIT_S:g} s; try again")
+            if "error" in holder:
+                raise ToolError(f"the viewer refused: {holder['error']}")
+            return holder.get("value")
+
+        from napari_imagebench._agent_view import LiveView
+
+        live = LiveView(self.layers, lambda: self.model.agent.subject_name if self.model.agent else "", invoke)
         try:
-            serve = self.model.serve_agent(on_layer=on_layer, on_call=signals.call.emit)
+            serve = self.model.serve_agent(on_layer=on_layer, on_call=signals.call.emit, display=live)
         except PanelError:
             self.serve_button.setChecked(False)
             return False
@@ -168,6 +186,15 @@ class AgentPane(QWidget):
         outcome = "ok" if call.ok else f"error: {call.error}"
         args = ", ".join(f"{k}={v}" for k, v in call.arguments.items())
         self.agent_log.appendPlainText(f"#{call.seq} {call.tool}({args[:120]}) {outcome} [{call.seconds * 1000:.1f} ms]")
+
+    def _invoked(self, payload: Any) -> None:
+        fn, holder, done = payload
+        try:
+            holder["value"] = fn()
+        except Exception as exc:  # told to the agent as a tool error; the panel goes on
+            holder["error"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            done.set()
 
     def _agent_layer(self, payload: Any) -> None:
         name, kind, data, like, shown = payload

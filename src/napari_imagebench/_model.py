@@ -276,9 +276,13 @@ class BenchModel:
     # ---------------------------------------------------------------- an agent over MCP
 
     def serve_agent(
-        self, *, on_layer: Callable[[Any], None] | None = None, on_call: Callable[[Any], None] | None = None
+        self,
+        *,
+        on_layer: Callable[[Any], None] | None = None,
+        on_call: Callable[[Any], None] | None = None,
+        display: Any = None,
     ) -> AgentServe:
-        return self.serving.serve(on_layer=on_layer, on_call=on_call)
+        return self.serving.serve(on_layer=on_layer, on_call=on_call, display=display)
 
     def stop_agent(self) -> None:
         self.serving.stop()

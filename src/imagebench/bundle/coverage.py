@@ -28,11 +28,11 @@ Validation = Literal["validated", "partial", "failed", "unvalidated"]
 
 # Statuses that grade the subject. skipped, harness-error and blocked say nothing about it.
 GRADED_STATUSES: frozenset[str] = frozenset(
-    {"ok", "wrong-answer", "no-result", "unscorable-result", "timeout", "resource-limit"}
+    {"ok", "wrong-answer", "no-result", "unscorable-result", "timeout", "resource-limit", "budget-exceeded"}
 )
 
 # Graded statuses the harness gives a turn by itself, not through the verifier: both failures.
-TURN_ENDED: frozenset[str] = frozenset({"timeout", "resource-limit"})
+TURN_ENDED: frozenset[str] = frozenset({"timeout", "resource-limit", "budget-exceeded"})
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,20 @@ def add_subject_flags(p: argparse.ArgumentParser) -> None:
         "sees only PATH, HOME, the locale, TZ, TERM and the bench's own variables; the run records the names "
         "passed, never their values",
     )
+    ag = p.add_argument_group("agent CLI subjects: claude-code, codex, gemini-cli, agent-cli: (docs/agents.md)")
+    ag.add_argument(
+        "--retries",
+        type=int,
+        metavar="N",
+        help="work a sample again, fresh, up to N times when the agent's CLI reported an infrastructure failure "
+        "(network, login, rate limit: infra-error); 0 to 10, default 0",
+    )
+    ag.add_argument(
+        "--subject-home",
+        metavar="DIR",
+        help="a template HOME (config that is not a secret) copied into the agent's private HOME before it "
+        "starts; links in it are left out; the run records its digest",
+    )
     lim = p.add_argument_group("limits of a sandboxed subject (docs/integrity.md; hitting one ends it: resource-limit)")
     for flag, about in _LIMIT_FLAGS:
         lim.add_argument(flag, metavar="N", help=about)
@@ -176,7 +190,23 @@ def checked_run_args(args: argparse.Namespace) -> Subject:
             isolate=bool(getattr(args, "isolate", False)),
             mcp=bool(getattr(args, "subject_mcp", False)),
             name=name,
+            agent=agent_from_args(args),
         )
+    except SubjectError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def agent_from_args(args: argparse.Namespace) -> Any:
+    """``--retries`` and ``--subject-home`` as :class:`~imagebench.subjects.base.AgentOptions` (None: neither given)."""
+    from pathlib import Path
+
+    from imagebench.subjects import AgentOptions, SubjectError
+
+    retries, home = getattr(args, "retries", None), getattr(args, "subject_home", None)
+    if retries is None and home is None:
+        return None
+    try:
+        return AgentOptions(retries=retries or 0, home=Path(home).expanduser().resolve() if home else None)
     except SubjectError as exc:
         raise UsageError(str(exc)) from None
 
@@ -201,6 +231,7 @@ def run_from_args(
     ``sources``: where the cases came from (:meth:`imagebench.catalog.Catalog.records`), kept in run.json."""
     import sys
 
+    from imagebench.cli.usage import budget_from_args
     from imagebench.executor import ExecutorError, run_cases
     from imagebench.runs.sealed import SealedError
     from imagebench.subjects import SubjectError
@@ -229,6 +260,7 @@ def run_from_args(
             sealed=sealed,
             unsealed=bool(getattr(args, "unsealed", False)),
             sources=sources,
+            budget=budget_from_args(args),
         )
         RUN_DIRS.append(result.run_dir)
         return result
@@ -504,5 +536,7 @@ _SUBJECT_FLAGS: tuple[tuple[str, str], ...] = (
     ("--isolate", "isolate"),
     ("--subject-mcp", "subject_mcp"),
     ("--subject-env-pass", "subject_env_pass"),
+    ("--retries", "retries"),
+    ("--subject-home", "subject_home"),
     *((flag, flag[2:].replace("-", "_")) for flag in _LIMIT_FIELDS),
 )

@@ -3,7 +3,10 @@
 stdio by default (the agent's client starts this command), ``--http`` for streamable HTTP on
 loopback. The session ends when the client closes stdio (HTTP: when it calls ``submit``); what
 it left through the tools is then scored into a run folder like any other run, with the
-transcript in the sample folder. stdout belongs to the protocol: everything else goes to stderr.
+transcript in the sample folder and ``report.html`` (``--no-report``: none), and the exit code is
+``run``'s. A client that called no tool (a bare ``tools/list`` probe) leaves a ``not-attempted``
+sample, excluded from every figure and counted. stdout belongs to the protocol: everything else
+goes to stderr.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument("--out", metavar="DIR", help="where the run folder goes (default: the outcome root)")
     s.add_argument("--timeout", type=float, default=3600.0, help="end the session after this many seconds (3600)")
+    s.add_argument("--no-report", action="store_true", help="do not write report.html into the run folder at the end")
     s.set_defaults(func=_cmd_serve)
     p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
 
@@ -77,5 +81,21 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     for label, samples in result.samples.items():
         for s in samples:
             print(f"{label}: {s.status}{' - ' + s.reason if s.reason else ''}", file=sys.stderr)
+    if not args.no_report:
+        try:
+            from imagebench.report import write_html_report
+
+            print(f"report: {write_html_report(result.run_dir, progress=False)}", file=sys.stderr)
+        except Exception as exc:  # the run stands; only its page is missing
+            print(f"report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
     print(f"run folder: {result.run_dir}", file=sys.stderr)
-    return 0 if result.passed else 1
+    import threading
+
+    if any(t.name == "imagebench-mcp-stdio" and t.is_alive() for t in threading.enumerate()):
+        # a client that still holds stdin past the limit: its reader cannot be ended, and Python
+        # aborts at shutdown over a thread inside a read of stdin; the run is written, so leave now
+        import os
+
+        sys.stderr.flush()
+        os._exit(result.exit_code)
+    return result.exit_code

@@ -63,13 +63,17 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     add_selection_args(p, kind_choices=FIXTURE_KINDS)
     p.add_argument(
         "--subject",
-        help="reference | nop | baseline | python:package.module:function | command:<shell command> (default: reference; "
+        help="reference | nop | baseline | python:package.module:function | command:<shell command> | claude-code[:MODEL] | "
+        "codex[:MODEL] | gemini-cli[:MODEL] | agent-cli:<shell command> (default: reference; "
         "with --resume, only when run.json keeps the subject without its paths)",
     )
     p.add_argument("--samples", type=int, default=1, metavar="N", help="samples per case (default 1)")
     p.add_argument("--fixtures", choices=FIXTURE_KINDS, default="all", help="the old spelling of --kind")
     p.add_argument("--out", metavar="DIR", help="outcome root (default: $IMAGEBENCH_OUTCOME_DIR or ./outcomes)")
     p.add_argument("--timeout", type=float, metavar="S", help="subject time limit in seconds (default: each case's)")
+    from imagebench.cli.usage import add_budget_flags
+
+    add_budget_flags(p)  # --max-tokens, --max-cost, --prices
     p.add_argument(
         "--quiet", action="store_true", help="no progress bar and no table; the tally and the run folder only"
     )
@@ -351,6 +355,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
             ("--out", getattr(args, "out", None), None),
             ("--suite", getattr(args, "suite", None), None),
             ("--unsealed", getattr(args, "unsealed", False), False),
+            ("--max-tokens", getattr(args, "max_tokens", None), None),  # a resume keeps the run's budget
+            ("--max-cost", getattr(args, "max_cost", None), None),
         )
         if value not in (default, [], ())
     ]

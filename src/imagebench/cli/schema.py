@@ -27,10 +27,12 @@ FORMATS: dict[str, str] = {
     "comparison": "imagebench.suite.compare:Comparison",
     "cache-entry": "imagebench.fixtures.cache:CacheEntry",
     "transcript": "imagebench.subjects.mcp.transcript:Transcript",
+    "agent": "imagebench.subjects.agents.envelope:AgentRecord",
     "calibration": "imagebench.executor.calibration:CalibrationRecord",
     "calibration-store": "imagebench.executor.calibrated:CalibrationStore",
     "ctc-lineage": "imagebench.tracking.ctc:Lineage",
     "ctc-metrics": "imagebench.tracking.metrics:CtcScores",
+    "prices": "imagebench.usage.prices:PriceTable",
 }
 
 

@@ -67,6 +67,9 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         help="let the execution condition NAME differ between the runs (sandbox, network, limits, env_pass, "
         "isolate, mcp, tool_env, sealing, harness; repeat for several): the difference is noted, not refused",
     )
+    from imagebench.cli.usage import add_prices_flag
+
+    add_prices_flag(cmp_)
     cmp_.set_defaults(func=_cmd_compare)
 
 
@@ -274,6 +277,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from imagebench.cli.usage import prices_from_args
     from imagebench.suite.compare import compare_runs, load_run
     from imagebench.suite.model import SuiteError, find_suite_file, load_suite
     from imagebench.suite.model import suites_dir as default_dir
@@ -304,6 +308,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         result = compare_runs(
             args.run_a, args.run_b, suite=suite, suite_explicit=explicit, seed=args.bootstrap_seed,
             resamples=args.resamples, allow_missing=args.allow_missing, allow_conditions=args.allow_conditions,
+            prices=prices_from_args(args),
         )
     except ValueError as exc:
         raise _usage(str(exc)) from None
@@ -432,6 +437,9 @@ def render(result: Comparison, console: Any) -> None:
             shown = ", ".join(f"{k} {shown_value(v)}" for k, v in side.execution.items() if k != "limits")
             console.print(f"  {name} ran under: {shown}", markup=False)
     console.print(f"code A: {_code(result.a.identity)}    code B: {_code(result.b.identity)}", markup=False)
+    from imagebench.cli.usage import print_usage_table
+
+    print_usage_table(result, console)
     table = Table(title="comparability")
     for col in ("", "condition", "holds", "why / notes"):
         table.add_column(col)
@@ -451,8 +459,12 @@ def render(result: Comparison, console: Any) -> None:
     cases.add_column("case", overflow="fold")
     for col in ("pairs", "fixtures", "pass A", "pass B", "diff", esc("metric: mean A / mean B, diff [95% CI]")):
         cases.add_column(col)
+    costed = any(c.cost_a is not None or c.cost_b is not None for c in result.cases)
+    if costed:
+        cases.add_column("cost/sample A / B")
     for c in result.cases:
         mlines = [f"{m.metric}: {_f(m.mean_a)} / {_f(m.mean_b)}, {_f(m.diff)} {_ci(m.ci)}" for m in c.metrics]
+        cost = [f"{_f(c.cost_a)} / {_f(c.cost_b)}"] if costed else []
         cases.add_row(
             esc(c.label),
             str(c.pairs),
@@ -461,6 +473,7 @@ def render(result: Comparison, console: Any) -> None:
             f"{c.passed_b}/{c.pairs}",
             f"{c.rate_diff:+.3g}",
             esc("\n".join(mlines)) or "-",
+            *cost,
         )
     console.print(cases)
     for u in result.unmatched:

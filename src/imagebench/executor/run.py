@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from imagebench.runs.sealed import Seal
     from imagebench.runs.writer import RunWriter
     from imagebench.subjects import Subject
+    from imagebench.usage import Budget
 
 # record.extra keys a run rewrites at its end (a resume drops the stale ones first)
 _END_KEYS = ("verdicts", "passed", "interrupted")
@@ -169,6 +170,7 @@ def execute(
     cluster: Cluster | None = None,
     resume: bool = False,
     seeds: Mapping[str, Sequence[int]] | None = None,
+    budget: Budget | None = None,
 ) -> RunResult:
     """One pass over the units of ``record`` in ``run_dir``: run those not done, write each case's
     summary, ``run.json`` and (when missing) ``receipt.json``. With ``resume`` the folder is first
@@ -232,15 +234,26 @@ def execute(
             if cluster is not None:
                 try:
                     run_dask(
-                        cluster, order, todo, subject, run_dir, timeout, starter, sink, parallel.fixture_mode, seeds
+                        cluster,
+                        order,
+                        todo,
+                        subject,
+                        run_dir,
+                        timeout,
+                        starter,
+                        sink,
+                        parallel.fixture_mode,
+                        seeds,
+                        budget=budget,
                     )
                 except ExecutorError as exc:
                     exc.run_dir = run_dir
                     raise
             elif parallel.threads_for(subject) is not None:
-                run_threaded(builds, subject, run_dir, timeout, starter, sink, helper, parallel.threads_for(subject))
+                threads = parallel.threads_for(subject)
+                run_threaded(builds, subject, run_dir, timeout, starter, sink, helper, threads, budget=budget)
             else:
-                run_serial(builds, subject, run_dir, timeout, starter, sink, helper)
+                run_serial(builds, subject, run_dir, timeout, starter, sink, helper, budget=budget)
         finished = True
     except KeyboardInterrupt as exc:
         if isinstance(exc, RunInterrupted):
@@ -297,8 +310,12 @@ def run_cases(
     sealed: Seal | None = None,
     unsealed: bool = False,
     sources: Sequence[CaseSourceRecord] | None = None,
+    budget: Budget | None = None,
 ) -> RunResult:
     """Run every ``(case, sample)`` unit in a new run folder and return what it left.
+
+    ``budget`` (``--max-tokens``, ``--max-cost``) is what each sample may spend: past it the sample
+    ends ``budget-exceeded``; ``run.json``'s ``extra["budget"]`` records it, and a resume keeps it.
 
     ``sources`` (:meth:`imagebench.catalog.Catalog.records`) is kept in ``run.json`` as where each
     case came from, so that ``--resume`` opens those sources again; without it a resume finds
@@ -366,6 +383,8 @@ def run_cases(
         extra.update(subject_record(subject))
         extra[EXECUTION_KEY] = execution_record(subject, extra)
         extra[IDENTITY_KEY] = identity
+        if budget is not None and not budget.empty:
+            extra[BUDGET_KEY] = budget.model_dump(mode="json")
         if parallel.distributed:
             extra["executor"] = parallel.describe_for(subject)
         elif serially:
@@ -394,10 +413,32 @@ def run_cases(
             parallel=parallel,
             cluster=cluster,
             seeds=seeds,
+            budget=budget if budget is not None and not budget.empty else None,
         )
 
 
 SUBJECT_DIGEST_KEY = "subject_sha256"
+BUDGET_KEY = "budget"
+
+
+def recorded_budget(where: Path, record: RunRecord) -> Budget | None:
+    """The budget ``run.json`` records (``extra["budget"]``), None when it records none;
+    ResumeError naming the field when it is not one."""
+    from pydantic import ValidationError
+
+    from imagebench.usage import Budget
+
+    raw = record.extra.get(BUDGET_KEY)
+    if raw is None:
+        return None
+    try:
+        return Budget.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        at = ".".join(str(p) for p in first["loc"])
+        raise ResumeError(f"{where}: field 'extra.budget{'.' + at if at else ''}': {first['msg']}") from None
+
+
 IDENTITY_KEY = "subject_identity"
 
 
@@ -585,6 +626,7 @@ def resume_run(
             cluster=cluster,
             resume=True,
             seeds=seeds,
+            budget=recorded_budget(where, record),
         )
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from imagebench.executor.sink import Sink
     from imagebench.runs.runner import PreparedFixture
     from imagebench.subjects import Subject
+    from imagebench.usage import Budget
 
     Build = tuple[Case, int | None, list[int]]  # (case, seed or None, the samples built from it)
 
@@ -80,6 +81,7 @@ def run_serial(
     starter: PlaneStarter,
     sink: Sink,
     helper: Prefetcher | None,
+    budget: Budget | None = None,
 ) -> None:
     import numpy as np
 
@@ -134,7 +136,9 @@ def run_serial(
                 upload_ahead(builds[i + 1][0], builds[i + 1][1])
             plane = starter.get()[0] if presents_tensor(case) else None
             for n in samples:
-                summary = run_unit(case, subject, n, run_dir, fixture=prepared, plane=plane, timeout=timeout, seed=seed)
+                summary = run_unit(
+                    case, subject, n, run_dir, fixture=prepared, plane=plane, timeout=timeout, seed=seed, budget=budget
+                )
                 sink.add(case, n, summary)
             if i == last_tensor:
                 starter.close_soon()

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from imagebench.executor.serial import Build
     from imagebench.executor.sink import Sink
     from imagebench.subjects import Subject
+    from imagebench.usage import Budget
 
 #: How many builds the prefetch helper is asked for ahead of the one being submitted.
 _AHEAD = 2
@@ -39,6 +40,7 @@ def run_threaded(
     sink: Sink,
     helper: Prefetcher | None,
     threads: int,
+    budget: Budget | None = None,
 ) -> None:
     """Run every unit of ``builds`` on ``threads`` threads; the sink takes each as it finishes."""
     from imagebench.runs.runner import presents_tensor, run_unit
@@ -68,7 +70,16 @@ def run_threaded(
             plane = starter.get()[0] if presents_tensor(case) else None
             for n in samples:
                 fut = pool.submit(
-                    run_unit, case, subject, n, run_dir, fixture=prepared, plane=plane, timeout=timeout, seed=seed
+                    run_unit,
+                    case,
+                    subject,
+                    n,
+                    run_dir,
+                    fixture=prepared,
+                    plane=plane,
+                    timeout=timeout,
+                    seed=seed,
+                    budget=budget,
                 )
                 pending[fut] = (case, n)
             drain(block=False)

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from imagebench.runs.runner import PreparedFixture
     from imagebench.sandbox.policy import SandboxPolicy
     from imagebench.subjects import Subject
+    from imagebench.usage import Budget
 
 
 @functools.lru_cache(maxsize=32)
@@ -92,6 +93,7 @@ def _unit_task(
     plane: PresentedPlane | None,
     timeout: float | None,
     seed: int | None = None,
+    budget: Budget | None = None,
 ) -> UnitReturn:
     """Run one unit on a worker in a private folder and return the files it wrote."""
     import dask
@@ -105,7 +107,9 @@ def _unit_task(
     try:
         # A subject's own dask computations stay in its process (never the cluster it runs on).
         with dask.config.set(scheduler="threads"), unit_pools():
-            run_unit(case, subject, sample, tmp, fixture=prepared, plane=plane, timeout=timeout, seed=seed)
+            run_unit(
+                case, subject, sample, tmp, fixture=prepared, plane=plane, timeout=timeout, seed=seed, budget=budget
+            )
         folder = sample_dir(tmp, subject.name, case, sample)
         files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
     finally:
@@ -169,6 +173,7 @@ def run_dask(
     sink: Sink,
     fixture_mode: FixtureMode,
     seeds: Mapping[str, Sequence[int]] | None = None,
+    budget: Budget | None = None,
 ) -> None:
     from distributed import as_completed
 
@@ -217,7 +222,15 @@ def run_dask(
         """Units that need no worker (no fixture to work on): written by the driver, as serially."""
         for n in samples:
             summary = run_unit(
-                case, subject, n, run_dir, fixture=prepared, plane=None, timeout=timeout, seed=seed_of(case, n)
+                case,
+                subject,
+                n,
+                run_dir,
+                fixture=prepared,
+                plane=None,
+                timeout=timeout,
+                seed=seed_of(case, n),
+                budget=budget,
             )
             sink.add(case, n, summary)
 
@@ -282,6 +295,7 @@ def run_dask(
                 plane_arg,
                 timeout,
                 seed,
+                budget,
                 pure=False,
                 key=f"unit-{label}-{n}-{token}",
                 workers=restrict,

@@ -17,6 +17,9 @@ Every sample ends in exactly one :data:`imagebench.records.Status`:
 - ``harness-error``: building the fixture, the data plane, opening the session, binding the subject,
   the verifier or writing the report failed (never the subject's fault);
 - ``timeout``: the subject ran past its limit;
+- ``budget-exceeded``: it spent more than its budget (``--max-tokens``/``--max-cost``), as the
+  harness measured it or the agent reported it (:mod:`imagebench.runs.spent`);
+- ``infra-error``: an agent CLI reported that its infrastructure failed (network, login, rate limit);
 - otherwise the verifier's outcome decides (``ok``, ``wrong-answer``, ``no-result``,
   ``unscorable-result``, ``blocked``).
 """
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     from imagebench.fixtures.fixture import Attempt, Fixture, Outcome
     from imagebench.records import SampleSummary
     from imagebench.subjects import Subject, SubjectRun, UnitContext
+    from imagebench.usage import Budget, Usage
 
 TENSOR_SKIP_REASON = "this case presents a layer as tensor and no data plane is running"
 OVERWRITTEN_FLAG = "fixture-overwritten"  # the data plane's flag (and the sample's status) for a changed fixture
@@ -185,6 +189,9 @@ class Unit:
     files_copy: Path | None = None  # a read-only copy of a bundle case's files/ for in-process work
     confinement: str | None = None  # how the subject was confined (subjects.confinement_of); None: a person
     limits: dict[str, int | None] | None = None  # what a confined subject could use (subjects.limits_of)
+    budget: Budget | None = None  # what the sample may spend (--max-tokens, --max-cost)
+    measures_usage: bool = False  # its subject's noted usage is the harness's measure (SubjectKind.measures_usage)
+    usage: Usage | None = None  # what it spent (imagebench.runs.spent), once its turn has ended
 
     @property
     def fixture(self) -> Fixture | None:
@@ -242,6 +249,7 @@ def open_unit(
     plane: Plane | None = None,
     timeout: float | None = None,
     seed: int | None = None,
+    budget: Budget | None = None,
 ) -> Unit:
     """Phase one: the fixture, its presentation and a fresh session. Never raises for what the
     case, fixture or plane does: a failure is kept in ``unit.failure``.
@@ -251,6 +259,7 @@ def open_unit(
     otherwise it is built here. ``timeout`` overrides ``case.timeout_s``. ``seed`` is this
     sample's seed in a sealed run (:mod:`imagebench.runs.sealed`): the fixture is built from it, and a
     :class:`PreparedFixture` handed over must have been built from it. The subject is never told it.
+    ``budget``: what the sample may spend (it ends ``budget-exceeded`` past it).
     """
     from imagebench.case.session import open_session
     from imagebench.subjects import SubjectHarnessError, confinement_of, readonly_files
@@ -266,6 +275,7 @@ def open_unit(
         plane=plane if presents_tensor(case) else None,
         confinement=None if isinstance(subject, str) else confinement_of(subject),
         seed=seed,
+        budget=budget if budget is not None and not budget.empty else None,
     )
     unit.times["build_s"] = prepared.build_s
     if presents_tensor(case) and plane is None:
@@ -323,6 +333,7 @@ def unit_context(unit: Unit) -> UnitContext:
         files=_files_of(unit.case),
         env={str(k): str(v) for k, v in (unit.case.meta.get("env") or {}).items()},
         hidden=tuple(hidden),
+        budget=unit.budget,
     )
 
 
@@ -362,6 +373,7 @@ def work_unit(unit: Unit, subject: Subject, *, stop: threading.Event | None = No
         return None
     unit.confinement = confinement_of(subject)
     unit.limits = limits_of(subject)
+    unit.measures_usage = bool(getattr(subject, "measures_usage", False))
     try:
         work = bind_subject(subject, unit.case, unit_context(unit))
     except Exception as exc:
@@ -399,6 +411,12 @@ def finish_unit(
     fx = unit.fixture
     unit.times["subject_s"] = run.seconds if run is not None else time.perf_counter() - unit.started
     flags = list(flags)
+    from imagebench.runs.spent import sample_usage
+
+    unit.usage, usage_flags = sample_usage(
+        unit.session, run, confinement=unit.confinement, measures=unit.measures_usage
+    )
+    flags += usage_flags
     if unit.plane is not None and unit.tensors is not None:
         try:
             flags += list(unit.plane.after_sample(unit.case, fx))
@@ -423,11 +441,14 @@ def run_unit(
     plane: Plane | None = None,
     timeout: float | None = None,
     seed: int | None = None,
+    budget: Budget | None = None,
 ) -> SampleSummary:
     """Work one sample of ``case`` with ``subject`` and write its summary under ``run_dir``:
     :func:`open_unit`, :func:`work_unit`, :func:`finish_unit`. ``seed``: a sealed run's seed of
-    this sample (see :func:`open_unit`)."""
-    unit = open_unit(case, subject, sample, run_dir, fixture=fixture, plane=plane, timeout=timeout, seed=seed)
+    this sample; ``budget``: what it may spend (see :func:`open_unit`)."""
+    unit = open_unit(
+        case, subject, sample, run_dir, fixture=fixture, plane=plane, timeout=timeout, seed=seed, budget=budget
+    )
     try:
         run = work_unit(unit, subject)
     finally:
@@ -471,6 +492,8 @@ def subject_notes(session: Session) -> dict[str, Any]:
         notes["mcp"] = session.notes["mcp"]
     if session.notes.get("skill_tool"):  # its calls of the harness's skill tool; skill-tool.json has them all
         notes["skill_tool"] = session.notes["skill_tool"]
+    if session.notes.get("agent"):  # an agent CLI's attempts, reported usage and kept logs; agent.json has them all
+        notes["agent"] = session.notes["agent"]
     return notes
 
 
@@ -582,6 +605,7 @@ def write_ended(
         detail=json_safe(dict(detail or {})),
         flags=list(flags),
         times=dict(unit.times),
+        usage=unit.usage,
         artifact_digests=artifact_digests(unit.sample_dir),  # stdout.txt, stderr.txt, what a failed report left
     )
     write_record(unit.sample_dir / SUMMARY, summary)
@@ -637,15 +661,28 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
 
     case, fx = unit.case, unit.fixture
     assert fx is not None
-    notes = {k: attempt.notes[k] for k in ("exit_code", "unreadable") if k in attempt.notes}
+    notes = {k: attempt.notes[k] for k in ("exit_code", "unreadable", "agent") if k in attempt.notes}
     if run.harness_error:
         return write_ended(unit, "harness-error", run.harness_error, flags=flags)
+    if run.infra_error:  # the agent's network, login or rate limit failed, as its CLI said: never a zero
+        return write_ended(unit, "infra-error", run.infra_error, flags=flags, detail=notes)
     if run.stopped:
-        return write_ended(unit, "stopped", f"stopped by the person at the viewer after {run.seconds:.1f} s", flags=flags)
+        return write_ended(
+            unit, "stopped", f"stopped by the person at the viewer after {run.seconds:.1f} s", flags=flags
+        )
+    if run.not_attempted:
+        return write_ended(unit, "not-attempted", run.not_attempted, flags=flags)
     if run.timed_out:
         return write_ended(unit, "timeout", run.timeout_reason, flags=flags, detail=notes)
     if run.resource_limit:
         return write_ended(unit, "resource-limit", run.resource_limit, flags=flags, detail=notes)
+    over = run.budget_exceeded or (unit.budget.exceeded(unit.usage) if unit.budget is not None else None)
+    if over:  # it spent more than it was allowed: a failure, like a timeout, whatever it left
+        return write_ended(unit, "budget-exceeded", over, flags=flags, detail=notes)
+    if unit.budget is not None and unit.budget.unchecked(unit.usage):
+        from imagebench.usage import UNMEASURED_FLAG
+
+        flags = sorted({*flags, UNMEASURED_FLAG})  # nothing measured what the budget limits
     if run.error:
         attempt.notes["subject_error"] = run.error
 
@@ -702,6 +739,8 @@ def _score(unit: Unit, attempt: Attempt, run: SubjectRun, flags: list[str]) -> S
         "limits": unit.limits,
         "fixture_digest": _fixture_digest(unit),
     }
+    if unit.usage is not None:
+        extra["usage"] = unit.usage.model_dump(mode="json")
     if _seed(unit) is not None:
         extra["seed"] = _seed(unit)  # written with the summary, after the sample is scored
     try:

@@ -409,11 +409,12 @@ def _parents(tree: str, made: set[str]) -> list[str]:
     return out
 
 
-def sandbox_env(env: dict[str, str], policy: SandboxPolicy) -> dict[str, str]:
-    """The command's environment inside the sandbox: its tool environment first on PATH."""
+def sandbox_env(env: dict[str, str], policy: SandboxPolicy, home: str | None = None) -> dict[str, str]:
+    """The command's environment inside the sandbox: its tool environment first on PATH; ``HOME``
+    is ``home`` (a folder the harness made in the workspace: an agent CLI's private HOME) or /tmp."""
     out = {k: v for k, v in env.items() if k not in _HARNESS_ONLY_ENV}
     prefix = str(policy.env_prefix) if policy.env_prefix is not None else sys.prefix
-    out.update(PATH=f"{prefix}/bin:/usr/local/bin:/usr/bin:/bin", HOME="/tmp", TMPDIR="/tmp", PWD=WORKSPACE)
+    out.update(PATH=f"{prefix}/bin:/usr/local/bin:/usr/bin:/bin", HOME=home or "/tmp", TMPDIR="/tmp", PWD=WORKSPACE)
     out["IMAGEBENCH_WORKSPACE"] = WORKSPACE
     return out
 

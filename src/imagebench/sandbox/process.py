@@ -356,12 +356,14 @@ def run(
     ids: SubjectIds | None = None,
     sized: bool = False,
     binds: Iterable[tuple[Path, str]] = (),
+    home: str | None = None,
 ) -> Finished:
     """Run ``command`` with bash in ``workspace`` under ``policy``; stdout/stderr to ``sample_dir``.
 
     In the sandbox the command runs under ``limits`` (default :class:`Limits()`) as ``ids`` (the
     subject's own uid, when this process is root); ``sized`` says the workspace is a tmpfs of its
-    own. ``binds`` are harness folders shown read-only at the given path (the MCP folder)."""
+    own. ``binds`` are harness folders shown read-only at the given path (the MCP folder). ``home``
+    is the sandboxed command's ``HOME`` (default /tmp; unsandboxed, ``env`` says it)."""
     bash = shutil.which("bash")
     if bash is None:
         raise CommandHarnessError("bash is not on PATH; a command: subject needs it")
@@ -375,7 +377,7 @@ def run(
         if policy.enabled:
             limits = limits or Limits()
             bwrap = sandbox.require()
-            child_env = sandbox.sandbox_env(env, policy)
+            child_env = sandbox.sandbox_env(env, policy, home=home)
             args = sandbox.mount_args(policy, workspace, hidden, limits=limits, ids=ids, binds=binds)
             if tensor_url and not policy.network:
                 target = sandbox.plane_address(tensor_url)

@@ -18,8 +18,9 @@ Which samples count: ``ok`` is a success; ``wrong-answer``, ``no-result``,
 it left did not pass), ``truth-tampered`` and ``fixture-overwritten`` are failures, the
 subject's doing. A timeout is a failure rather than an exclusion because leaving them out would raise the mean
 exactly on the cases too hard to finish in time. ``harness-error`` (the bench's own failure),
-``skipped`` (not runnable here) and ``stopped`` (a person ended the turn at the viewer) are
-excluded and counted in the coverage; ``blocked`` (the bench
+``infra-error`` (an agent's network, login or rate limit failed, as its CLI reported it), ``skipped``
+(not runnable here), ``stopped`` (a person ended the turn at the viewer) and ``not-attempted`` (a served
+agent that never called a case tool) are excluded and counted in the coverage; ``blocked`` (the bench
 cannot grade the task) is excluded and counted on its own, never averaged in as a zero. A case
 with fewer than k scored samples is *incomplete* (or *unscored* when it has none) and left out
 of the figures; a case named in ``expected`` with no sample at all is *missing*. Nothing is
@@ -45,13 +46,13 @@ AGGREGATE_SCHEMA_VERSION = 1
 SUCCESS = frozenset({"ok"})
 FAILURE = frozenset(
     {
-        "wrong-answer", "no-result", "unscorable-result", "timeout", "resource-limit", "subject-error",
-        "truth-tampered", "fixture-overwritten",
+        "wrong-answer", "no-result", "unscorable-result", "timeout", "resource-limit", "budget-exceeded",
+        "subject-error", "truth-tampered", "fixture-overwritten",
     }
 )
 SCORED = SUCCESS | FAILURE
 # Left out of every figure, each counted in the coverage under its own name.
-EXCLUDED = frozenset({"harness-error", "skipped", "stopped"})
+EXCLUDED = frozenset({"harness-error", "infra-error", "skipped", "stopped", "not-attempted"})
 BLOCKED = frozenset({"blocked"})
 
 
@@ -194,9 +195,9 @@ class Aggregate(Record):
 
 
 POLICY = (
-    "success: ok; failure: wrong-answer, no-result, unscorable-result, timeout, subject-error, truth-tampered, "
+    "success: ok; failure: wrong-answer, no-result, unscorable-result, timeout, budget-exceeded, subject-error, truth-tampered, "
     "fixture-overwritten; excluded and counted: "
-    "harness-error, skipped; blocked: excluded and counted on its own, never a zero; a case with fewer "
+    "harness-error, infra-error, skipped, stopped, not-attempted; blocked: excluded and counted on its own, never a zero; a case with fewer "
     "than k scored samples is incomplete (unscored with none) and left out of the figures"
 )
 

@@ -32,10 +32,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from imagebench.sandbox.policy import unavailable_reason
     from imagebench.subjects.base import (
         RESERVED_NAMES,
+        AgentOptions,
         Confinement,
         Subject,
+        SubjectBudgetExceeded,
         SubjectError,
         SubjectHarnessError,
+        SubjectInfraError,
         SubjectKind,
         SubjectResourceLimit,
         SubjectTimeout,

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from imagebench.usage.budget import Budget
+
 if TYPE_CHECKING:
     from imagebench.case.session import Session
     from imagebench.sandbox.policy import SandboxPolicy
@@ -45,8 +47,23 @@ class SubjectResourceLimit(Exception):
     and was ended for it; the message starts ``resource-limit: <which>``."""
 
 
+class SubjectBudgetExceeded(Exception):
+    """The subject spent more than its budget (``--max-tokens``/``--max-cost``) and its turn was
+    ended for it; the message starts ``budget-exceeded:`` and names the budget and the figure."""
+
+
+class SubjectInfraError(RuntimeError):
+    """An agent's infrastructure failed as its own CLI reported it (the network, its login, a rate
+    limit, the provider's outage): the sample ends ``infra-error``, excluded and counted, never a zero."""
+
+
 class SubjectHarnessError(RuntimeError):
     """The harness itself failed while running a subject (workspace, disk, ...): never the subject's fault."""
+
+
+class SubjectNotAttempted(RuntimeError):
+    """The subject never took up the case (a served MCP client that called no case tool, e.g. a bare
+    ``tools/list`` probe): the sample is ``not-attempted``, excluded from every figure and counted."""
 
 
 @runtime_checkable
@@ -72,6 +89,47 @@ class UnitContext:
     # More paths a sandboxed command must not see where they lie inside what it is shown (the
     # run folder, a bundle); the checkout, the packages and $IMAGEBENCH_FIXTURES always are.
     hidden: tuple[Path, ...] = ()
+    # What the sample may spend (imagebench.usage.Budget: --max-tokens, --max-cost); None: no
+    # budget. A kind that can watch its agent's usage as it goes ends the turn at it
+    # (SubjectBudgetExceeded); the runner checks the usage it was left with in any case.
+    budget: Budget | None = None
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """What an agent CLI subject (:mod:`imagebench.subjects.agents`) is given beyond its sandbox:
+    ``retries`` (``--retries N``: how many times a turn that ended in an infrastructure failure is
+    worked again, fresh) and ``home`` (``--subject-home DIR``: a template HOME the harness copies
+    into the subject's private HOME; config that is not a secret, read by the harness, never
+    followed through a link)."""
+
+    retries: int = 0
+    home: Path | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or not 0 <= self.retries <= 10:
+            raise SubjectError(f"--retries {self.retries!r}: expected a whole number from 0 to 10")
+
+    def to_record(self) -> dict[str, object]:
+        return {"retries": self.retries, "home": None if self.home is None else str(self.home)}
+
+    @classmethod
+    def from_record(cls, raw: object) -> AgentOptions:
+        """What :meth:`to_record` wrote; ValueError naming the field that is not as expected."""
+        if not isinstance(raw, dict) or set(raw) - {"retries", "home"}:
+            raise ValueError(f"expected an object with 'retries' and 'home', got {raw!r}")
+        retries, home = raw.get("retries", 0), raw.get("home")
+        if isinstance(retries, bool) or not isinstance(retries, int):
+            raise ValueError(f"field 'retries' is {retries!r}, expected a whole number")
+        if home is not None and not isinstance(home, str):
+            raise ValueError(f"field 'home' is {home!r}, expected a path or null")
+        try:
+            return cls(retries=retries, home=None if home is None else Path(home))
+        except SubjectError as exc:
+            raise ValueError(f"field 'retries': {exc}") from None
+
+    def __bool__(self) -> bool:
+        return bool(self.retries) or self.home is not None
 
 
 _SUBJECT_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9_])?$")
@@ -106,6 +164,10 @@ class SubjectKind:
     prefix: ClassVar[str] = ""
     forms: ClassVar[tuple[tuple[str, str], ...]] = ()
     flags: ClassVar[frozenset[str]] = frozenset()
+    #: whether the figures it notes as ``measured`` (session.notes["usage"]) are the harness's own
+    #: count: only a kind whose turn is an agent loop the harness drives (inspect_ai's) says so;
+    #: every other kind's account is the agent's own and is kept as ``reported``
+    measures_usage: ClassVar[bool] = False
     #: the display name given with ``--subject-name`` (None: the kind's own name); a built-in kind
     #: is a dataclass with this field, and its ``name`` is it when set
     given_name: str | None = None
@@ -117,7 +179,8 @@ class SubjectKind:
     @classmethod
     def parse(cls, spec: str, *, sandbox: SandboxPolicy | None, isolate: bool, mcp: bool) -> SubjectKind:
         """The subject ``spec`` (which :meth:`matches`) names; SubjectError saying what is wrong.
-        A kind that is never written as a spec (the served MCP subject) keeps this refusal."""
+        A kind that is never written as a spec (the served MCP subject) keeps this refusal.
+        A kind whose :attr:`flags` hold ``"agent"`` also takes ``agent=`` (:class:`AgentOptions`)."""
         raise SubjectError(f"subject {spec!r}: {cls.__name__} is not made from a spec string")
 
     def spec(self) -> str:

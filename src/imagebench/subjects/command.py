@@ -33,6 +33,7 @@ from imagebench.sandbox.workspace import NotText, Refused, Workspace
 from imagebench.subjects.base import (
     SubjectError,
     SubjectHarnessError,
+    SubjectInfraError,
     SubjectKind,
     SubjectResourceLimit,
     SubjectTimeout,
@@ -184,8 +185,12 @@ class CommandSubject(SubjectKind):
         if self.mcp:
             from imagebench.subjects.mcp.tools import CaseView
 
-            return _BoundCommand(self, context, view=CaseView.of(case), skills=skills)
-        return _BoundCommand(self, context, skills=skills)
+            return self.bound(context, view=CaseView.of(case), skills=skills)
+        return self.bound(context, skills=skills)
+
+    def bound(self, context: UnitContext, **kw: Any) -> _BoundCommand:
+        """The callable that works one sample (a kind built on a command returns its own)."""
+        return _BoundCommand(self, context, **kw)
 
     def __call__(self, session: Session) -> None:
         # Without a runner: outputs beside a temporary folder, the session's own limit unknown.
@@ -245,6 +250,7 @@ class _BoundCommand:
         sandboxed = self.subject.sandbox.enabled
         binds: list[tuple[Path, str]] = []
         env: dict[str, str] = {}
+        mcp_shown: str | None = None
         with ExitStack() as stack:
             if self.skills is not None:
                 from imagebench.subjects.skilltool import SKILL_SHOWN, provided
@@ -262,9 +268,26 @@ class _BoundCommand:
                 folder = stack.enter_context(
                     served(self.view, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids)
                 )
+                mcp_shown = MCP_SHOWN if sandboxed else str(folder.path)
                 if sandboxed:
                     binds.append((folder.path, MCP_SHOWN))
-            self._run(session, ws, tw, ids, binds=tuple(binds), env=env)
+            more, home = self.prepare(session, ws, mcp_shown=mcp_shown, sandboxed=sandboxed)
+            self._run(session, ws, tw, ids, binds=tuple(binds), env={**env, **more}, home=home)
+
+    # What a kind built on a command adds (imagebench.subjects.agents); nothing here.
+    def prepare(
+        self, session: Session, ws: Workspace, *, mcp_shown: str | None, sandboxed: bool
+    ) -> tuple[dict[str, str], str | None]:
+        """Before the command starts: more environment for it, and the sandboxed command's HOME
+        (None: /tmp). ``mcp_shown`` is where it reaches the MCP folder (None: not served)."""
+        return {}, None
+
+    def ended(
+        self, session: Session, ws: Workspace, finished: _command.Finished
+    ) -> tuple[_command.Finished, str | None]:
+        """Once the command has ended (its workspace still there): the final message its answer is
+        read from, and an infrastructure failure its own output reported (None: none)."""
+        return finished, None
 
     def _run(
         self,
@@ -274,6 +297,7 @@ class _BoundCommand:
         ids: SubjectIds | None,
         binds: tuple[tuple[Path, str], ...] = (),
         env: Mapping[str, str] | None = None,
+        home: str | None = None,
     ) -> None:
         ctx = self.context
         policy = self.subject.sandbox
@@ -294,12 +318,16 @@ class _BoundCommand:
             ids=ids,
             sized=tw.sized,
             binds=binds,
+            home=home,
         )
         session.notes["exit_code"] = finished.returncode
+        finished, infra = self.ended(session, ws, finished)
         if finished.limit is not None:
             raise SubjectResourceLimit(f"resource-limit: {finished.limit} ({_LIMIT_WORDS[finished.limit](policy.limits)})")
         if finished.timed_out:
             raise SubjectTimeout(f"the command ran past its {ctx.timeout_s:g} s limit and was killed")
+        if infra is not None:
+            raise SubjectInfraError(infra)
         caps, budget = confine.leaving_caps(policy.limits, session.layers, session.collect)
         ws.budget, ws.read_total = budget, 0
         _read_outputs(session, ws, finished.returncode, finished, caps)

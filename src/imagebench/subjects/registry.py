@@ -13,16 +13,19 @@ import hashlib
 import importlib
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from imagebench.subjects.base import Confinement, SubjectError, SubjectKind, check_subject_name
+from imagebench.subjects.base import AgentOptions, Confinement, SubjectError, SubjectKind, check_subject_name
 
 if TYPE_CHECKING:
     from imagebench.sandbox.policy import SandboxPolicy
     from imagebench.subjects.base import Subject
 
 #: the modules of the built-in kinds, in the order a spec is tried against them
-BUILTIN_KINDS = ("reference", "nop", "baseline", "python", "command")
+BUILTIN_KINDS = (
+    "reference", "nop", "baseline", "python", "command",
+    "agents.claude", "agents.codex", "agents.gemini", "agents.generic",
+)  # fmt: skip
 # The command-line flag that sets each parse_subject option.
-_FLAG_NAMES = {"isolate": "--isolate", "mcp": "--subject-mcp"}
+_FLAG_NAMES = {"isolate": "--isolate", "mcp": "--subject-mcp", "agent": "--retries/--subject-home"}
 _KINDS: list[type[SubjectKind]] = []
 _loaded = False
 K = TypeVar("K", bound=type[SubjectKind])
@@ -69,6 +72,7 @@ def parse_subject(
     isolate: bool = False,
     mcp: bool = False,
     name: str | None = None,
+    agent: AgentOptions | None = None,
 ) -> Subject:
     """Turn a command-line spec into a subject; an invalid spec raises SubjectError listing the valid forms.
 
@@ -79,10 +83,11 @@ def parse_subject(
     ``mcp`` serves a ``command:`` subject the case's tools over MCP while it works (``--subject-mcp``).
     ``name`` is its display name (``--subject-name``: the run's subject folder and ``run.json``'s
     subject; :func:`~imagebench.subjects.base.check_subject_name`), instead of its kind's own.
+    ``agent`` is what an agent CLI subject gets beyond its sandbox (``--retries``, ``--subject-home``).
     """
     spec = spec.strip()
     kind = kind_of_spec(spec)
-    for option, given in (("isolate", isolate), ("mcp", mcp)):
+    for option, given in (("isolate", isolate), ("mcp", mcp), ("agent", bool(agent))):
         if given and (kind is None or option not in kind.flags):
             takers = " or ".join(k.prefix for k in kinds() if option in k.flags)
             raise SubjectError(f"subject {spec!r}: {_FLAG_NAMES[option]} applies to {takers} subjects only")
@@ -90,7 +95,10 @@ def parse_subject(
         raise SubjectError(f"unknown subject {spec!r}; valid subjects:\n{valid_forms()}")
     if name is not None:
         check_subject_name(name)  # before the kind parses: a bad name is refused without importing anything
-    subject = kind.parse(spec, sandbox=sandbox, isolate=isolate, mcp=mcp)
+    if "agent" in kind.flags:
+        subject = kind.parse(spec, sandbox=sandbox, isolate=isolate, mcp=mcp, agent=agent or AgentOptions())  # type: ignore[call-arg]
+    else:
+        subject = kind.parse(spec, sandbox=sandbox, isolate=isolate, mcp=mcp)
     return subject.named(name) if name is not None else subject
 
 
@@ -162,9 +170,13 @@ def execution_of(subject: object) -> dict[str, Any]:
         "limits": limits_of(subject),
         "env_pass": sorted(env_pass_of(subject)),
         "isolate": bool(options.get("isolate")),
-        "mcp": bool(options.get("mcp")) or getattr(subject, "prefix", "") == "mcp",
+        "mcp": bool(options.get("mcp")) or getattr(subject, "mcp", None) is True or _served(subject),
         "tool_env": _tool_env(policy.env_prefix if policy is not None else None),
     }
+
+
+def _served(subject: object) -> bool:
+    return getattr(subject, "prefix", "") == "mcp"
 
 
 def _tool_env(prefix: Any) -> str | None:
@@ -191,6 +203,8 @@ def options_record(subject: object) -> dict[str, Any]:
         out = {"sandbox": options["sandbox"].to_record(), "isolate": bool(options.get("isolate"))}
     if options.get("mcp"):
         out["mcp"] = True
+    if options.get("agent"):
+        out["agent"] = options["agent"].to_record()
     if options.get("name") is not None:
         out["name"] = options["name"]
     return out
@@ -223,6 +237,11 @@ def options_from_record(raw: object) -> dict[str, Any]:
     if not isinstance(mcp, bool):
         raise ValueError(f"field 'mcp' is {mcp!r}, expected true or false")
     out: dict[str, Any] = {"sandbox": policy}
+    if raw.get("agent") is not None:
+        try:
+            out["agent"] = AgentOptions.from_record(raw["agent"])
+        except ValueError as exc:
+            raise ValueError(f"field 'agent': {exc}") from None
     if isolate:
         out["isolate"] = True
     if mcp:

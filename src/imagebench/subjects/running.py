@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, Any
 from imagebench.sandbox.process import KILL_GRACE_S
 from imagebench.subjects.base import (
     Subject,
+    SubjectBudgetExceeded,
     SubjectHarnessError,
+    SubjectInfraError,
+    SubjectNotAttempted,
     SubjectResourceLimit,
     SubjectTimeout,
     UnitContext,
@@ -35,6 +38,9 @@ class SubjectRun:
     harness_error: str | None = None
     stopped: bool = False  # a person stopped the turn (``stop`` was set)
     resource_limit: str | None = None  # "resource-limit: memory (...)": it was ended for a limit
+    budget_exceeded: str | None = None  # "budget-exceeded: ...": it spent more than its budget and was ended
+    not_attempted: str | None = None  # why the subject never took up the case (SubjectNotAttempted)
+    infra_error: str | None = None  # its infrastructure failed, as an agent CLI reported it (infra-error)
 
 
 #: Set while a run is being interrupted: every subject's turn still under way ends now (its
@@ -96,8 +102,14 @@ def run_subject(
             outcome["timeout"] = str(exc)
         except SubjectResourceLimit as exc:
             outcome["limit"] = str(exc)
+        except SubjectBudgetExceeded as exc:
+            outcome["budget"] = str(exc)
         except SubjectHarnessError as exc:
             outcome["harness"] = str(exc)
+        except SubjectNotAttempted as exc:
+            outcome["not_attempted"] = str(exc)
+        except SubjectInfraError as exc:
+            outcome["infra"] = str(exc)
         except BaseException as exc:  # the subject's own failure: recorded, the run goes on
             outcome["error"] = _describe(exc)
 
@@ -140,4 +152,10 @@ def run_subject(
         return SubjectRun(seconds=seconds, timed_out=True, timeout_reason=outcome["timeout"])
     if "limit" in outcome:
         return SubjectRun(seconds=seconds, resource_limit=outcome["limit"])
+    if "budget" in outcome:
+        return SubjectRun(seconds=seconds, budget_exceeded=outcome["budget"])
+    if "not_attempted" in outcome:
+        return SubjectRun(seconds=seconds, not_attempted=outcome["not_attempted"])
+    if "infra" in outcome:
+        return SubjectRun(seconds=seconds, infra_error=outcome["infra"])
     return SubjectRun(seconds=seconds, error=outcome.get("error"), harness_error=outcome.get("harness"))

@@ -25,7 +25,7 @@ A pair counts when both samples were measured, with the denominators of
 :mod:`imagebench.scoring.aggregates`: ``ok`` passes; ``wrong-answer``, ``no-result``,
 ``unscorable-result``, ``timeout``, ``subject-error``, ``truth-tampered`` and
 ``fixture-overwritten`` fail (a timeout left out would favour the run that gave up on the hard
-cases); a pair with a ``skipped``, ``blocked`` or ``harness-error`` sample is left out and counted. A case with no pair is
+cases); a pair with a ``skipped``, ``blocked``, ``harness-error`` or ``infra-error`` sample is left out and counted. A case with no pair is
 listed as unmatched, never pooled. Differences are B minus A.
 
 **Replicates, not samples.** A sample's summary names the fixture it saw (``fixture_digest``).
@@ -47,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagebench.runs.conditions import EXECUTION_CONDITIONS, EXECUTION_KEY
 from imagebench.runs.fingerprint import scrub
@@ -69,6 +69,9 @@ from imagebench.suite.sampling import (
     verify_assignment,
 )
 from imagebench.suite.statistics import mcnemar_exact, paired_bootstrap
+
+if TYPE_CHECKING:
+    from imagebench.usage import PriceTable
 
 PASS = SUCCESS
 FAIL = FAILURE  # the same denominators as every aggregate
@@ -568,8 +571,12 @@ def compare_runs(
     resamples: int = 2000,
     allow_missing: bool = False,
     allow_conditions: Iterable[str] = (),
+    prices: PriceTable | None = None,
 ) -> Comparison:
     """Load two run folders, check C1..C4 and, only when all hold, compare them.
+
+    Each side's usage is given whenever both runs check out (comparable or not: it describes each
+    run, it pairs nothing), with its cost under ``prices`` (``--prices``; :mod:`imagebench.suite.spending`).
 
     A sample summary that is missing, changed after its run journaled it, or never journaled makes
     the two runs not comparable (each is named), unless ``allow_missing``: then those pairs are
@@ -608,4 +615,6 @@ def compare_runs(
             f"(expected one of {', '.join(EXECUTION_CONDITIONS)})"
         )
     conditions = check_conditions(a, b, suite=suite, suite_explicit=suite_explicit, allow=allow)
-    return compare_loaded(a, b, conditions, seed=seed, resamples=resamples)
+    from imagebench.suite.spending import with_usage
+
+    return with_usage(compare_loaded(a, b, conditions, seed=seed, resamples=resamples), a, b, prices)

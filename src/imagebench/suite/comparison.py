@@ -10,7 +10,8 @@ from pydantic import Field
 
 from imagebench.records import Record
 
-COMPARISON_SCHEMA_VERSION = 2  # 2: replicates (fixtures), per-case scoring closures, execution conditions
+# 2: replicates (fixtures), per-case scoring closures, execution conditions; 3: usage and cost per side and case
+COMPARISON_SCHEMA_VERSION = 3
 
 
 class Condition(Record):
@@ -44,6 +45,10 @@ class CaseComparison(Record):
     only_b: int
     metrics: list[MetricDiff] = Field(default_factory=list)
     excluded: list[str] = Field(default_factory=list)
+    # the mean cost of a sample of this case in each run (--prices, else what the agents reported);
+    # None: not known for every sample of it (imagebench.suite.spending)
+    cost_a: float | None = None
+    cost_b: float | None = None
 
 
 class Unmatched(Record):
@@ -67,12 +72,32 @@ class Overall(Record):
     metrics: list[MetricDiff] = Field(default_factory=list)
 
 
+class UsageSide(Record):
+    """What a run's subject spent over its usable samples (imagebench.suite.spending): each figure's
+    total over the samples that know it (``known``), its sources, and the cost-normalised figures
+    when every sample's cost is known (``--prices``, else the agents' own reports)."""
+
+    samples: int
+    totals: dict[str, float] = Field(default_factory=dict)
+    known: dict[str, int] = Field(default_factory=dict)
+    sources: dict[str, list[str]] = Field(default_factory=dict)
+    models: list[str] = Field(default_factory=list)
+    passed: int = 0
+    cost: float | None = None  # total, when every sample's cost is known
+    cost_source: list[str] = Field(default_factory=list)  # "prices" and/or "reported"
+    currency: str = "USD"
+    cost_per_sample: float | None = None
+    cost_per_pass: float | None = None  # None also when nothing passed
+    tokens_per_pass: float | None = None
+
+
 class RunSide(Record):
     run_id: str
     subject: str
     samples: int | None = None
     execution: dict[str, Any] | None = None  # the conditions its subject ran under (run.json extra.execution)
     identity: dict[str, Any] | None = None  # run.json's extra.subject_identity: its name and code digest
+    usage: UsageSide | None = None  # what its subject spent (None: the run could not be read)
 
 
 class Comparison(Record):
@@ -91,5 +116,5 @@ class Comparison(Record):
 
 __all__ = [
     "COMPARISON_SCHEMA_VERSION", "CaseComparison", "Comparison", "Condition", "MetricDiff", "Overall", "RunSide",
-    "Unmatched",
+    "Unmatched", "UsageSide",
 ]  # fmt: skip

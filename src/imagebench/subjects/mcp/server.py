@@ -16,20 +16,21 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+from collections.abc import Collection
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError as SdkToolError
-from mcp.server.fastmcp.utilities.types import Image
 
 from imagebench.sandbox.limits import SubjectIds
 from imagebench.subjects.mcp.folder import BRIDGE_NAME, MCP_SHOWN, SOCKET_NAME, McpFolder
 from imagebench.subjects.sockets import listen_unix
 
 __all__ = ["MCP_SHOWN", "SOCKET_NAME", "McpFolder", "SocketServer", "build_server", "client_config", "config_text"]
-from imagebench.subjects.mcp.tools import ToolError
+from imagebench.subjects.mcp.toolset import RESULT, register
 
 if TYPE_CHECKING:
     from imagebench.subjects.mcp.tools import AgentSession
@@ -46,101 +47,79 @@ MAX_CONNECTIONS = 4
 INSTRUCTIONS = (
     "One case of the imagebench benchmark. Call get_prompt first: it gives the task, the input layers and "
     "the names to leave. Read inputs with read_layer (a region, or encoding='base64'/'npy' for large "
-    "arrays), look with snapshot, leave array answers with add_layer/update_layer and structured answers "
-    "with set_answer, then call submit. What you left when you submit is what gets scored."
+    "arrays), look with snapshot (and snapshot_frames, set_dims, set_layer_display for a time-lapse or a "
+    "stack), leave array answers with add_layer/update_layer and structured answers with set_answer, then "
+    "call submit. What you left when you submit is what gets scored."
 )
 
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+def server_version() -> str:
+    """imagebench's version, as ``serverInfo`` names it (never the SDK's)."""
+    import imagebench
+
+    return str(imagebench.__version__)
 
 
-def build_server(agent: AgentSession) -> Any:
-    """A ``FastMCP`` server whose tools are ``agent``'s."""
-    server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+class ImagebenchMCP(FastMCP):
+    """The SDK's server with one dispatch point: every ``tools/call`` (served, refused before its
+    tool ran, or of a tool this session does not serve) goes through :meth:`call_tool`, which
+    records it in the session's transcript."""
 
-    def run(ctx: Context | None, tool: str, args: dict[str, Any], fn: Any) -> Any:
-        if ctx is not None:
-            with suppress(Exception):
-                params = ctx.session.client_params
-                agent.set_client(params.clientInfo.name if params is not None else None)
+    def __init__(self, agent: AgentSession, **kwargs: Any) -> None:
+        super().__init__(SERVER_NAME, **kwargs)
+        self._mcp_server.version = server_version()
+        self.agent = agent
+
+    def _client(self) -> None:
+        with suppress(Exception):
+            params = self.get_context().session.client_params
+            self.agent.set_client(params.clientInfo.name if params is not None else None)
+
+    async def list_tools(self) -> Any:
+        self._client()  # a client that only lists the tools is named in its not-attempted sample
+        return await super().list_tools()
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        agent = self.agent
+        self._client()
+        start = time.perf_counter()
+        token = RESULT.set(None)
         try:
-            return agent.call(tool, args, fn)
-        except ToolError as exc:
-            raise SdkToolError(str(exc)) from None
+            out = await super().call_tool(name, arguments)
+        except SdkToolError as exc:
+            error = _named(name, exc)
+            agent.record(name, arguments or {}, start, error=error)
+            raise SdkToolError(error) from None
+        except Exception as exc:
+            agent.record(name, arguments or {}, start, error=f"{type(exc).__name__}: {exc}")
+            raise
+        else:
+            agent.record(name, arguments or {}, start, error=None, result=RESULT.get())
+            return out
+        finally:
+            RESULT.reset(token)
 
-    @server.tool(structured_output=False)
-    def get_prompt(ctx: Context) -> str:
-        """The task, the persona, the input layers (name, kind, shape, dtype, scale, units) and the
-        names to leave, with their kinds and the tool that leaves each."""
-        return _json(run(ctx, "get_prompt", {}, agent.get_prompt))
 
-    @server.tool(structured_output=False)
-    def list_layers(ctx: Context) -> str:
-        """Every layer you can see: the case's inputs and the layers you added (name, kind, shape,
-        dtype, scale, units, presentation, data-plane tensor id)."""
-        return _json(run(ctx, "list_layers", {}, agent.list_layers))
+def _named(tool: str, exc: SdkToolError) -> str:
+    """A refused call's message: the tool's own, or each argument the schema refused, by name."""
+    from pydantic import ValidationError
 
-    @server.tool(structured_output=False)
-    def read_layer(ctx: Context, name: str, region: list[list[int]] | None = None, encoding: str = "list") -> str:
-        """A layer, or the region [[start, stop], ...] (one pair per leading axis) of it, as numbers.
-        encoding: 'list' (nested JSON lists, at most 262144 values), 'base64' (the raw little-endian
-        bytes in C order, with dtype and shape) or 'npy' (an .npy file written in your workspace;
-        its path is returned), both at most 4194304 values."""
-        args = {"name": name, "region": region, "encoding": encoding}
-        return _json(run(ctx, "read_layer", args, lambda: agent.read_layer(name, region, encoding)))
+    cause = exc.__cause__
+    if isinstance(cause, ValidationError) and cause.title.endswith("Arguments"):
+        parts = []
+        for err in cause.errors(include_url=False)[:5]:
+            where = ".".join(str(p) for p in err.get("loc", ()))
+            got = repr(err.get("input"))
+            parts.append(f"argument {where!r}: {err.get('msg')}, got {got if len(got) <= 60 else got[:57] + '...'}")
+        return f"{tool}: " + "; ".join(parts)
+    return str(exc).removeprefix(f"Error executing tool {tool}: ")
 
-    @server.tool(structured_output=False)
-    def snapshot(ctx: Context, layer: str | None = None, frame: int | None = None) -> Image:
-        """A PNG of one layer, or (no layer) of the view: the inputs with your layers drawn over them.
-        frame: one frame of a time-lapse (axis 0; default: the time-lapse max-projected); a tracks
-        layer is drawn as each track's centroid and its path over the 5 frames before."""
-        png = run(ctx, "snapshot", {"layer": layer, "frame": frame}, lambda: agent.snapshot(layer, frame))
-        return Image(data=png, format="png")
 
-    @server.tool(structured_output=False)
-    def add_layer(
-        ctx: Context,
-        name: str,
-        kind: str,
-        data: list[Any] | None = None,
-        npy: str | None = None,
-        like: str | None = None,
-    ) -> str:
-        """Add an answer layer: kind 'labels', 'image', 'points', 'shapes' or 'tracks', from numbers (data, a
-        nested list) or from an .npy file in your workspace (npy, e.g. 'outputs/labels.npy'). A
-        labels/image layer has the shape of its input (like, default: the one the case names), a
-        time-lapse's included (T×Y×X); a tracks layer is a lineage table, (n, 4) integer rows
-        label, first frame, last frame, parent (0: none), as the Cell Tracking Challenge's res_track.txt."""
-        args = {"name": name, "kind": kind, "data": data, "npy": npy, "like": like}
-        return _json(run(ctx, "add_layer", args, lambda: agent.add_layer(name, kind, data, npy, like)))
-
-    @server.tool(structured_output=False)
-    def update_layer(ctx: Context, name: str, data: list[Any] | None = None, npy: str | None = None) -> str:
-        """Replace the data of a layer you added, from numbers (data) or an .npy file (npy)."""
-        args = {"name": name, "data": data, "npy": npy}
-        return _json(run(ctx, "update_layer", args, lambda: agent.update_layer(name, data, npy)))
-
-    @server.tool(structured_output=False)
-    def set_answer(ctx: Context, value: Any, name: str = "answer") -> str:
-        """Set a structured answer (a JSON object with the fields get_prompt names) or a number;
-        checked against the case's answer schema (an error names the field)."""
-        return _json(run(ctx, "set_answer", {"name": name, "value": value}, lambda: agent.set_answer(value, name)))
-
-    @server.tool(structured_output=False)
-    def list_skills(ctx: Context) -> str:
-        """The skills you may activate for this task, each with what it is for."""
-        return _json(run(ctx, "list_skills", {}, agent.list_skills))
-
-    @server.tool(structured_output=False)
-    def use_skill(ctx: Context, name: str) -> str:
-        """Activate a skill (see list_skills): returns its instructions."""
-        return _json(run(ctx, "use_skill", {"name": name}, lambda: agent.use_skill(name)))
-
-    @server.tool(structured_output=False)
-    def submit(ctx: Context, note: str = "") -> str:
-        """End your turn. What you left (layers, answers) is what gets scored; nothing can change after."""
-        return _json(run(ctx, "submit", {"note": note}, lambda: agent.submit(note)))
-
+def build_server(agent: AgentSession, *, tools: Collection[str] | None = None) -> ImagebenchMCP:
+    """A ``FastMCP`` server whose tools are ``agent``'s: every tool of
+    :data:`imagebench.subjects.mcp.toolset.TOOLS`, or those named in ``tools``."""
+    server = ImagebenchMCP(agent, instructions=INSTRUCTIONS, log_level="WARNING")
+    register(server, agent, only=tools)
     return server
 
 
@@ -156,10 +135,15 @@ def serve_stdio(agent: AgentSession) -> None:
 
 
 def serve_http(
-    agent: AgentSession, *, host: str = "127.0.0.1", port: int = 8765, until_submitted: bool = False
+    agent: AgentSession,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    until_submitted: bool = False,
+    deadline_s: float | None = None,
 ) -> None:
     """Serve ``agent`` as streamable HTTP on ``http://host:port/mcp`` until interrupted (or, with
-    ``until_submitted``, until the agent calls ``submit``)."""
+    ``until_submitted``, until the agent calls ``submit``; or ``deadline_s`` seconds have passed)."""
     import anyio
     import uvicorn
 
@@ -176,7 +160,10 @@ def serve_http(
         async with anyio.create_task_group() as tg:
 
             async def watch() -> None:
+                end = None if deadline_s is None else time.monotonic() + deadline_s
                 while not (until_submitted and agent.submitted.is_set()):
+                    if end is not None and time.monotonic() >= end:
+                        break
                     await anyio.sleep(0.2)
                 await anyio.sleep(0.5)  # the submit call's answer goes out first
                 uv.should_exit = True

@@ -22,10 +22,8 @@ from __future__ import annotations
 import base64
 import math
 import os
-import struct
 import threading
 import time
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,13 +31,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from imagebench.subjects.mcp.errors import ToolError
+from imagebench.subjects.mcp.render import SNAPSHOT_MAX_SIDE
+from imagebench.subjects.mcp.results import ANSWER_KINDS, ENCODINGS
 from imagebench.subjects.mcp.transcript import ToolCall, Transcript, summarise
+from imagebench.subjects.mcp.view import SessionView
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case, Collect, Layer
     from imagebench.case.session import Session
     from imagebench.sandbox.workspace import Workspace
     from imagebench.subjects.mcp.folder import McpFolder
+    from imagebench.subjects.mcp.view import ViewBackend
+
+__all__ = ["MAX_LIST_VALUES", "SNAPSHOT_MAX_SIDE", "AgentLayer", "AgentSession", "CaseView", "ToolError"]
 
 #: values one read_layer returns at most as a JSON list, and as base64 or an .npy file
 MAX_LIST_VALUES = 512 * 512
@@ -52,11 +57,8 @@ MAX_LAYER_BYTES = 512 * 1024 * 1024
 MAX_AGENT_BYTES = 1024 * 1024 * 1024
 MAX_AGENT_LAYERS = 64
 MAX_NAME_CHARS = 128
-SNAPSHOT_MAX_SIDE = 1024
-ANSWER_KINDS = ("labels", "image", "points", "shapes", "tracks")
 #: rows a tracks layer (a lineage table) may hold
 MAX_TRACK_ROWS = 100_000
-ENCODINGS = ("list", "base64", "npy")
 TRACE_NAME = "trace"  # a trigger case's leaving (imagebench.bundle.grading.TRACE_NAME)
 SKILL_EVENT = "skill"  # imagebench.case.skills.SKILL_EVENT
 
@@ -76,10 +78,6 @@ _FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "a list of integer voxel coordinates",
     ),
 }
-
-
-class ToolError(Exception):
-    """A tool call the session refuses: the message says what was wrong and what is expected."""
 
 
 # --------------------------------------------------------------------------- what the agent may know of a case
@@ -170,8 +168,11 @@ class AgentSession:
         route: str = "",
         on_layer: Callable[[AgentLayer], None] | None = None,
         on_call: Callable[[ToolCall], None] | None = None,
+        display: ViewBackend | None = None,
     ) -> None:
         self.view = view
+        #: the viewer tools' view: the session's own, or (served from the panel) the live viewer's
+        self.display: ViewBackend = display if display is not None else SessionView()
         self._client = session.client
         from imagebench.sandbox.workspace import Workspace
 
@@ -221,24 +222,45 @@ class AgentSession:
             error = f"{tool} failed: {type(exc).__name__}: {exc}"
             raise ToolError(error) from None
         finally:
-            end = time.perf_counter()
-            args = {k: summarise(v) for k, v in arguments.items() if v is not None}
-            record = ToolCall(
-                seq=len(self.transcript.calls) + 1,
-                tool=tool,
-                arguments=args,
-                ok=error is None,
-                error=error,
-                result=_result_summary(result) if error is None else "",
-                started_s=round(start - self._t0, 6),
-                seconds=round(end - start, 6),
-            )
-            self.transcript.calls.append(record)
-            if self.on_call is not None:
-                try:
-                    self.on_call(record)
-                except Exception:  # a viewer's log must never break the session
-                    pass
+            self.record(tool, arguments, start, error=error, result=result)
+
+    def record(
+        self, tool: str, arguments: Mapping[str, Any], start: float, *, error: str | None, result: Any = None
+    ) -> ToolCall:
+        """Record one call that started at ``start`` (``time.perf_counter()``) and ended now: the
+        server records here a call refused before its tool ran (an argument of the wrong type, a
+        tool this session does not serve)."""
+        end = time.perf_counter()
+        args = {str(k): summarise(v) for k, v in arguments.items() if v is not None}
+        record = ToolCall(
+            seq=len(self.transcript.calls) + 1,
+            tool=str(tool)[:MAX_NAME_CHARS],
+            arguments=args,
+            ok=error is None,
+            error=error,
+            result=_result_summary(result) if error is None else "",
+            started_s=round(start - self._t0, 6),
+            seconds=round(end - start, 6),
+        )
+        self.transcript.calls.append(record)
+        if self.on_call is not None:
+            try:
+                self.on_call(record)
+            except Exception:  # a viewer's log must never break the session
+                pass
+        return record
+
+    @property
+    def lock(self) -> Any:
+        """Held while a tool runs: one call at a time changes the session."""
+        return self._lock
+
+    @property
+    def attempted(self) -> bool:
+        """The client called a tool of this session, or left something through one (a bare
+        ``tools/list`` probe does neither): a session never attempted is ``not-attempted``, never
+        a scored ``no-result``."""
+        return bool(self.transcript.calls or self.answers) or any(x.role == "answer" for x in self.layers.values())
 
     # ---------------------------------------------------------------- the tools
 
@@ -301,35 +323,45 @@ class AgentSession:
         return out
 
     def snapshot(self, layer: str | None = None, frame: int | None = None) -> bytes:
-        """A PNG of one layer, or of the view (the inputs with the agent's layers over them); of
-        one ``frame`` (axis 0) of a time-lapse, where a tracks layer is drawn over its labels."""
-        if layer is not None:
-            shown = [self._layer(layer)]
-        else:
-            shown = [x for x in self.layers.values() if not isinstance(x.data, str)]
-        arrays = {x.name: self._array(x) for x in shown}
-        if frame is not None:
-            arrays = self._frame_of(shown, arrays, frame)
-        rgb = _render(shown, arrays)
-        return _png(rgb)
+        """A PNG of one layer, or of the view (the inputs with the agent's layers over them), at the
+        view's position; ``frame``: that step of axis 0 of a time-lapse, where a tracks layer is
+        drawn over the agent's labels (:func:`imagebench.subjects.mcp.view.picture`)."""
+        return self.snapshot_view(layer, frame)[0]
 
-    def _frame_of(self, shown: list[AgentLayer], arrays: dict[str, np.ndarray], frame: Any) -> dict[str, np.ndarray]:
-        """Each time-lapse of ``arrays`` at ``frame``; each tracks layer as the centroids of its
-        tracks in that frame (with their last 5 frames), found in the agent's labels over time."""
-        movies = [x for x in shown if x.kind in ("image", "labels") and arrays[x.name].ndim >= 3]
-        if not movies:
-            raise ToolError("frame= picks a frame of a time-lapse, and no layer shown is one")
-        frames = int(arrays[movies[0].name].shape[0])
-        if isinstance(frame, bool) or not isinstance(frame, int) or not 0 <= frame < frames:
-            raise ToolError(f"frame must be a whole number from 0 to {frames - 1}, got {_short(frame)}")
-        out = dict(arrays)
-        for x in movies:
-            out[x.name] = arrays[x.name][frame]
-        labels = next((self._array(x) for x in self.layers.values() if x.kind == "labels" and x.role == "answer"), None)
-        for x in shown:
-            if x.kind == "tracks":
-                out[x.name] = _track_marks(arrays[x.name], labels, frame)
-        return out
+    def snapshot_view(self, layer: str | None = None, frame: int | None = None) -> tuple[bytes, dict[str, Any]]:
+        """:meth:`snapshot` and what it shows (size, layers drawn, position)."""
+        from imagebench.subjects.mcp.view import picture
+
+        return picture(self, layer, frame)
+
+    # ---------------------------------------------------------------- the viewer tools (imagebench.subjects.mcp.view)
+
+    def view_state(self) -> dict[str, Any]:
+        from imagebench.subjects.mcp.view import view_result
+
+        return view_result(self)
+
+    def set_dims(self, axis: int | str, step: int | None) -> dict[str, Any]:
+        from imagebench.subjects.mcp.view import set_step
+
+        return set_step(self, axis, step)
+
+    def step_dims(self, axis: int | str, by: int = 1) -> dict[str, Any]:
+        from imagebench.subjects.mcp.view import step_by
+
+        return step_by(self, axis, by)
+
+    def set_layer_display(self, name: str, **display: Any) -> dict[str, Any]:
+        from imagebench.subjects.mcp.view import set_display
+
+        return set_display(self, name, **display)
+
+    def snapshot_frames(
+        self, axis: int | str = 0, start: int = 0, stop: int | None = None, every: int = 1, layer: str | None = None
+    ) -> tuple[list[bytes], dict[str, Any]]:
+        from imagebench.subjects.mcp.view import frames
+
+        return frames(self, axis, start, stop, every, layer)
 
     def add_layer(
         self, name: str, kind: str, data: Any = None, npy: str | None = None, like: str | None = None
@@ -350,6 +382,8 @@ class AgentSession:
         like = like or (leaving.like if leaving is not None else None)
         if like is not None and (like not in self.layers or self.layers[like].role != "input"):
             raise ToolError(f"like={like!r} names no input layer (inputs: {self._inputs()})")
+        if like is None and kind in ("labels", "image"):
+            like = self._default_grid(name, kind)
         if sum(1 for x in self.layers.values() if x.role == "answer") >= MAX_AGENT_LAYERS:
             raise ToolError(f"you have {MAX_AGENT_LAYERS} layers, the most a session keeps; update one instead")
         arr = self._checked(name, kind, self._data(name, data, npy), like)
@@ -454,10 +488,10 @@ class AgentSession:
     def _check_held(self, name: str, arr: np.ndarray, *, replacing: AgentLayer | None) -> None:
         """The harness holds an agent's layers in its own memory: one layer and all of them are capped."""
         if arr.nbytes > MAX_LAYER_BYTES:
-            raise ToolError(f"layer {name!r} is {arr.nbytes} bytes, more than the limit of {MAX_LAYER_BYTES} for one layer")
-        held = sum(
-            np.asarray(x.data).nbytes for x in self.layers.values() if x.role == "answer" and x is not replacing
-        )
+            raise ToolError(
+                f"layer {name!r} is {arr.nbytes} bytes, more than the limit of {MAX_LAYER_BYTES} for one layer"
+            )
+        held = sum(np.asarray(x.data).nbytes for x in self.layers.values() if x.role == "answer" and x is not replacing)
         if held + arr.nbytes > MAX_AGENT_BYTES:
             raise ToolError(
                 f"layer {name!r} would bring your layers to {held + arr.nbytes} bytes, more than the {MAX_AGENT_BYTES} a "
@@ -468,8 +502,28 @@ class AgentSession:
         if self.submitted.is_set():
             raise ToolError("the turn was submitted; nothing can be changed after submit")
 
+    def _default_grid(self, name: str, kind: str) -> str | None:
+        """The input a labels or image layer is drawn on when neither ``like`` nor the case names
+        one, whatever its name: the first array leaving's grid, else the first image or labels
+        input (a scratch layer has the shape of the case's data, as every layer the case asks for)."""
+        named = next((c.like for c in self.view.collect if c.what == "array" and c.like in self.layers), None)
+        if named is not None:
+            return named
+        return next((n for n, x in self.layers.items() if x.role == "input" and x.kind in ("image", "labels")), None)
+
     def _inputs(self) -> list[str]:
         return [n for n, x in self.layers.items() if x.role == "input"]
+
+    def layer_named(self, name: Any) -> AgentLayer:
+        """The session's layer named ``name`` (an input or the agent's), else a ToolError listing them."""
+        return self._layer(name)
+
+    def array(self, layer: AgentLayer) -> np.ndarray:
+        """``layer``'s array (a tensor input read from the data plane)."""
+        return self._array(layer)
+
+    def layer_info(self, layer: AgentLayer) -> dict[str, Any]:
+        return self._info(layer)
 
     def _layer(self, name: Any) -> AgentLayer:
         if not isinstance(name, str) or name not in self.layers:
@@ -564,7 +618,8 @@ class AgentSession:
         return arr
 
     def _checked(self, name: str, kind: str, arr: np.ndarray, like: str | None) -> np.ndarray:
-        ref = np.asarray(self._array(self.layers[like])) if like is not None else None
+        # the input's shape only (a tensor input's from the data plane's description, never its pixels)
+        ref = _Grid(tuple(int(n) for n in self._info(self.layers[like]).get("shape", []))) if like is not None else None
         if kind in ("labels", "image"):
             if ref is not None and arr.shape != ref.shape:
                 raise ToolError(
@@ -694,10 +749,21 @@ def _result_summary(result: Any) -> str:
     return type(result).__name__
 
 
-# --------------------------------------------------------------------------- rendering a snapshot
+# --------------------------------------------------------------------------- a tracks layer
 
 
-def _lineage_table(name: str, arr: np.ndarray, ref: np.ndarray | None) -> np.ndarray:
+@dataclass(frozen=True)
+class _Grid:
+    """An input's shape, as the checks of an answer layer read it."""
+
+    shape: tuple[int, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+def _lineage_table(name: str, arr: np.ndarray, ref: _Grid | None) -> np.ndarray:
     """A tracks layer checked as a lineage table: (n, 4) whole numbers label >= 1, begin >= 0,
     end >= begin, parent >= 0, at most :data:`MAX_TRACK_ROWS` rows, ending inside the time-lapse."""
     if arr.ndim != 2 or arr.shape[1] != 4:
@@ -722,101 +788,3 @@ def _lineage_table(name: str, arr: np.ndarray, ref: np.ndarray | None) -> np.nda
                 f"layer {name!r}: row {i}: track {label} ends at frame {end}, the time-lapse has {ref.shape[0]}"
             )
     return table
-
-
-def _track_marks(table: np.ndarray, labels: np.ndarray | None, frame: int) -> np.ndarray:
-    """(n, 2) points: the centroid, in the agent's label movie, of each track alive in ``frame``
-    and in the 5 frames before it (its path); none without a label movie of matching frames."""
-    if labels is None or labels.ndim < 3 or frame >= labels.shape[0]:
-        return np.zeros((0, 2))
-    points: list[tuple[float, float]] = []
-    for t in range(max(0, frame - 5), frame + 1):
-        alive = [int(r[0]) for r in np.asarray(table).tolist() if r[1] <= t <= r[2]]
-        plane = labels[t]
-        for label in alive[:4096]:
-            yy, xx = np.nonzero(plane == label)
-            if yy.size:
-                points.append((float(yy.mean()), float(xx.mean())))
-    return np.asarray(points, dtype=np.float64).reshape(-1, 2)
-
-
-def _plane(arr: np.ndarray) -> np.ndarray:
-    """A 2D view of an image: a trailing colour axis kept, leading axes max-projected."""
-    a = np.asarray(arr)
-    if a.ndim >= 3 and a.shape[-1] in (3, 4) and a.ndim == 3:
-        return a[..., :3]
-    while a.ndim > 2:
-        a = a.max(axis=0)
-    return a
-
-
-def _grey(arr: np.ndarray) -> np.ndarray:
-    a = np.asarray(arr, dtype=np.float64)
-    finite = a[np.isfinite(a)]
-    if finite.size == 0:
-        return np.zeros(a.shape[:2] + (3,), np.uint8)
-    lo, hi = np.percentile(finite, [1, 99.5])
-    if hi <= lo:
-        lo, hi = float(finite.min()), float(finite.max()) or 1.0
-    scaled = np.clip((np.nan_to_num(a, nan=lo) - lo) / ((hi - lo) or 1.0), 0, 1)
-    g = (scaled * 255).astype(np.uint8)
-    return g[..., None].repeat(3, axis=-1) if g.ndim == 2 else g
-
-
-def _render(layers: list[AgentLayer], arrays: Mapping[str, np.ndarray]) -> np.ndarray:
-    # Every plane is first taken every ``step`` pixels, so a large layer costs what its picture
-    # does (SNAPSHOT_MAX_SIDE per side), never its full size in float64.
-    shape2 = None
-    for layer in layers:
-        if layer.kind in ("image", "labels"):
-            shape2 = _plane(arrays[layer.name]).shape[:2]
-            break
-    step = max(1, math.ceil(max(shape2) / SNAPSHOT_MAX_SIDE)) if shape2 else 1
-
-    def plane(a: np.ndarray) -> np.ndarray:
-        return _plane(a)[::step, ::step]
-
-    base: np.ndarray | None = None
-    for layer in layers:
-        if layer.kind == "image":
-            base = _grey(plane(arrays[layer.name]))
-            break
-    if base is None:
-        small = tuple(-(-n // step) for n in shape2) if shape2 else (256, 256)
-        base = np.zeros((*small, 3), np.uint8)
-    out = base.astype(np.float64)
-    for layer in layers:
-        a = arrays[layer.name]
-        if layer.kind == "labels":
-            lab = plane(a).astype(np.int64)
-            if lab.shape != out.shape[:2]:
-                continue
-            hue = (lab * 2654435761) % 2**32
-            colour = np.stack([(hue >> s) & 255 for s in (0, 8, 16)], axis=-1).astype(np.float64)
-            colour = 64 + colour * 0.75
-            m = lab > 0
-            out[m] = 0.5 * out[m] + 0.5 * colour[m]
-        elif _drawn_as_points(layer.kind, np.asarray(a)):
-            for p in np.asarray(a, dtype=np.float64)[: 1 << 16]:
-                y, x = int(round(p[-2] / step)), int(round(p[-1] / step))
-                out[max(0, y - 1) : y + 2, max(0, x - 1) : x + 2] = (255, 0, 255)
-    return out.clip(0, 255).astype(np.uint8)
-
-
-def _drawn_as_points(kind: str, a: np.ndarray) -> bool:
-    """Points and shapes are (n, >= 2) coordinates; a tracks layer only once it is marks (n, 2) of one frame."""
-    if a.ndim != 2:
-        return False
-    return (kind in ("points", "shapes") and a.shape[1] >= 2) or (kind == "tracks" and a.shape[1] == 2)
-
-
-def _png(rgb: np.ndarray) -> bytes:
-    """A minimal PNG encoder (8-bit RGB), so a snapshot needs no imaging library."""
-    h, w = rgb.shape[:2]
-    raw = b"".join(b"\x00" + np.ascontiguousarray(rgb[y]).tobytes() for y in range(h))
-
-    def chunk(tag: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + tag + body + struct.pack(">I", zlib.crc32(tag + body) & 0xFFFFFFFF)
-
-    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
