@@ -262,3 +262,66 @@ def test_result_as_dict_is_plain_json() -> None:
     d = match_labels(t, t).as_dict()
     assert json.loads(json.dumps(d)) == d
     assert "accuracy" in d and "ap" not in {k.lower() for k in d}
+
+
+# --------------------------------------------------------------------------- every counting path
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.uint32, np.int64, np.uint64])
+@pytest.mark.parametrize("offset", [0, 3_000_000, 2**40, 2**62])
+@pytest.mark.parametrize("tables", [True, False])
+def test_every_label_range_and_dtype_agrees_with_dense(
+    dtype: type, offset: int, tables: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small labels (tables by value), large ones (the packed sort, or np.unique where packing
+    would overflow), every integer dtype; ``tables=False`` forces the sorting paths everywhere."""
+    import imagebench.matching as matching
+
+    if not tables:
+        monkeypatch.setattr(matching, "_dense_enough", lambda top, count: False)
+    info = np.iinfo(dtype)
+    if offset + 200 > info.max:
+        pytest.skip("labels do not fit the dtype")
+    rng = np.random.default_rng(offset % 97)
+    t = random_labels(rng, (30, 41), 0.5, scramble=True)
+    p = np.where((t > 0) & (rng.random(t.shape) < 0.8), t * 3 + 1, random_labels(rng, t.shape, 0.4, True))
+    t = np.where(t > 0, t + offset, 0).astype(dtype)
+    p = np.where(p > 0, p + offset, 0).astype(dtype)
+    for thr in (0.3, 0.5):
+        tp, n_true, n_pred, pairs = dense_match(t, p, thr)
+        r = match_labels(t, p, iou=thr)
+        assert (r.tp, r.n_true, r.n_pred) == (tp, n_true, n_pred)
+        if thr >= 0.5:
+            assert sorted(map(tuple, r.pairs.tolist())) == pairs
+    ov = label_overlaps(t, p)
+    for a, b, inter in zip(ov.pair_true, ov.pair_pred, ov.intersection, strict=True):
+        assert inter == np.count_nonzero((t == a) & (p == b))
+    for label, area in zip(ov.true_labels, ov.true_areas, strict=True):
+        assert area == np.count_nonzero(t == label)
+
+
+@pytest.mark.parametrize("shape", [(1,), (63,), (64,), (65,), (3, 64), (7, 9, 11)])
+def test_run_starts_at_word_edges_and_dense_changes(shape: tuple[int, ...]) -> None:
+    """Sizes around the 64-pixel words, and noise dense enough to take np.flatnonzero's way."""
+    from imagebench.matching import _run_starts
+
+    rng = np.random.default_rng(sum(shape))
+    for density in (0.02, 0.2, 0.9):
+        change = rng.random(int(np.prod(shape))) < density
+        assert np.array_equal(_run_starts(change), np.flatnonzero(change))
+    t = rng.integers(0, 50, size=shape)
+    p = rng.integers(0, 50, size=shape)
+    tp, n_true, n_pred, _ = dense_match(t, p, 0.2)
+    r = match_labels(t, p, iou=0.2)
+    assert (r.tp, r.n_true, r.n_pred) == (tp, n_true, n_pred)
+
+
+def test_negative_label_is_named_even_when_it_lies_inside_a_run() -> None:
+    t = np.zeros((5, 5), np.int32)
+    t[2, 1:4] = -7
+    with pytest.raises(ValueError, match="truth: labels must be >= 0.*found -7"):
+        match_labels(t, np.zeros_like(t))
+    p = np.zeros((5, 5), np.uint64)
+    p[4, 4] = 2**63
+    with pytest.raises(ValueError, match="pred: labels must be below 2\\*\\*63"):
+        match_labels(np.zeros((5, 5), np.uint8), p)

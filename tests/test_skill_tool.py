@@ -64,7 +64,12 @@ def _command(command: str, **policy: Any) -> CommandSubject:
 @pytest.fixture
 def served() -> Any:
     folder = SkillFolder()  # under the temp folder: a short socket path
-    server = SkillServer({"nuclei": "counts nuclei.", "drift": "registers frames"}, folder.socket_path, label="s/c")
+    server = SkillServer(
+        {"nuclei": "counts nuclei.", "drift": "registers frames"},
+        folder.socket_path,
+        label="s/c",
+        instructions={"nuclei": "# Count nuclei\n\n1. Smooth, threshold, split touching nuclei; count the labels."},
+    )
     yield folder, server
     server.close()
     folder.remove()
@@ -86,6 +91,16 @@ def _raw(folder: SkillFolder, data: bytes) -> dict[str, Any]:
     return json.loads(got)
 
 
+def test_a_skill_without_instructions_is_given_its_description() -> None:
+    folder = SkillFolder()
+    server = SkillServer({"drift": "registers frames"}, folder.socket_path, label="s/c")
+    try:
+        assert json.loads(_tool(folder, "drift").stdout)["instructions"] == "registers frames"
+    finally:
+        server.close()
+        folder.remove()
+
+
 def test_the_tool_lists_activates_and_refuses(served: Any) -> None:
     folder, server = served
     listed = _tool(folder, "--list")
@@ -95,8 +110,8 @@ def test_the_tool_lists_activates_and_refuses(served: Any) -> None:
     assert used.returncode == 0 and json.loads(used.stdout) == {
         "skill": "nuclei",
         "activated": True,
-        "instructions": "counts nuclei. Work the task; leave what it asks for.",
-    }
+        "instructions": "# Count nuclei\n\n1. Smooth, threshold, split touching nuclei; count the labels.",
+    }  # the skill's SKILL.md instructions
     unknown = _tool(folder, "segment-everything")
     assert unknown.returncode == 1 and "no skill named 'segment-everything'" in unknown.stderr
     assert _tool(folder).returncode == 2 and _tool(folder, "a", "b").returncode == 2

@@ -45,6 +45,7 @@ from imagebench.usage.show import totals, usage_text
 
 if TYPE_CHECKING:
     from imagebench.records import CaseSummary, RunRecord, SampleSummary
+    from imagebench.runs.brief import Briefs, CaseBriefs
     from imagebench.scoring.aggregates import Aggregate
 
 REPORT_NAME = "report.html"
@@ -62,27 +63,39 @@ class ReportError(ValueError):
 
 @dataclass
 class CaseView:
-    """One case of the run as the page shows it."""
+    """One case of the run as the page shows it: every usable sample counted (``gathered``, a
+    :class:`imagebench.runs.brief.CaseBriefs`), the few the page shows whole in ``samples``."""
 
     label: str
     folder: Path
     summary: CaseSummary | None = None
-    samples: list[SampleSummary] = field(default_factory=list)
+    samples: list[SampleSummary] = field(default_factory=list)  # shown whole, in sample order
     problems: list[str] = field(default_factory=list)  # unreadable records, shown on the page
     expected: int = 0
+    gathered: CaseBriefs | None = None  # every usable sample, briefly
+
+    @property
+    def briefs(self) -> list[Any]:
+        return list(self.gathered.briefs) if self.gathered is not None else list(self.samples)
+
+    @property
+    def total(self) -> int:
+        return self.gathered.total if self.gathered is not None else len(self.samples)
 
     @property
     def verdict(self) -> str:
         from imagebench.runs.verdict import checked_verdict
 
-        if not self.samples and self.summary is None:
+        if not self.total and self.summary is None:
             return "missing"
-        if self.expected and len(self.samples) < self.expected:
+        if self.expected and self.total < self.expected:
             return "incomplete"
-        return checked_verdict(self.samples, self.summary)
+        return checked_verdict(self.briefs, self.summary)
 
     @property
     def counts(self) -> dict[str, int]:
+        if self.gathered is not None:
+            return self.gathered.counts()
         counts: dict[str, int] = {}
         for s in self.samples:
             counts[s.status] = counts.get(s.status, 0) + 1
@@ -131,19 +144,26 @@ def read_page(run_dir: str | Path, *, progress: bool = False) -> RunPage:
     (:func:`imagebench.runs.reader.read_run`): a sample summary that is unreadable, misplaced, changed
     after it was journaled or never journaled is left out and named on the page as a problem (only
     a missing or unreadable ``run.json`` or journal is an error)."""
+    from imagebench.runs.brief import Briefs
     from imagebench.runs.layout import RunFolderError
     from imagebench.runs.reader import read_run
 
     known = _known_cases()
-    try:
-        contents = read_run(run_dir, expected=_expected_of(known))
+    briefs = Briefs()
+    try:  # each sample streamed past and let go: the page is read in bounded memory (runs.brief)
+        contents = read_run(run_dir, expected=_expected_of(known), on_sample=briefs.take)
     except RunFolderError as exc:
         raise ReportError(str(exc)) from None
-    return page_of(contents, known, progress=progress)
+    return page_of(contents, known, progress=progress, briefs=briefs)
 
 
-def page_of(contents: Any, known: Mapping[str, Any], *, progress: bool = False) -> RunPage:
-    """The page of a run its one reader has read (``contents``, a RunContents); ``known`` are the built-in cases."""
+def page_of(
+    contents: Any, known: Mapping[str, Any], *, progress: bool = False, briefs: Briefs | None = None
+) -> RunPage:
+    """The page of a run its one reader has read (``contents``, a RunContents); ``known`` are the
+    built-in cases. ``briefs``: what the reader streamed into a :class:`~imagebench.runs.brief.Briefs`
+    (else the samples ``contents`` kept are gathered here)."""
+    from imagebench.runs.brief import Briefs
     from imagebench.runs.layout import label_dir
     from imagebench.runs.progress import Bar
 
@@ -156,11 +176,15 @@ def page_of(contents: Any, known: Mapping[str, Any], *, progress: bool = False) 
             view = CaseView(label=label, folder=label_dir(run_dir, record.subject, label), expected=expected[label])
             view.summary = contents.case_summaries.get(label)
             view.problems.extend(contents.case_problems.get(label, []))
+            gathered = briefs if briefs is not None else Briefs()
             for entry in contents.entries(label):
                 if entry.usable and entry.summary is not None:
-                    view.samples.append(entry.summary)
+                    if briefs is None:
+                        gathered.take(entry)
                 elif entry.problem != "missing":
                     view.problems.append(f"sample {entry.sample}: {entry.problem}")
+            view.gathered = gathered.case(label)
+            view.samples = sorted(view.gathered.shown, key=lambda s: s.sample if s.sample is not None else -1)
             views.append(view)
             bar.advance()
     run = RunPage(run_dir=run_dir, record=record, cases=views, contents=contents)
@@ -213,7 +237,7 @@ def _coverage_warnings(run: RunPage, known: Mapping[str, Any]) -> None:
 
 
 def _aggregate(run: RunPage) -> None:
-    samples = [s for v in run.cases for s in v.samples]
+    samples = [s for v in run.cases for s in v.briefs]  # every usable sample, briefly (runs.brief)
     try:
         from imagebench.scoring import aggregate
 
@@ -341,6 +365,8 @@ class CaseSection:
     problems: list[str]
     samples: list[SampleBlock]
     checks: list[str] = field(default_factory=list)
+    hidden: int = 0  # usable samples counted above but not shown whole
+    more: str = ""  # how to see them: the case's own pages, written on demand
 
 
 def _pass_cell(figs: Mapping[int, Mapping[str, Any]], label: str, k: int) -> PassCell:
@@ -357,10 +383,7 @@ def _metric_means(view: CaseView) -> list[MetricMean]:
     if view.summary is None:
         return []
     limits = view.summary.extra.get("limits", {}) or {}
-    verdicts: dict[str, set[str]] = {}
-    for s in view.samples:
-        for m in s.metrics:
-            verdicts.setdefault(m.name, set()).add(m.verdict)
+    verdicts: dict[str, set[str]] = view.gathered.metric_verdicts if view.gathered is not None else {}
     means = []
     for name, mean in view.summary.metric_means.items():
         seen = verdicts.get(name, set())
@@ -374,7 +397,9 @@ def _reasons(view: CaseView) -> list[str]:
     if view.summary is not None:
         reasons = [r for r in view.summary.extra.get("reasons", []) if isinstance(r, str)]
     if not reasons:
-        reasons = [s.reason for s in view.samples if s.reason]
+        reasons = (
+            list(view.gathered.reasons) if view.gathered is not None else [s.reason for s in view.samples if s.reason]
+        )
     return [*view.problems, *reasons]
 
 
@@ -443,7 +468,7 @@ def _coverage(run: RunPage) -> dict[str, Any]:
         "cases_k": last.k if last is not None else None,
         "cases_line": _pairs(last.coverage) if last is not None else None,
         "verdicts": _pairs(dict(sorted(verdicts.items()))),
-        "problems": [p for v in run.cases for p in v.problems],
+        "problems": _capped([p for v in run.cases for p in v.problems]),
         "warnings": run.warnings,
         "warnings_note": run.warnings_note,
     }
@@ -581,9 +606,38 @@ def _case_section(run: RunPage, view: CaseView, image_prefix: str) -> CaseSectio
         verdict=view.verdict,
         is_pass=view.verdict == "pass",
         info=info,
-        problems=list(view.problems),
+        problems=_capped(list(view.problems)),
         samples=[_sample_block(run, view, s, image_prefix) for s in view.samples],
+        hidden=max(0, view.total - len(view.samples)),
+        more=_more(run, view),
         checks=[str(c) for c in (view.summary.extra.get("checks") or [])] if view.summary is not None else [],
+    )
+
+
+#: Problems listed per list on a page; the rest are counted (a page stays bounded when every sample has one).
+PROBLEMS_SHOWN = 50
+#: Samples on each of a case's own pages (:func:`write_case_report`).
+CASE_PAGE = 200
+
+
+def _capped(problems: list[str]) -> list[str]:
+    if len(problems) <= PROBLEMS_SHOWN:
+        return problems
+    return [
+        *problems[:PROBLEMS_SHOWN],
+        f"... and {len(problems) - PROBLEMS_SHOWN} more (imagebench check, or the case's own page)",
+    ]
+
+
+def _more(run: RunPage, view: CaseView) -> str:
+    hidden = view.total - len(view.samples)
+    if hidden <= 0:
+        return ""
+    pages = -(-view.total // CASE_PAGE)
+    return (
+        f"{hidden} more sample(s) of this case are counted above and not shown here; "
+        f"`imagebench report {run.run_dir} --case {view.label} --page N` writes them, {CASE_PAGE} a page "
+        f"(pages 1 to {pages})"
     )
 
 
@@ -627,6 +681,20 @@ def _sandbox_text(rec: Any) -> str:
     return SANDBOX_MEANINGS.get(rec.sandbox or "", "not recorded (a run before sandboxes were recorded)")
 
 
+def _access_text(rec: Any) -> str:
+    """The run's access setting (docs/agents.md, Access settings) and how it was enforced."""
+    execution = rec.extra.get("execution")
+    access = execution.get("access") if isinstance(execution, Mapping) else None
+    if not isinstance(access, Mapping):
+        return "not recorded (a subject without a sandbox policy, or a run before access settings)"
+    how = f"{access.get('setting')}: {access.get('gives')}"
+    if not access.get("declared", True):
+        how += " (no --access declared: what a command always had)"
+    if access.get("exec"):
+        how += f"; execution confined by {access['exec']}"
+    return how
+
+
 def _head(run: RunPage) -> dict[str, Any]:
     rec = run.record
     verdicts = [v.verdict for v in run.cases]
@@ -635,6 +703,7 @@ def _head(run: RunPage) -> dict[str, Any]:
         ("run", rec.run_id),
         ("subject", rec.subject),
         ("sandbox", _sandbox_text(rec)),
+        ("access", _access_text(rec)),
         ("samples per case", str(rec.samples)),
         ("cases", f"{len(rec.cases)} ({failed} failed, {passed} passed, {skipped} skipped)"),
         ("started", rec.started),
@@ -643,6 +712,9 @@ def _head(run: RunPage) -> dict[str, Any]:
     more: list[tuple[str, str]] = []
     if rec.selection:
         more.append(("selection", json.dumps(rec.selection, sort_keys=True)))
+    kept = rec.extra.get("artifacts")
+    if isinstance(kept, Mapping):
+        rows.append(("images kept", f"{kept.get('mode')}: {kept.get('why')}"))
     resumes = rec.extra.get("resumes") or []
     if resumes:
         more.append(("resumed", ", ".join(str(r.get("time", "?")) for r in resumes if isinstance(r, Mapping))))
@@ -682,8 +754,8 @@ def page_view(run: RunPage, *, image_prefix: str = "", prefix: str = "") -> dict
 def _integrity(run: RunPage) -> dict[str, Any]:
     """Whether the run folder checks out as a whole (:attr:`imagebench.runs.reader.RunContents.integrity`)."""
     contents = run.contents
-    problems = list(contents.integrity) if contents is not None else []
-    reruns = list(contents.reruns) if contents is not None else []
+    problems = _capped(list(contents.integrity)) if contents is not None else []
+    reruns = _capped(list(contents.reruns)) if contents is not None else []
     return {"forged": bool(contents is not None and contents.forged), "problems": problems, "reruns": reruns}
 
 
@@ -740,6 +812,49 @@ def write_page(run: RunPage | SittingPage, *, out: str | Path | None = None) -> 
     return atomic_write_text(target, render(run, image_prefix=prefix))
 
 
+def case_report_name(label: str, page: int) -> str:
+    """``report-<case>-p<page>.html``: the file of one page of a case's samples, beside ``report.html``."""
+    from imagebench.runs.layout import safe_name
+
+    return f"report-{safe_name(label.replace('/', '--'), 'case')}-p{page}.html"
+
+
+def read_case_page(run_dir: str | Path, label: str, *, page: int = 1) -> RunPage:
+    """The page of one case's samples, :data:`CASE_PAGE` a page (``page`` from 1): the per-sample
+    detail the run's page leaves out of a case with many samples, written on demand. The run is
+    read as for its page (every record checked, in bounded memory); ReportError names a case the
+    run does not have or a page beyond its last."""
+    from imagebench.runs.brief import Briefs
+    from imagebench.runs.layout import RunFolderError
+    from imagebench.runs.reader import read_run
+
+    if page < 1:
+        raise ReportError(f"--page: expected a page number from 1, got {page}")
+    known = _known_cases()
+    briefs = Briefs(window=range((page - 1) * CASE_PAGE, page * CASE_PAGE), only=label)
+    try:
+        contents = read_run(run_dir, expected=_expected_of(known), on_sample=briefs.take)
+    except RunFolderError as exc:
+        raise ReportError(str(exc)) from None
+    if label not in contents.record.cases:
+        raise ReportError(f"{Path(run_dir) / 'run.json'}: field 'cases' has no case {label!r} (--case)")
+    run = page_of(contents, known, briefs=briefs)
+    run.cases = [v for v in run.cases if v.label == label]
+    total = run.cases[0].total
+    pages = max(1, -(-total // CASE_PAGE))
+    if page > pages:
+        raise ReportError(f"--page: case {label} has {total} usable sample(s) on {pages} page(s); got page {page}")
+    run.record = run.record.model_copy(update={"cases": [label]})
+    _aggregate(run)
+    return run
+
+
+def write_case_report(run_dir: str | Path, label: str, *, page: int = 1, out: str | Path | None = None) -> Path:
+    """Write :func:`read_case_page` to ``out`` or beside ``report.html`` (:func:`case_report_name`)."""
+    run = read_case_page(run_dir, label, page=page)
+    return write_page(run, out=out if out is not None else run.run_dir / case_report_name(label, page))
+
+
 # --------------------------------------------------------------------------- a sitting's page
 
 SITTING_TEMPLATE = "sitting.html.j2"  # in imagebench/templates
@@ -786,12 +901,17 @@ def sitting_view(page: SittingPage, *, image_prefix: str = "") -> dict[str, Any]
                 "run": run.run_dir.name,
                 "sandbox": _sandbox_text(run.record),
                 "cases": f"{len(verdicts)} ({verdicts.count('fail')} failed, {verdicts.count('pass')} passed)",
-                "samples": str(sum(len(v.samples) for v in run.cases)),
+                "samples": str(sum(v.total for v in run.cases)),
                 "checked": checked,
                 "view": page_view(run, image_prefix=f"{image_prefix}{run.run_dir.name}/", prefix=f"s{n}-"),
             }
         )
-    rows = [("sitting", rec.sitting_id), ("source", rec.source), ("started", rec.started), ("subjects", str(len(subjects)))]
+    rows = [
+        ("sitting", rec.sitting_id),
+        ("source", rec.source),
+        ("started", rec.started),
+        ("subjects", str(len(subjects))),
+    ]
     problems = list(page.contents.integrity)
     return {
         "sitting": {"id": rec.sitting_id, "rows": rows},

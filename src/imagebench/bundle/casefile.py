@@ -65,6 +65,11 @@ class GradingSpec(_Lenient):
     skill: str | None = Field(
         default=None, description="trigger: the skill whose activation is graded (default: the bundle's skill)"
     )
+    distractors: list[str] = Field(
+        default_factory=list,
+        description="trigger: the other skills offered beside the graded one, by name: skill folders of the "
+        "bundle's skills/ (SKILL.md) or built-in skills",
+    )
     declineField: str = Field(default="decision", description="refusal: the answer field that carries the decision")
     declineValues: list[str] = Field(
         default_factory=lambda: ["decline"], description="refusal: the values of declineField that mean 'declined'"
@@ -126,6 +131,20 @@ class CaseFile(_Lenient):
     reference: str | None = Field(default=None, pattern=TARGET_PATTERN, description="pkg.mod:func solving the case")
     baseline: str | None = Field(default=None, pattern=TARGET_PATTERN, description="pkg.mod:func, the naive answer")
     baseline_about: str = ""
+    access: list[str] | None = Field(
+        default=None,
+        description="the access settings the case is meaningful under (files+code, files+code+tools, tools, "
+        "views-N or views-<n>); a run under another skips it (default: every setting its inputs allow)",
+    )
+
+    @field_validator("access")
+    @classmethod
+    def _settings(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        from imagebench.sandbox.access import parse_access
+
+        return [v if v == "views-N" else parse_access(v).name for v in value]
 
     @field_validator("risks")
     @classmethod

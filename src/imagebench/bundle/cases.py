@@ -27,7 +27,7 @@ from imagebench.bundle.grading import (
     carries_planted,
     is_degenerate,
 )
-from imagebench.case.skills import SKILLS_META
+from imagebench.case.skills import SKILL_TEXTS_META, SKILLS_META
 from imagebench.cases.targets import TargetError, call_of, is_target
 from imagebench.fixtures.fixture import Fixture, Kind
 from imagebench.fixtures.specs import FixtureSpec, OnDisk, Procedural, Source
@@ -119,20 +119,68 @@ def _files_problem(folder: CaseFolder, files: Path) -> str | None:
     return None
 
 
-def trigger_skills(graded: str, skill_id: str, warnings: list[str]) -> dict[str, str]:
-    """The skills a trigger case offers (``use_skill``, the ``skill`` tool): the graded one and the
-    bundle's among every built-in skill, each with what it is for, so that activating the wrong
-    one is a choice a subject can make, and be seen to make."""
-    from imagebench import cases as builtin
+def trigger_skills(
+    graded: str, skill_id: str, distractors: list[str], bundle: Path, warnings: list[str], where: Path
+) -> tuple[dict[str, str], dict[str, str]] | str:
+    """The skills a trigger case offers (``use_skill``, the ``skill`` tool), as ``({name:
+    description}, {name: instructions})``, or why the case cannot run.
 
+    Each skill is an Agent Skills folder (:mod:`imagebench.case.skillfile`): the bundle's own
+    ``SKILL.md`` at its root, a folder of its ``skills/``, or a built-in skill's packaged folder (a
+    bundle's folder of the same name wins). The case offers the graded skill and its
+    ``grading.distractors``; without distractors, the graded one among every skill of the bundle
+    and every built-in skill, so that activating the wrong one is a choice a subject can make, and
+    be seen to make."""
+    from imagebench.case.skillfile import builtin_skill_docs
+
+    docs, problems = bundle_skills(bundle, skill_id, warnings)
     try:
-        known = {sid: (s.about or f"the {sid} skill") for sid, s in builtin.skills().items()}
-    except Exception as exc:  # a broken built-in registry must not keep the case from running
-        warnings.append(f"the built-in skills could not be read ({type(exc).__name__}: {exc}); a trigger case offers its own skill only")
-        known = {}
-    for sid in (graded, skill_id):
-        known.setdefault(sid, f"the {sid} skill: its instructions for this kind of task")
-    return dict(sorted(known.items()))
+        pool = {**builtin_skill_docs(), **docs}
+    except Exception as exc:  # a broken package must not keep the case from running: its own skill only
+        warnings.append(f"the built-in skills could not be read ({type(exc).__name__}: {exc}); only the bundle's are offered")
+        pool = dict(docs)
+    names = [graded, *distractors] if distractors else [graded, *sorted(pool)]
+    for name in distractors:
+        if name == graded:
+            return f"{where}: field 'grading.distractors' names {name!r}, the graded skill itself"
+        if name not in pool:
+            why = problems.get(name) or (
+                f"no skill folder {bundle.name}/skills/{name}/ with a SKILL.md, and no built-in skill of that name"
+            )
+            return f"{where}: field 'grading.distractors': skill {name!r} cannot be offered ({why})"
+    descriptions: dict[str, str] = {}
+    texts: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        doc = pool.get(name)
+        if doc is None:  # the graded skill without a SKILL.md anywhere
+            why = problems.get(name, f"no {bundle.name}/SKILL.md or {bundle.name}/skills/{name}/SKILL.md")
+            warnings.append(f"{where}: the graded skill {name!r} has no usable SKILL.md ({why}); use_skill returns its description only")
+            descriptions[name] = f"the {name} skill"
+            continue
+        descriptions[name], texts[name] = doc.description, doc.instructions
+    return dict(sorted(descriptions.items())), texts
+
+
+def bundle_skills(bundle: Path, skill_id: str, warnings: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The bundle's Agent Skills folders: its root ``SKILL.md`` (the bundle's own skill, named as the
+    bundle) and each folder of ``skills/``; ``(skills by name, why each bad one cannot be used)``.
+    A bad ``SKILL.md`` goes to ``warnings`` once, naming the file and the field."""
+    from imagebench.case.skillfile import SKILL_FILE, SkillFileError, read_skill, read_skills_dir
+
+    docs, problems = read_skills_dir(bundle / "skills", [])
+    if (bundle / SKILL_FILE).exists() or (bundle / SKILL_FILE).is_symlink():
+        try:
+            own = read_skill(bundle, [])
+        except SkillFileError as exc:
+            problems[skill_id] = str(exc)
+        else:
+            if own.name in docs:
+                problems[own.name] = f"{bundle.name}/SKILL.md and {bundle.name}/skills/{own.name}/ both declare skill {own.name!r}"
+            docs[own.name] = own
+    for why in problems.values():
+        if why not in warnings:
+            warnings.append(why)
+    return docs, problems
 
 
 def _has_files(folder: Path) -> bool:
@@ -142,6 +190,7 @@ def _has_files(folder: Path) -> bool:
 def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[Case | None, str | None]:
     """The Case for one scanned folder, or ``(None, reason)``; defects that do not stop it go to ``warnings``."""
     from imagebench.case.model import Case, CaseError, Collect, Layer
+    from imagebench.sandbox.access import ACCESS_META
     from imagebench.scoring.contract import Blocked, check_contract, load_contract
 
     spec = folder.spec
@@ -264,7 +313,14 @@ def build_case(folder: CaseFolder, skill_id: str, warnings: list[str]) -> tuple[
     if verified is not None and verified.targets:
         meta["targets"] = verified.targets
     if cls == "trigger":
-        meta[SKILLS_META] = trigger_skills(str(kwargs["skill"]), skill_id, warnings)
+        offered = trigger_skills(
+            str(kwargs["skill"]), skill_id, list(grading.distractors), folder.path.parent.parent.parent, warnings, where
+        )
+        if isinstance(offered, str):
+            return None, offered
+        meta[SKILLS_META], meta[SKILL_TEXTS_META] = offered
+    if spec.access is not None:
+        meta[ACCESS_META] = list(spec.access)
     try:
         case = Case(
             case_id=folder.case_id,

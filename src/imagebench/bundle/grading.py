@@ -317,6 +317,8 @@ class ClassVerifier:
         if not observed.channels:
             return blocked("the harness's record names no channel it observed through")
         detail["observed"] = observed.to_json()
+        if observed.activations:  # the choice: the first skill it activated, among those it was offered
+            detail["chosen"] = observed.activations[0].name
         channels = ", ".join(observed.channels)
         via = [a.via for a in observed.activations if a.name == self.skill]
         if via:

@@ -54,6 +54,7 @@ _CLASS_FIELDS = {
     "planted": "hard-case",
     "samples": "rerun",
     "skill": "trigger",
+    "distractors": "trigger",
     "declineField": "refusal",
     "declineValues": "refusal",
 }
@@ -304,9 +305,10 @@ def scan_bundle(bundle_dir: str | Path) -> Bundle:
 
 def load_bundle(bundle_dir: str | Path) -> Bundle:
     """Scan the bundle, then build a :class:`~imagebench.case.model.Case` for every runnable case folder."""
-    from imagebench.bundle.cases import build_case
+    from imagebench.bundle.cases import build_case, bundle_skills
 
     bundle = scan_bundle(bundle_dir)
+    bundle_skills(bundle.path, bundle.skill_id, bundle.warnings)  # a bad SKILL.md is named once, trigger case or not
     builtin_labels = _builtin_labels(bundle.warnings)
     for folder in bundle.folders:
         if folder.problem is not None:

@@ -39,6 +39,8 @@ SKILL_EVENT = "skill"
 MAX_OBSERVED = 256
 #: the case meta key a trigger bundle case lists the skills it offers under ({id: what it is for})
 SKILLS_META = "skills"
+#: the case meta key of each offered skill's instructions ({id: the SKILL.md's body}), what use_skill returns
+SKILL_TEXTS_META = "skill_texts"
 
 
 @dataclass(frozen=True)
@@ -111,5 +113,33 @@ def offered_skills(case: Case) -> dict[str, str]:
     listed = case.meta.get(SKILLS_META)
     if isinstance(listed, Mapping) and listed and all(isinstance(k, str) and isinstance(v, str) for k, v in listed.items()):
         return {k: listed[k] for k in sorted(listed)}
+    doc = _builtin_doc(case.namespace)
+    if doc is not None:
+        return {case.namespace: doc.description}
     about = str(case.meta.get("skill_about") or f"the {case.namespace} skill: its instructions for this kind of task")
     return {case.namespace: about}
+
+
+def skill_instructions(case: Case) -> dict[str, str]:
+    """What ``use_skill`` (or the ``skill`` tool) returns for each skill :func:`offered_skills` lists:
+    the body of its ``SKILL.md`` (:mod:`imagebench.case.skillfile`): the case's own texts
+    (``meta["skill_texts"]``, a bundle's), else the built-in skill's packaged folder. A skill with
+    no ``SKILL.md`` anywhere (a user's module naming its own skill) gets its description and a line
+    saying it has no instructions of its own."""
+    texts = case.meta.get(SKILL_TEXTS_META)
+    texts = texts if isinstance(texts, Mapping) else {}
+    out: dict[str, str] = {}
+    for name, about in offered_skills(case).items():
+        given = texts.get(name)
+        if isinstance(given, str) and given.strip():
+            out[name] = given
+            continue
+        doc = _builtin_doc(name)
+        out[name] = doc.instructions if doc is not None else f"{about.rstrip('.')}. (This skill ships no SKILL.md instructions.)"
+    return out
+
+
+def _builtin_doc(name: str) -> Any:
+    from imagebench.case.skillfile import builtin_skill_docs
+
+    return builtin_skill_docs().get(name)

@@ -69,6 +69,14 @@ def add_subject_flags(p: argparse.ArgumentParser) -> None:
         "what it leaves through them is scored; docs/agents.md)",
     )
     g.add_argument(
+        "--access",
+        metavar="SETTING",
+        help="the evidence the subject may obtain, enforced: files+code (inputs on disk and a shell), "
+        "files+code+tools (and the MCP tools; with --subject-mcp), tools (the MCP tools only: no shell, no inputs "
+        "on disk; with --subject-mcp), views-N (N fixed rendered views as PNGs, no arrays). Recorded and part of "
+        "compare's C4; a case not meaningful under it is skipped (docs/agents.md, Access settings)",
+    )
+    g.add_argument(
         "--subject-env-pass",
         action="append",
         metavar="NAME",
@@ -158,6 +166,14 @@ def sandbox_from_args(args: argparse.Namespace) -> SandboxPolicy:
         given = [flag for flag in _LIMIT_FIELDS if getattr(args, flag[2:].replace("-", "_"), None) is not None]
         if given:
             raise UsageError(f"{', '.join(given)} limit the sandbox; drop them or drop --no-sandbox")
+    access = getattr(args, "access", None)
+    if access is not None:
+        from imagebench.sandbox.access import AccessError, parse_access
+
+        try:
+            access = parse_access(access).name
+        except AccessError as exc:
+            raise UsageError(f"--access: {exc}") from None
     return SandboxPolicy(
         enabled=enabled,
         network=network,
@@ -165,6 +181,7 @@ def sandbox_from_args(args: argparse.Namespace) -> SandboxPolicy:
         expose=expose,
         limits=limits,
         env_pass=passed,
+        access=access,
     )
 
 
@@ -183,10 +200,11 @@ def checked_run_args(args: argparse.Namespace) -> Subject:
         raise UsageError(f"--samples must be at least 1, got {args.samples}")
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    policy = sandbox_from_args(args)
     try:
-        return parse_subject(
+        subject = parse_subject(
             args.subject or "reference",
-            sandbox=sandbox_from_args(args),
+            sandbox=policy,
             isolate=bool(getattr(args, "isolate", False)),
             mcp=bool(getattr(args, "subject_mcp", False)),
             name=name,
@@ -194,6 +212,13 @@ def checked_run_args(args: argparse.Namespace) -> Subject:
         )
     except SubjectError as exc:
         raise UsageError(str(exc)) from None
+    if policy.access is not None and not hasattr(subject, "access"):  # a kind no sandbox around a command holds
+        from imagebench.sandbox.access import parse_access, subject_problem
+
+        why = subject_problem(parse_access(policy.access), sandboxed=policy.enabled, mcp=False, command=None)
+        if why is not None:
+            raise UsageError(why)
+    return subject
 
 
 def agent_from_args(args: argparse.Namespace) -> Any:
@@ -261,11 +286,16 @@ def run_from_args(
             unsealed=bool(getattr(args, "unsealed", False)),
             sources=sources,
             budget=budget_from_args(args),
+            artifacts=getattr(args, "artifacts", None),
         )
         RUN_DIRS.append(result.run_dir)
         return result
     except SealedError as exc:
         raise UsageError(f"--sealed: {exc}") from None
+    except ValueError as exc:
+        if str(exc).startswith("--artifacts"):
+            raise UsageError(str(exc)) from None
+        raise
     except SubjectError as exc:  # its code cannot be digested (imagebench.subjects.identity): nothing ran
         raise UsageError(str(exc)) from None
     except ExecutorError as exc:
@@ -536,6 +566,7 @@ _SUBJECT_FLAGS: tuple[tuple[str, str], ...] = (
     ("--isolate", "isolate"),
     ("--subject-mcp", "subject_mcp"),
     ("--subject-env-pass", "subject_env_pass"),
+    ("--access", "access"),
     ("--retries", "retries"),
     ("--subject-home", "subject_home"),
     *((flag, flag[2:].replace("-", "_")) for flag in _LIMIT_FIELDS),

@@ -25,6 +25,15 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", metavar="FILE", help="write the page here instead of RUN_DIR/report.html")
     p.add_argument("--quiet", action="store_true", help="no progress bar; print only the page's path")
+    p.add_argument(
+        "--case",
+        metavar="LABEL",
+        help="write one case's samples as pages of their own (report-<case>-p<N>.html, 200 samples a page) instead "
+        "of the run's page, which shows a few samples of a case with many",
+    )
+    p.add_argument(
+        "--page", type=int, default=1, metavar="N", help="with --case: which page of its samples (default 1)"
+    )
     p.set_defaults(func=_cmd_report)
 
 
@@ -35,8 +44,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     read = read_sitting_page if is_sitting(args.run_dir) else read_page
     try:
-        run = read(args.run_dir, progress=not args.quiet)
-        path = write_page(run, out=args.out)
+        if args.case is not None:  # one case's samples, a page of them (written on demand)
+            from imagebench.report import case_report_name, read_case_page
+
+            run = read_case_page(args.run_dir, args.case, page=args.page)
+            path = write_page(run, out=args.out or run.run_dir / case_report_name(args.case, args.page))
+        else:
+            run = read(args.run_dir, progress=not args.quiet)
+            path = write_page(run, out=args.out)
     except ReportError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:

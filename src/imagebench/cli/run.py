@@ -114,6 +114,13 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-report", action="store_true", help="do not write report.html into the run folder at the end")
     p.add_argument(
+        "--artifacts",
+        choices=("auto", "all", "failures", "none"),
+        default="auto",
+        help="which samples keep their images: all, failures (those that did not pass, and the first 3 of each case), "
+        "none; auto (default): all for a run of up to 1000 units, failures above (imagebench.runs.keep)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help="print the result as one JSON object on stdout (cases, samples, what the subject left, per-field reasons) "

@@ -27,6 +27,7 @@ FORMATS: dict[str, str] = {
     "comparison": "imagebench.suite.compare:Comparison",
     "cache-entry": "imagebench.fixtures.cache:CacheEntry",
     "transcript": "imagebench.subjects.mcp.transcript:Transcript",
+    "views-index": "imagebench.subjects.views:ViewsIndex",
     "agent": "imagebench.subjects.agents.envelope:AgentRecord",
     "calibration": "imagebench.executor.calibration:CalibrationRecord",
     "calibration-store": "imagebench.executor.calibrated:CalibrationStore",

@@ -295,7 +295,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             return 1
     else:
         # Look the suite file up by what run A recorded (a moved alias is never consulted).
-        first, _ = load_run(args.run_a, "A")
+        first, _ = load_run(args.run_a, "A", lean=True)
         if first is not None and first.info is not None:
             ref = first.info.assignment.cohort.suite
             path = find_suite_file(ref.suite_id, ref.revision, default_dir(args.suites_dir))
@@ -304,6 +304,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                     suite = load_suite(path)
                 except SuiteError:
                     suite = None
+        del first  # compare_runs reads both runs again: run A is not held twice
     try:
         result = compare_runs(
             args.run_a, args.run_b, suite=suite, suite_explicit=explicit, seed=args.bootstrap_seed,

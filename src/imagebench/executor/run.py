@@ -121,7 +121,8 @@ def _begin(
     if resume:
         try:
             # a summary the journal never vouched for (a kill between the two, or one planted there) is run again
-            scan = read_run(run_dir, expected=units, require_journal=True)
+            # the journal streamed a line at a time; a journaled summary's bytes are let go once checked
+            scan = read_run(run_dir, expected=units, require_journal=True, on_sample=_let_bytes_go)
         except RunFolderError as exc:
             raise ResumeError(str(exc)) from None
         # a journaled sample whose summary is gone or changed is run again, a journaled case summary
@@ -156,6 +157,15 @@ def _begin(
     return record.model_copy(update={"extra": base_extra}), scan, base_extra
 
 
+def _let_bytes_go(entry: Any) -> bool:
+    """A resume's check keeps every sample (the sink summarises each case over them) but not the
+    bytes of one the journal vouches for: only a summary whose line a kill cut off is journaled
+    again from its bytes (and with ``require_journal`` such a summary is run again instead)."""
+    if entry.journaled:
+        entry.data = None
+    return True
+
+
 def execute(
     run_dir: Path,
     record: RunRecord,
@@ -177,6 +187,7 @@ def execute(
     scanned: units with a complete, valid summary are kept, the others' folders are cleared.
     ``seeds`` is a sealed run's ``{label: [seed of each sample]}`` (:meth:`imagebench.runs.sealed.Seal.seeds`)."""
     from imagebench.runs.journal import Journal, RunLock
+    from imagebench.runs.keep import mode_of
     from imagebench.runs.layout import RECEIPT
     from imagebench.runs.progress import Bar
     from imagebench.runs.runner import presents_tensor
@@ -192,7 +203,7 @@ def execute(
     except BaseException:
         lock.release()
         raise
-    writer = RunWriter(run_dir, subject.name, journal)
+    writer = RunWriter(run_dir, subject.name, journal, artifacts=mode_of(record.extra))
     try:
         record, scan, base_extra = _begin(run_dir, record, cases, units, writer, parallel, resume)
     except BaseException:
@@ -223,7 +234,7 @@ def execute(
         bar = sink.bar = Bar(total, done=len(done), enabled=progress)
         if scan is not None:
             for entry in scan.units.values():
-                if not entry.usable or entry.summary is None or entry.data is None:
+                if not entry.usable or entry.summary is None:
                     continue
                 sink.keep(entry.label, entry.sample, entry.summary)
                 if not entry.journaled:  # a complete summary whose line a kill cut off
@@ -311,11 +322,14 @@ def run_cases(
     unsealed: bool = False,
     sources: Sequence[CaseSourceRecord] | None = None,
     budget: Budget | None = None,
+    artifacts: str | None = None,
 ) -> RunResult:
     """Run every ``(case, sample)`` unit in a new run folder and return what it left.
 
     ``budget`` (``--max-tokens``, ``--max-cost``) is what each sample may spend: past it the sample
     ends ``budget-exceeded``; ``run.json``'s ``extra["budget"]`` records it, and a resume keeps it.
+    ``artifacts`` (``auto``, ``all``, ``failures``, ``none``; :mod:`imagebench.runs.keep`) says
+    which samples keep their images; ``run.json``'s ``extra["artifacts"]`` records the mode chosen.
 
     ``sources`` (:meth:`imagebench.catalog.Catalog.records`) is kept in ``run.json`` as where each
     case came from, so that ``--resume`` opens those sources again; without it a resume finds
@@ -352,12 +366,14 @@ def run_cases(
     ``run.json``'s ``extra["execution"]`` records the conditions the subject ran under
     (:func:`execution_record`), which ``compare`` checks.
     """
+    from imagebench.runs import keep
     from imagebench.runs.sealed import UNSEALED_KEY, default_seal
     from imagebench.runs.verdict import samples_for
     from imagebench.runs.writer import RunWriter
     from imagebench.subjects import confinement_of, identity_of, is_trusted, limits_of
 
     cases = list(cases)
+    kept = keep.choose(artifacts, sum(samples_for(c, samples) for c in cases))  # ValueError naming the flag
     if parallel is None:
         parallel = Parallel(workers=workers, scheduler=scheduler)
     if samples < 1:
@@ -385,6 +401,7 @@ def run_cases(
         extra[IDENTITY_KEY] = identity
         if budget is not None and not budget.empty:
             extra[BUDGET_KEY] = budget.model_dump(mode="json")
+        extra[keep.KEY] = kept
         if parallel.distributed:
             extra["executor"] = parallel.describe_for(subject)
         elif serially:

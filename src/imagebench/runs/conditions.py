@@ -11,14 +11,14 @@ from typing import Any
 EXECUTION_KEY = "execution"
 #: The execution conditions C4 checks, in the order a comparison names them.
 EXECUTION_CONDITIONS: tuple[str, ...] = (
-    "sandbox", "network", "limits", "env_pass", "isolate", "mcp", "tool_env", "sealing", "harness",
+    "sandbox", "network", "limits", "env_pass", "isolate", "mcp", "tool_env", "access", "sealing", "harness",
 )  # fmt: skip
 
 
 def execution_record(subject: object, extra: Mapping[str, Any]) -> dict[str, Any]:
     """The conditions a run's subject ran under, each a name ``compare --allow-conditions`` takes:
-    ``sandbox``, ``network``, ``limits``, ``env_pass``, ``isolate``, ``mcp``, ``tool_env``
-    (:func:`imagebench.subjects.execution_of`), ``sealing`` (:func:`imagebench.runs.sealed.sealing_of`)
+    ``sandbox``, ``network``, ``limits``, ``env_pass``, ``isolate``, ``mcp``, ``tool_env``, ``access``
+    (the access setting and its enforcement; :func:`imagebench.subjects.execution_of`), ``sealing`` (:func:`imagebench.runs.sealed.sealing_of`)
     and ``harness`` (the imagebench version and the digest of its source tree that ran it)."""
     from imagebench.runs.receipt import source_tree_hash
     from imagebench.runs.sealed import sealing_of

@@ -541,7 +541,7 @@ def agent_visible(case: Case) -> dict[str, Any]:
     built (so no pixels are read either).
     """
     from imagebench.case.session import case_prompt
-    from imagebench.case.skills import SKILLS_META, offered_skills
+    from imagebench.case.skills import SKILL_TEXTS_META, SKILLS_META, offered_skills, skill_instructions
 
     seen: dict[str, Any] = {
         "label": case.label,
@@ -563,6 +563,8 @@ def agent_visible(case: Case) -> dict[str, Any]:
     }
     if isinstance(case.meta, Mapping) and SKILLS_META in case.meta:  # a trigger case's skills to choose from
         seen["skills"] = offered_skills(case)
+        if SKILL_TEXTS_META in case.meta:  # what activating each returns: a new SKILL.md is a new case
+            seen["skill_texts"] = skill_instructions(case)
     return seen
 
 

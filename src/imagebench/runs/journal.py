@@ -50,6 +50,7 @@ import json
 import os
 import re
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -364,9 +365,19 @@ def state_anchors(run_id: str) -> list[dict[str, Any]]:
 
 
 def _ends(path: Path) -> tuple[bytes, bytes, int]:
-    """``(first line, last line, how many lines)`` of a journal whose torn tail was cut, in one read."""
-    lines = path.read_bytes().split(b"\n")[:-1]
-    return (lines[0], lines[-1], len(lines)) if lines else (b"", b"", 0)
+    """``(first line, last line, how many lines)`` of a journal whose torn tail was cut, read a
+    line at a time (a journal of any length is opened in bounded memory)."""
+    first = last = b""
+    count = 0
+    with open(path, "rb") as fh:
+        for line in fh:
+            if not line.endswith(b"\n"):
+                break
+            count += 1
+            last = line[:-1]
+            if count == 1:
+                first = last
+    return first, last, count
 
 
 def _cut_torn_tail(path: Path) -> None:
@@ -402,33 +413,47 @@ def _cut_torn_tail(path: Path) -> None:
 
 def read_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
     """Every complete line of a journal; a torn last line is ignored, any other bad line raises."""
-    return [entry for _, entry in read_journal_lines(path)]
+    return [entry for _, entry in iter_journal_lines(path)]
 
 
 def read_journal_lines(path: str | os.PathLike[str]) -> list[tuple[bytes, JournalEntry]]:
     """Every complete line of a journal with its bytes (what :func:`check_journal` verifies)."""
+    return list(iter_journal_lines(path))
+
+
+def iter_journal_lines(path: str | os.PathLike[str]) -> Iterator[tuple[bytes, JournalEntry]]:
+    """The complete lines of a journal with their bytes, one at a time: a reader of a journal of
+    any length holds one line. A torn last line (no newline) is not a line; any other line that is
+    not one JournalEntry raises JournalError naming the file and the line."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        fh = open(path, "rb")  # noqa: SIM115 - closed below, after the last line
     except FileNotFoundError:
-        return []
+        return
     except OSError as exc:
         raise JournalError(f"{path}: cannot be read ({exc})") from None
-    lines = raw.split(b"\n")
-    lines.pop()  # after the last newline: b"" for a clean file, else a line cut short by a kill
-    entries: list[tuple[bytes, JournalEntry]] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            entries.append((line, JournalEntry.model_validate_json(line)))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(line)"
-            raise JournalError(
-                f"{path}: line {number}: field {where!r}: {first['msg']} (expected one JournalEntry JSON object per line)"
-            ) from None
-    return entries
+    with fh:
+        number = 0
+        while True:
+            try:
+                line = fh.readline()
+            except OSError as exc:
+                raise JournalError(f"{path}: cannot be read ({exc})") from None
+            if not line.endswith(b"\n"):
+                return  # the end, or a line cut short by a kill
+            number += 1
+            line = line[:-1]
+            if not line.strip():
+                continue
+            try:
+                entry = JournalEntry.model_validate_json(line)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "(line)"
+                raise JournalError(
+                    f"{path}: line {number}: field {where!r}: {first['msg']} (expected one JournalEntry JSON object per line)"
+                ) from None
+            yield line, entry
 
 
 @dataclass
@@ -447,7 +472,7 @@ class JournalCheck:
 
 
 def check_journal(
-    lines: list[tuple[bytes, JournalEntry]],
+    lines: Iterable[tuple[bytes, JournalEntry]],
     run_id: str,
     anchor: Any = None,
     *,
@@ -457,23 +482,99 @@ def check_journal(
     """Verify a journal's chain of MACs (line numbers from 1), and that it is not shorter than its
     anchors say: the receipt's ``anchor`` (``{"key", "mac", "lines", "sig"}``, its ``sig`` checked
     under the key; ``anchored_by`` names the file that holds it, a sitting's ``sitting.json``) and
-    the one this state folder keeps of it (:data:`ANCHORS_DIR`)."""
-    check = JournalCheck(lines=len(lines))
+    the one this state folder keeps of it (:data:`ANCHORS_DIR`).
+
+    ``lines`` is read once, in order, and no line is kept: a journal of any length is checked in
+    bounded memory (the MACs kept are the first, the last and those at the lines an anchor names)."""
     kept = state_anchors(run_id)
+    wanted = {a.get("lines") for a in kept}
+    if isinstance(anchor, dict):
+        wanted.add(anchor.get("lines"))
+    count, key_ids = 0, set()
+    unsigned: list[int] = []  # lines without a MAC: inserted, if the journal is signed
+    key_id: str | None = None  # the first key a signed line names: every line is verified under it
+    key: bytes | None = None
+    waiting: list[tuple[int, bytes, JournalEntry]] = []  # signed lines seen before any names a key
+    previous = run_id
+    macs: dict[int, str | None] = {}
+    first_mac = last_mac = None
+    bad: list[tuple[int, str]] = []
+
+    def verify(number: int, raw: bytes, entry: JournalEntry) -> str:
+        nonlocal previous
+        found = _MAC_TAIL.search(raw)
+        claimed = found.group(1).decode("ascii") if found is not None else str(entry.mac)
+        if key is not None:
+            body = raw[: found.start()] + b"}" if found is not None else b""
+            if found is None or not hmac.compare_digest(_mac(key, previous, body), claimed):
+                label = f" {entry.label}#{entry.sample}" if entry.label else ""
+                bad.append(
+                    (
+                        number,
+                        f"{where} line {number} ({entry.event}{label}) does not verify under the journal key: "
+                        "it was changed, moved or forged",
+                    )
+                )
+        previous = claimed
+        return claimed
+
+    for number, (raw, entry) in enumerate(lines, start=1):
+        count = number
+        mac: str | None = None
+        if entry.mac is None:
+            unsigned.append(number)
+        else:
+            key_ids.add(entry.key)
+            if key_id is None and entry.key:
+                key_id, key = entry.key, key_named(entry.key)
+                for held in waiting:
+                    verify(*held)
+                waiting.clear()
+            if key_id is None:
+                waiting.append((number, raw, entry))
+                found = _MAC_TAIL.search(raw)
+                mac = found.group(1).decode("ascii") if found is not None else entry.mac
+            else:
+                mac = verify(number, raw, entry)
+        if number == 1:
+            first_mac = mac
+        if number in wanted:
+            macs[number] = mac
+        last_mac = mac
+    bad.extend((n, f"{where} line {n} carries no MAC in a signed journal (inserted)") for n in unsigned)
+    bad.sort(key=lambda item: item[0])
+    return _judge(count, key_ids, key, first_mac, last_mac, macs, bad, kept, run_id, anchor, where, anchored_by)
+
+
+def _judge(
+    count: int,
+    key_ids: set[str | None],
+    key: bytes | None,
+    first_mac: str | None,
+    last_mac: str | None,
+    macs: dict[int, str | None],
+    bad: list[tuple[int, str]],
+    kept: list[dict[str, Any]],
+    run_id: str,
+    anchor: Any,
+    where: str,
+    anchored_by: str,
+) -> JournalCheck:
+    """What :func:`check_journal` found, from what one pass over the lines kept."""
+    check = JournalCheck(lines=count)
 
     def forged(why: str) -> JournalCheck:
         check.forged = True
         check.problems.append(why)
         return check
 
-    signed = [entry.key for _, entry in lines if entry.mac is not None]
-    if not signed:
+    if not key_ids:  # no line is signed
         if kept:
             return forged(
                 f"{where} carries no MAC, but this state folder anchored {kept[0].get('lines')} signed line(s) of "
                 f"run {run_id}: its signatures were stripped or it was replaced"
             )
-        if not lines:
+        if not count:
             check.verified = anchor is None
             if anchor is not None:
                 return forged(f"{where} is empty, but {anchored_by} anchors {anchor.get('lines')} line(s)")
@@ -484,46 +585,28 @@ def check_journal(
         if anchor is not None:
             check.forged = True
         return check
-    ids = sorted({k for k in signed if k})
+    ids = sorted({k for k in key_ids if k})
     check.key_id = ids[0] if len(ids) == 1 else None
     if len(ids) != 1:
         return forged(f"{where}: its lines name {len(ids)} different journal keys {ids}")
-    key = key_named(ids[0])
     if key is None:
         check.problems.append(
             f"{where} cannot be verified here: it is signed with journal key {ids[0]}, which this state folder "
             "does not hold (verify it where it was written)"
         )
         return check
-    previous = run_id
-    macs: list[str | None] = []
-    for number, (raw, entry) in enumerate(lines, start=1):
-        found = _MAC_TAIL.search(raw)
-        if entry.mac is None:
-            check.forged_lines.add(number)
-            check.problems.append(f"{where} line {number} carries no MAC in a signed journal (inserted)")
-            macs.append(None)
-            continue
-        claimed = found.group(1).decode("ascii") if found is not None else entry.mac
-        body = raw[: found.start()] + b"}" if found is not None else b""
-        if found is None or not hmac.compare_digest(_mac(key, previous, body), claimed):
-            check.forged_lines.add(number)
-            label = f" {entry.label}#{entry.sample}" if entry.label else ""
-            check.problems.append(
-                f"{where} line {number} ({entry.event}{label}) does not verify under the journal key: "
-                "it was changed, moved or forged"
-            )
-        previous = claimed
-        macs.append(claimed)
-    check.last_mac = macs[-1]
+    for number, why in bad:
+        check.forged_lines.add(number)
+        check.problems.append(why)
+    check.last_mac = last_mac
 
-    def holds(count: Any, mac: Any, what: str) -> None:
-        if not isinstance(count, int) or count < 1 or count > len(lines):
-            forged(f"{where} holds {len(lines)} line(s), but {what} anchors {count}: lines were cut off")
-        elif macs[count - 1] != mac:
-            forged(f"{where} line {count} is not the line {what} anchors")
+    def holds(line_count: Any, mac: Any, what: str) -> None:
+        if not isinstance(line_count, int) or line_count < 1 or line_count > count:
+            forged(f"{where} holds {count} line(s), but {what} anchors {line_count}: lines were cut off")
+        elif macs.get(line_count) != mac:
+            forged(f"{where} line {line_count} is not the line {what} anchors")
 
-    mine = [a for a in kept if a.get("first") == macs[0]]
+    mine = [a for a in kept if a.get("first") == first_mac]
     for a in mine:
         holds(a.get("lines"), a.get("mac"), "this state folder")
     if kept and not mine:

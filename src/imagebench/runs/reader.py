@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
+import sys
+from array import array
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +30,7 @@ from imagebench.runs.layout import RECEIPT, RUN_RECORD, SUMMARY, RunFolderError,
 if TYPE_CHECKING:
     from imagebench.records import CaseSummary, RunRecord, SampleSummary
     from imagebench.runs.journal import JournalCheck, JournalEntry
+
 
 @dataclass
 class SampleEntry:
@@ -52,7 +55,12 @@ class RunContents:
 
     run_dir: Path
     record: RunRecord
+    # the journal's lines other than ``unit`` lines (start, resume, case, end: a few per pass and
+    # per case), read from a journal streamed one line at a time; ``journal_units`` counts the rest
     journal: list[JournalEntry] = field(default_factory=list)
+    journal_first: JournalEntry | None = None
+    journal_last: JournalEntry | None = None
+    journal_units: int = 0
     units: dict[tuple[str, int], SampleEntry] = field(default_factory=dict)
     case_summaries: dict[str, CaseSummary] = field(default_factory=dict)
     case_problems: dict[str, list[str]] = field(default_factory=dict)
@@ -71,6 +79,8 @@ class RunContents:
     # the cases whose journaled summary.json is gone or changed, and why (named in :attr:`integrity`
     # too; left out of :attr:`case_summaries`): a resume writes them again and its line says so
     case_forged: dict[str, str] = field(default_factory=dict)
+    # per case, what a read with ``on_sample`` counted of every sample it handed over (and did not keep)
+    tallies: dict[str, Tally] = field(default_factory=dict)
 
     @property
     def forged(self) -> bool:
@@ -83,6 +93,7 @@ class RunContents:
     def verified(self) -> bool:
         """Whether the whole run folder checked out: the journal verifies and is anchored by its receipt."""
         return not self.integrity
+
     def entries(self, label: str) -> list[SampleEntry]:
         return sorted((e for (lab, _), e in self.units.items() if lab == label), key=lambda e: e.sample)
 
@@ -109,6 +120,65 @@ class RunContents:
         return [*self.integrity, *out]
 
 
+class _UnitIndex:
+    """Each unit's last journal line as ``(line number, digest, status)``, in about 50 bytes a
+    unit: per label, arrays indexed by sample number (line numbers, the digests' 32 bytes, the
+    statuses' shared strings); an odd unit (a sample number out of range, a digest that is not 64
+    hex digits) in a dict beside them."""
+
+    _LIMIT = 1 << 20  # a forged sample number costs at most this many slots
+
+    def __init__(self) -> None:
+        self._arrays: dict[str, tuple[array[int], bytearray, list[str | None]]] = {}
+        self._odd: dict[tuple[str, int], tuple[int, str | None, str | None]] = {}
+
+    def get(self, label: str, n: int) -> tuple[int, str | None, str | None]:
+        odd = self._odd.get((label, n))
+        if odd is not None:
+            return odd
+        arrays = self._arrays.get(label)
+        if arrays is None or not 0 <= n < len(arrays[0]) or not arrays[0][n]:
+            return 0, None, None
+        numbers, digests, statuses = arrays
+        return numbers[n], digests[32 * n : 32 * n + 32].hex(), statuses[n]
+
+    def set(self, label: str, n: int, number: int, sha256: str | None, status: str | None) -> None:
+        raw = _hex32(sha256)
+        if raw is None or not 0 <= n < self._LIMIT:
+            self._odd[(label, n)] = (number, sha256, status)
+            return
+        self._odd.pop((label, n), None)
+        numbers, digests, statuses = self._arrays.setdefault(label, (array("q"), bytearray(), []))
+        if n >= len(numbers):
+            grow = n + 1 - len(numbers)
+            numbers.extend([0] * grow)
+            digests.extend(bytes(32 * grow))
+            statuses.extend([None] * grow)
+        numbers[n] = number
+        digests[32 * n : 32 * n + 32] = raw
+        statuses[n] = sys.intern(status) if isinstance(status, str) else None
+
+    def keys(self) -> Iterator[tuple[str, int]]:
+        for label, (numbers, _, _) in self._arrays.items():
+            for n, number in enumerate(numbers):
+                if number and (label, n) not in self._odd:
+                    yield label, n
+        yield from self._odd
+
+    def labels(self) -> set[str]:
+        return {label for label, _ in self.keys()}
+
+
+def _hex32(text: str | None) -> bytes | None:
+    if not isinstance(text, str) or len(text) != 64:
+        return None
+    try:
+        raw = bytes.fromhex(text)
+    except ValueError:
+        return None
+    return raw if raw.hex() == text else None  # upper-case hex is kept as written, in the dict
+
+
 def read_record_of_run(run_dir: str | os.PathLike[str]) -> RunRecord:
     """``run.json`` of a run folder; RunFolderError naming the file when it is not there or not valid."""
     from imagebench.records import RecordError, RunRecord, read_record
@@ -129,12 +199,50 @@ def parse_summary(path: Path, data: bytes) -> SampleSummary:
     return parse_record(path, data, SampleSummary)
 
 
-def _read_sample(path: Path, label: str, subject: str, n: int, line: JournalEntry | None) -> SampleEntry:
+@dataclass
+class Tally:
+    """What a case's usable samples say, counted as they stream past (:func:`read_run`'s
+    ``on_sample``): what its summary is held to, without keeping a sample."""
+
+    entries: int = 0
+    unusable: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    sums: dict[str, tuple[float, int]] = field(default_factory=dict)  # metric -> (sum of values, how many)
+    limits: dict[str, float] = field(default_factory=dict)
+
+    def add(self, entry: SampleEntry) -> None:
+        self.entries += 1
+        summary = entry.summary
+        if not entry.usable or summary is None:
+            self.unusable += 1
+            return
+        self.counts[summary.status] = self.counts.get(summary.status, 0) + 1
+        for m in summary.metrics:
+            self.limits[m.name] = m.limit
+            total, count = self.sums.get(m.name, (0.0, 0))
+            self.sums[m.name] = (total + m.value, count + 1) if m.value is not None else (total, count)
+
+    def disagreement(self, summary: CaseSummary) -> str:
+        """:func:`_disagreement` from the counts (every sample must have been usable, as there)."""
+        if not self.entries or self.unusable:
+            return ""
+        said = {k: v for k, v in summary.counts.items() if v}
+        found = {k: v for k, v in self.counts.items() if v}
+        if said != found:
+            return f"it counts {said}, its samples {found}"
+        passed = self.counts.get("ok", 0)
+        if summary.passed != passed:
+            return f"it says {summary.passed} passed, its samples {passed}"
+        means = {k: (t / c if c else None) for k, (t, c) in self.sums.items()}
+        return _means_disagree(summary, means, self.limits)
+
+
+def _read_sample(path: Path, label: str, subject: str, n: int, sha256: str | None, journaled: bool) -> SampleEntry:
     from imagebench.records import ARTIFACT_DIGESTS_SINCE, RecordError
     from imagebench.runs.journal import digest
     from imagebench.runs.layout import artifacts_problem
 
-    entry = SampleEntry(label=label, sample=n, path=path, journaled=line is not None)
+    entry = SampleEntry(label=label, sample=n, path=path, journaled=journaled)
     try:
         entry.data = path.read_bytes()
     except FileNotFoundError:
@@ -159,12 +267,14 @@ def _read_sample(path: Path, label: str, subject: str, n: int, line: JournalEntr
     ]
     if wrong:
         entry.problem = f"summary.json belongs elsewhere: {'; '.join(wrong)}"
-    elif line is not None and line.sha256 != digest(entry.data):
+    elif journaled and sha256 != digest(entry.data):
         entry.problem = "summary.json changed after it was journaled (digest mismatch)"
     elif entry.summary.artifact_digests is not None:  # the files beside it, as the summary recorded them
         entry.problem = artifacts_problem(path.parent, entry.summary.artifact_digests)
     elif entry.summary.schema_version >= ARTIFACT_DIGESTS_SINCE:
-        entry.problem = f"summary.json records no artifact digests (every summary of version {ARTIFACT_DIGESTS_SINCE} on does)"
+        entry.problem = (
+            f"summary.json records no artifact digests (every summary of version {ARTIFACT_DIGESTS_SINCE} on does)"
+        )
     return entry
 
 
@@ -173,6 +283,7 @@ def read_run(
     *,
     expected: Mapping[str, int] | Callable[[RunRecord], Mapping[str, int]] | None = None,
     require_journal: bool = True,
+    on_sample: Callable[[SampleEntry], bool | None] | None = None,
 ) -> RunContents:
     """Read a run folder, checking every record.
 
@@ -183,29 +294,58 @@ def read_run(
     assignment). With ``require_journal`` (the
     default) a summary the journal never recorded is left out too (``not in the journal``); a
     resume passes False, since a kill can fall between a summary and its line.
+
+    The journal is streamed (one line held at a time) and each sample is read, checked and let go
+    in turn. With ``on_sample``, each checked sample is handed to it (its bytes dropped), and a
+    usable one for which it returns False is not kept in :attr:`RunContents.units` (those left
+    out always are, with why): a run of any size is then read in bounded memory, and each case's
+    summary is held to its samples by what :class:`Tally` counted of them
+    (:attr:`RunContents.tallies`), with the same result.
     Raises RunFolderError only for a missing or unreadable ``run.json`` or journal.
     """
-    from imagebench.runs.journal import JOURNAL_NAME, JournalError, check_journal, read_journal_lines
+    from imagebench.runs.journal import JOURNAL_NAME, JournalError, check_journal, iter_journal_lines
 
     run_dir = Path(run_dir)
     record = read_record_of_run(run_dir)
-    try:
-        raw_lines = read_journal_lines(run_dir / JOURNAL_NAME)
-    except JournalError as exc:
-        raise RunFolderError(str(exc)) from None
-    journal = [entry for _, entry in raw_lines]
-    lines: dict[tuple[str, int], tuple[int, JournalEntry]] = {}
-    case_lines: dict[str, tuple[int, JournalEntry]] = {}
-    for number, entry in enumerate(journal, start=1):
-        if entry.event == "unit" and entry.label is not None and entry.sample is not None:
-            lines[(entry.label, entry.sample)] = (number, entry)  # the last line for a unit wins
-        elif entry.event == "case" and entry.label is not None:
-            case_lines[entry.label] = (number, entry)  # and the last line for a case
-    unit_labels = {label for label, _ in lines}
-    contents = RunContents(run_dir=run_dir, record=record, journal=journal)
+    contents = RunContents(run_dir=run_dir, record=record)
     _read_receipt(contents)
     anchor = contents.receipt.get("journal") if contents.receipt is not None else None
-    check = contents.journal_check = check_journal(raw_lines, record.run_id, anchor if isinstance(anchor, dict) else None)
+    # One pass over the journal, a line at a time: the chain checked as it goes, each unit's last
+    # line kept as (line, digest, status), the other lines kept whole (a few per pass and case).
+    lines = _UnitIndex()
+    case_lines: dict[str, tuple[int, JournalEntry]] = {}
+    firsts: dict[tuple[str, int], str | None] = {}  # the first status journaled of a unit run again
+
+    def indexed() -> Iterator[tuple[bytes, JournalEntry]]:
+        for number, (raw, entry) in enumerate(iter_journal_lines(run_dir / JOURNAL_NAME), start=1):
+            if contents.journal_first is None:
+                contents.journal_first = entry
+            contents.journal_last = entry
+            if entry.event == "unit":
+                contents.journal_units += 1
+                if entry.label is not None and entry.sample is not None:
+                    key = (entry.label, entry.sample)
+                    before = lines.get(*key)
+                    if before[0]:
+                        first = firsts.setdefault(key, before[2])
+                        contents.reruns.append(
+                            f"{entry.label}#{entry.sample}: run again ({entry.status}) after its journaled {first} "
+                            "summary was lost or changed"
+                        )
+                    lines.set(*key, number, entry.sha256, entry.status)  # the last line for a unit wins
+            else:
+                contents.journal.append(entry)
+                if entry.event == "case" and entry.label is not None:
+                    case_lines[entry.label] = (number, entry)  # and the last line for a case
+            yield raw, entry
+
+    try:
+        check = contents.journal_check = check_journal(
+            indexed(), record.run_id, anchor if isinstance(anchor, dict) else None
+        )
+    except JournalError as exc:
+        raise RunFolderError(str(exc)) from None
+    unit_labels = lines.labels()
     contents.integrity.extend(check.problems)
     if not check.forged:
         contents.unverifiable.extend(check.problems)
@@ -214,40 +354,39 @@ def read_run(
         contents.integrity.append(why)
         contents.unverifiable.append(why)
     if check.key_id is not None:  # a signed journal: what it signed holds the rest of the folder to it
-        contents.integrity.extend(_against_journal(record, journal, contents.receipt is not None))
+        contents.integrity.extend(_against_journal(record, contents, contents.receipt is not None))
     if callable(expected):
         expected = expected(record)
     wanted = dict(expected) if expected is not None else {label: record.samples for label in record.cases}
     for label, count in wanted.items():
         folder = label_dir(run_dir, record.subject, label)
+        base = str(folder)  # one Path per sample below, not two joins (a run of 100,000 samples pays each)
         indices = set(range(count))
         if expected is None and folder.is_dir():
             indices |= {i for p in folder.glob("sample-*") if (i := sample_index(p)) is not None}
+        tally = Tally() if on_sample is not None else None
         for n in sorted(indices):
-            number, line = lines.get((label, n), (0, None))
-            entry = _read_sample(folder / f"sample-{n}" / SUMMARY, label, record.subject, n, line)
+            number, sha256, status = lines.get(label, n)
+            line = number != 0
+            entry = _read_sample(Path(f"{base}/sample-{n}/{SUMMARY}"), label, record.subject, n, sha256, line)
             if number in check.forged_lines and not entry.problem:
                 entry.problem = f"its journal line ({number}) does not verify under the journal key (forged)"
-            elif line is not None and entry.problem and number not in check.forged_lines and check.key_id:
+            elif line and entry.problem and number not in check.forged_lines and check.key_id:
                 # the harness journaled this sample's summary; it is gone or not what was journaled
                 contents.integrity.append(
-                    f"{label}#{n}: the journal (line {number}) vouches for a {line.status} summary, but {entry.problem}"
+                    f"{label}#{n}: the journal (line {number}) vouches for a {status} summary, but {entry.problem}"
                 )
             if require_journal and not entry.problem and not entry.journaled:
                 entry.problem = "summary.json is not in the journal (written outside the run)"
+            if tally is not None and on_sample is not None:
+                tally.add(entry)
+                if on_sample(entry) is False and entry.usable:
+                    continue  # handed over and let go: a run of any size is read in bounded memory
             contents.units[(label, n)] = entry
+        if tally is not None:
+            contents.tallies[label] = tally
         _read_case(contents, label, folder / SUMMARY, case_lines.get(label), label in unit_labels)
-    firsts: dict[tuple[str, int], JournalEntry] = {}
-    for entry in journal:
-        if entry.event == "unit" and entry.label is not None and entry.sample is not None:
-            first = firsts.setdefault((entry.label, entry.sample), entry)
-            if first is not entry:
-                contents.reruns.append(
-                    f"{entry.label}#{entry.sample}: run again ({entry.status}) after its journaled {first.status} "
-                    "summary was lost or changed"
-                )
-    journaled = {key for key in lines if key[0] in wanted and 0 <= key[1] < wanted[key[0]]}
-    outside = sorted(set(lines) - journaled)
+    outside = sorted(key for key in lines.keys() if not (key[0] in wanted and 0 <= key[1] < wanted[key[0]]))
     if outside and check.key_id:
         shown = ", ".join(f"{lab}#{n}" for lab, n in outside[:5]) + (" ..." if len(outside) > 5 else "")
         contents.integrity.append(
@@ -257,15 +396,16 @@ def read_run(
     if len(set(record.cases)) != len(record.cases):
         contents.integrity.append("run.json names a case more than once")
     for label, summary in contents.case_summaries.items():
-        entries = contents.entries(label)
-        if not entries or any(not e.usable for e in entries):
-            continue  # each sample left out is named already; the rest cannot be held to the summary
-        disagreement = _disagreement(summary, contents.samples(label))
+        if label in contents.tallies:
+            disagreement = contents.tallies[label].disagreement(summary)
+        else:
+            entries = contents.entries(label)
+            if not entries or any(not e.usable for e in entries):
+                continue  # each sample left out is named already; the rest cannot be held to the summary
+            disagreement = _disagreement(summary, contents.samples(label))
         if disagreement:
             contents.integrity.append(f"{label}: its summary.json disagrees with its samples ({disagreement})")
     return contents
-
-
 
 
 def _read_case(
@@ -282,7 +422,7 @@ def _read_case(
     from imagebench.records import CaseSummary, RecordError, parse_record
     from imagebench.runs.journal import CASE_LINES_SINCE, digest
 
-    check, journal = contents.journal_check, contents.journal
+    check, first, last = contents.journal_check, contents.journal_first, contents.journal_last
     signed = check is not None and check.key_id is not None
     data: bytes | None = None
     why = ""
@@ -304,13 +444,14 @@ def _read_case(
         number, line = journaled
         vouches = f"the journal (line {number}) vouches for its case summary ({(line.detail or {}).get('verdict')})"
         if check is not None and number in check.forged_lines:
-            return left_out(f"its case summary's journal line ({number}) does not verify under the journal key (forged)")
+            return left_out(
+                f"its case summary's journal line ({number}) does not verify under the journal key (forged)"
+            )
         if data is None:
             return forged(f"{vouches}, but {why or 'summary.json is missing'}")
         if line.sha256 != digest(data):
             return forged(f"{vouches}, but summary.json changed after it was journaled (digest mismatch)")
-    elif signed and has_units and journal and journal[0].schema_version >= CASE_LINES_SINCE:
-        last = journal[-1]
+    elif signed and has_units and first is not None and last is not None and first.schema_version >= CASE_LINES_SINCE:
         ended = last.event == "end" and bool((last.detail or {}).get("complete"))
         if data is not None or ended:
             what = "summary.json is not in the journal" if data is not None else "summary.json is missing"
@@ -328,13 +469,14 @@ def _read_case(
         left_out(str(exc).split(": ", 1)[-1])
 
 
-def _against_journal(record: RunRecord, journal: list[JournalEntry], has_receipt: bool) -> list[str]:
+def _against_journal(record: RunRecord, contents: RunContents, has_receipt: bool) -> list[str]:
     """What a signed journal says that ``run.json`` (or the folder) contradicts: a fixed field
     changed since the run's start line signed it, a run called complete whose last pass never
     ended, a receipt gone."""
     from imagebench.runs.journal import record_fields
 
     problems: list[str] = []
+    journal, last = contents.journal, contents.journal_last  # the lines other than unit lines, and the last
     start = next((e for e in journal if e.event == "start"), None)
     signed = (start.detail or {}).get("record") if start is not None else None
     if start is None:
@@ -347,9 +489,10 @@ def _against_journal(record: RunRecord, journal: list[JournalEntry], has_receipt
             problems.append(f"run.json's {', '.join(changed)} changed after the run's start line signed them")
     ends = [e for e in journal if e.event == "end"]
     panel = start is not None and (start.detail or {}).get("mode") == "napari-imagebench panel"
-    if record.complete and not panel and (not ends or journal[-1].event != "end" or not (ends[-1].detail or {}).get("complete")):
+    ended = last is not None and last.event == "end"
+    if record.complete and not panel and (not ends or not ended or not (ends[-1].detail or {}).get("complete")):
         problems.append("run.json says the run is complete, but its journal's last pass did not end complete")
-    if not has_receipt and any(e.event == "unit" for e in journal):
+    if not has_receipt and contents.journal_units:
         problems.append("receipt.json is gone or unreadable (a run writes it before its first sample)")
     return problems
 
@@ -367,9 +510,15 @@ def _disagreement(summary: CaseSummary, samples: list[SampleSummary]) -> str:
     if summary.passed != passed:
         return f"it says {summary.passed} passed, its samples {passed}"
     means, limits = metric_means(samples)
+    return _means_disagree(summary, means, limits)
+
+
+def _means_disagree(summary: CaseSummary, means: Mapping[str, float | None], limits: Mapping[str, float]) -> str:
     for name in sorted(set(means) | set(summary.metric_means)):
         mean, said = means.get(name), summary.metric_means.get(name)
-        if (mean is None) != (said is None) or (mean is not None and not math.isclose(mean, said, rel_tol=1e-9, abs_tol=1e-12)):
+        if (mean is None) != (said is None) or (
+            mean is not None and not math.isclose(mean, said, rel_tol=1e-9, abs_tol=1e-12)
+        ):
             return f"it gives {name} a mean of {said}, its samples {mean}"
     said_limits = summary.extra.get("limits", {}) if isinstance(summary.extra, dict) else {}
     for name, limit in limits.items():

@@ -212,6 +212,11 @@ def describe_subject(subject: Any, identity: Mapping[str, Any] | None = None) ->
         passed = env_pass_of(subject)
         if passed:
             described["env_pass"] = list(passed)  # the names given to the subject, never their values
+        from imagebench.subjects.registry import access_of
+
+        access = access_of(subject, mounts=True)
+        if access is not None:  # the setting and its evidence: what was mounted, what could execute, the tools
+            described["access"] = access
         try:
             described["identity"] = dict(identity) if identity is not None else identity_of(subject)
         except SubjectError as exc:
@@ -403,13 +408,15 @@ def anchor_receipt(run_dir: str | os.PathLike[str], anchor: Mapping[str, Any]) -
 def anchor_from_journal(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The anchor of the journal as it lies on disk now (the panel's, whose journal is opened for
     each line): its last line's key and MAC and its line count. None for an empty journal."""
-    from imagebench.runs.journal import JOURNAL_NAME, journal_key, read_journal_lines, signed_anchor
+    from imagebench.runs.journal import JOURNAL_NAME, iter_journal_lines, journal_key, signed_anchor
 
-    lines = read_journal_lines(Path(run_dir) / JOURNAL_NAME)
-    if not lines or lines[-1][1].mac is None:
+    count, last = 0, None
+    for _, entry in iter_journal_lines(Path(run_dir) / JOURNAL_NAME):  # one line held at a time
+        count, last = count + 1, entry
+    if last is None or last.mac is None:
         return None
     key, key_id = journal_key()
-    return signed_anchor(key, key_id, str(lines[-1][1].mac), len(lines))
+    return signed_anchor(key, key_id, str(last.mac), count)
 
 
 def read_receipt(path: str | os.PathLike[str]) -> Receipt:

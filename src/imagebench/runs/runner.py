@@ -278,6 +278,10 @@ def open_unit(
         budget=budget if budget is not None and not budget.empty else None,
     )
     unit.times["build_s"] = prepared.build_s
+    refused = None if isinstance(subject, str) else access_refusal(case, subject)
+    if refused is not None:  # a case not meaningful under the run's access setting: skipped, never a zero
+        unit.failure = ("skipped", refused)
+        return unit
     if presents_tensor(case) and plane is None:
         # the executor passes the reason its plane could not start as a skipped PreparedFixture
         reason = prepared.reason if prepared.status == "skipped" and prepared.reason else TENSOR_SKIP_REASON
@@ -311,6 +315,13 @@ def open_unit(
             return unit
         unit.session.workspace = unit.files_copy
     return unit
+
+
+def access_refusal(case: Case, subject: Subject) -> str | None:
+    """Why ``subject``'s access setting makes ``case`` meaningless (:func:`imagebench.sandbox.access.refusal`)."""
+    from imagebench.sandbox.access import refusal
+
+    return refusal(case, getattr(subject, "access", None))
 
 
 def unit_context(unit: Unit) -> UnitContext:
@@ -492,6 +503,8 @@ def subject_notes(session: Session) -> dict[str, Any]:
         notes["mcp"] = session.notes["mcp"]
     if session.notes.get("skill_tool"):  # its calls of the harness's skill tool; skill-tool.json has them all
         notes["skill_tool"] = session.notes["skill_tool"]
+    if session.notes.get("access"):  # what its access setting left it: the workspace's files, the tools served
+        notes["access"] = session.notes["access"]
     if session.notes.get("agent"):  # an agent CLI's attempts, reported usage and kept logs; agent.json has them all
         notes["agent"] = session.notes["agent"]
     return notes

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from imagebench.records import CaseSummary, RunRecord, SampleSummary
     from imagebench.runs.journal import Journal
 
+
 def metric_means(samples: Sequence[SampleSummary]) -> tuple[dict[str, float | None], dict[str, float]]:
     """``({metric: mean of its values over samples, or None}, {metric: its limit})``: what a case's
     summary says of its metrics (and what the reader holds it to)."""
@@ -128,8 +129,6 @@ def closing_record(
     return record.model_copy(update=fields)
 
 
-
-
 class RunWriter:
     """Writes one run folder: its ``run.json``, a journal line for each sample summary on disk, each
     case's summary (and its journal line) and the closing record. The executor (its sink) and the bench panel write runs
@@ -139,8 +138,11 @@ class RunWriter:
     executor's, under the run's lock); without one each write opens the journal for its line (the
     panel, whose run folder stays open between a person's samples)."""
 
-    def __init__(self, run_dir: Path, subject_name: str, journal: Journal | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, subject_name: str, journal: Journal | None = None, *, artifacts: str = "all"
+    ) -> None:
         self.run_dir, self.subject_name, self.journal = Path(run_dir), subject_name, journal
+        self.artifacts = artifacts  # which samples keep their images (imagebench.runs.keep)
 
     @classmethod
     def create(cls, root: str | Path | None, subject_name: str, **fields: Any) -> tuple[RunWriter, RunRecord]:
@@ -169,10 +171,14 @@ class RunWriter:
 
     def sample(self, case: Any, sample: int, summary: SampleSummary, data: bytes | None = None) -> Path:
         """The journal line of a sample whose ``summary.json`` is on disk (``data``: its bytes, when
-        the caller has them); returns its path."""
+        the caller has them); returns its path. A sample that does not keep its images under the
+        run's ``--artifacts`` loses them first, and its summary is written again without them."""
+        from imagebench.runs.keep import drop_images, keeps_images
         from imagebench.runs.layout import sample_dir
 
         path = sample_dir(self.run_dir, self.subject_name, case, sample) / SUMMARY
+        if summary.artifacts and not keeps_images(self.artifacts, summary.status, summary.sample):
+            summary, data = drop_images(path, summary, self.artifacts)
         self.journal_line(path, summary, data)
         return path
 

@@ -85,7 +85,8 @@ class SandboxPolicy:
     are extra folders bound read-only at their own path (a subject's own code); ``limits`` what
     it may use (:mod:`imagebench.sandbox.limits`, the ``--limit-*`` flags); ``env_pass`` the names of host
     variables it is given beyond the minimal environment (``--subject-env-pass``, an agent's API
-    key: the records keep the names, never the values).
+    key: the records keep the names, never the values); ``access`` the access setting the run
+    declared (``--access``, :mod:`imagebench.sandbox.access`; None: none declared).
     """
 
     enabled: bool = True
@@ -94,6 +95,7 @@ class SandboxPolicy:
     expose: tuple[Path, ...] = field(default_factory=tuple)
     limits: Limits = field(default_factory=Limits)
     env_pass: tuple[str, ...] = ()
+    access: str | None = None
 
     @property
     def kind(self) -> SandboxKind:
@@ -108,6 +110,7 @@ class SandboxPolicy:
             "expose": [str(p) for p in self.expose],
             "limits": self.limits.to_record() if self.enabled else None,
             "env_pass": list(self.env_pass),
+            **({"access": self.access} if self.access is not None else {}),
         }
 
     @classmethod
@@ -132,6 +135,14 @@ class SandboxPolicy:
         passed = raw.get("env_pass", [])
         if not isinstance(passed, list) or not all(isinstance(n, str) and valid_env_name(n) for n in passed):
             raise ValueError(f"field 'env_pass' is {passed!r}, expected a list of variable names")
+        access = raw.get("access")
+        if access is not None:
+            from imagebench.sandbox.access import AccessError, parse_access
+
+            try:
+                access = parse_access(access).name
+            except AccessError as exc:
+                raise ValueError(f"field 'access': {exc}") from None
         return cls(
             enabled=kind == "bubblewrap",
             network=network,
@@ -139,6 +150,7 @@ class SandboxPolicy:
             expose=tuple(Path(p) for p in expose),
             limits=limits,
             env_pass=tuple(passed),
+            access=access,
         )
 
 
@@ -382,6 +394,7 @@ def mount_args(
             args += ["--ro-bind", tree, tree]
             bound.append(tree)
     masks = [s for s in _ETC_SECRETS if os.path.lexists(s)]
+    masks += _access_masks(policy)
     masks += [s for s in secret if any(_inside(s, b) for b in bound)]
     for site in _site_dirs(trees):
         if any(_inside(site, b) for b in bound):
@@ -395,6 +408,18 @@ def mount_args(
     # subject uid's (0700): with ids, the wrapper enters it once it runs as that uid.
     args += ["--chdir", "/" if ids is not None else WORKSPACE]
     return args
+
+
+def _access_masks(policy: SandboxPolicy) -> list[str]:
+    """Under an access setting without code (``tools``), every shell the sandbox would show."""
+    if policy.access is None:
+        return []
+    from imagebench.sandbox.access import parse_access, shell_masks
+
+    if parse_access(policy.access).code:
+        return []
+    prefix = str(policy.env_prefix) if policy.env_prefix is not None else sys.prefix
+    return shell_masks([os.path.join(prefix, "bin")])
 
 
 def _parents(tree: str, made: set[str]) -> list[str]:

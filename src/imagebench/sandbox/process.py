@@ -36,6 +36,7 @@ from pathlib import Path
 from imagebench.sandbox import policy as sandbox
 from imagebench.sandbox import seccomp
 from imagebench.sandbox.limits import Cgroup, Limits, SubjectIds, cgroup_name, wrapper_argv
+from imagebench.sandbox.noexec import program_argv
 from imagebench.sandbox.policy import SandboxPolicy
 
 STREAM_CAP = 8 * 1024 * 1024
@@ -398,7 +399,7 @@ def run(
             fds.append(args_fd)
             group = Cgroup.make(cgroup_name(), limits)
             inner = wrapper_argv(limits, ids, rlimit_memory=group is None)
-            argv, cwd = [bwrap, "--args", str(args_fd), "--", *inner, bash, "-c", command], "/"
+            argv, cwd = [bwrap, "--args", str(args_fd), "--", *inner, *program_argv(policy, bash, command)], "/"
             if group is not None:  # bwrap and all it starts are in the leaf before anything runs
                 argv = [*_JOIN_CGROUP, str(len(group.procs_files())), *group.procs_files(), *argv]
         else:

@@ -44,6 +44,7 @@ from imagebench.subjects.registry import subject_kind
 if TYPE_CHECKING:
     from imagebench.case.model import Case
     from imagebench.case.session import Session
+    from imagebench.sandbox.access import Access
 
 WORKSPACE_ENV = "IMAGEBENCH_WORKSPACE"
 # Never inherited by a command subject: where truth lives on disk and where reports go.
@@ -147,6 +148,20 @@ class CommandSubject(SubjectKind):
             "expose": expose_code(self.sandbox.expose),
         }
 
+    def spec_words(self) -> str:
+        """How the subject is named in a message: its spec, or its command for a kind whose spec needs more."""
+        try:
+            return self.spec()
+        except SubjectError:
+            return f"command:{self.command}"
+
+    @property
+    def access(self) -> Access | None:
+        """The access setting the run declared (``--access``; None: none, what a command always had)."""
+        from imagebench.sandbox.access import parse_access
+
+        return parse_access(self.sandbox.access) if self.sandbox.access is not None else None
+
     @property
     def sandbox_kind(self) -> SandboxKind:
         """``"bubblewrap"`` or ``"none"``: what a run records about how this subject was confined."""
@@ -165,7 +180,15 @@ class CommandSubject(SubjectKind):
         return self.sandbox.env_pass
 
     def check_sandbox(self) -> None:
-        """Raise :class:`SubjectError` (saying how to install bubblewrap) when the sandbox cannot start."""
+        """Raise :class:`SubjectError` (saying how to install bubblewrap) when the sandbox cannot start,
+        or naming why the run's access setting cannot hold this command (:mod:`imagebench.sandbox.access`)."""
+        access = self.access
+        if access is not None:
+            from imagebench.sandbox.access import subject_problem
+
+            why = subject_problem(access, sandboxed=self.sandbox.enabled, mcp=self.mcp, command=self.command)
+            if why is not None:
+                raise SubjectError(f"subject {self.spec_words()!r}: {why}")
         if self.sandbox.enabled:
             why = unavailable_reason()
             if why is not None:
@@ -177,16 +200,18 @@ class CommandSubject(SubjectKind):
 
     def bind(self, case: Case, context: UnitContext) -> Callable[[Session], None]:
         self.check_sandbox()
-        skills = None
-        if any(c.recorded for c in case.collect):  # a trigger case: the harness's skill tool records activations
-            from imagebench.case.skills import offered_skills
+        skills = texts = None
+        access = self.access
+        # a trigger case: the harness's skill tool records activations (not under tools: no program runs but the command's)
+        if any(c.recorded for c in case.collect) and (access is None or access.code):
+            from imagebench.case.skills import offered_skills, skill_instructions
 
-            skills = offered_skills(case)
+            skills, texts = offered_skills(case), skill_instructions(case)
         if self.mcp:
             from imagebench.subjects.mcp.tools import CaseView
 
-            return self.bound(context, view=CaseView.of(case), skills=skills)
-        return self.bound(context, skills=skills)
+            return self.bound(context, view=CaseView.of(case), skills=skills, texts=texts, access=access)
+        return self.bound(context, skills=skills, texts=texts, access=access)
 
     def bound(self, context: UnitContext, **kw: Any) -> _BoundCommand:
         """The callable that works one sample (a kind built on a command returns its own)."""
@@ -208,6 +233,8 @@ class _BoundCommand:
     # {skill id: what it is for} when the command gets the harness's skill tool (a trigger case;
     # imagebench.subjects.skilltool): the one way its skill activations are observed, besides MCP
     skills: Mapping[str, str] | None = None
+    texts: Mapping[str, str] | None = None  # each skill's instructions (its SKILL.md), what activating it returns
+    access: Access | None = None  # the run's access setting (imagebench.sandbox.access), enforced here
     _running: list[_command.Running] = field(default_factory=list, repr=False)
 
     def cancel(self) -> None:
@@ -246,7 +273,12 @@ class _BoundCommand:
     def _work(self, session: Session, ws: Workspace, tw: _command.TemporaryWorkspace, ids: SubjectIds | None) -> None:
         ctx = self.context
         session.workspace = tw.path
-        _prepare_workspace(session, ws, ctx.files)
+        if self.access is None:
+            _prepare_workspace(session, ws, ctx.files)
+        else:
+            from imagebench.subjects.access import prepare_access
+
+            prepare_access(session, ws, ctx.files, self.access, prepare=_prepare_workspace)
         sandboxed = self.subject.sandbox.enabled
         binds: list[tuple[Path, str]] = []
         env: dict[str, str] = {}
@@ -256,7 +288,10 @@ class _BoundCommand:
                 from imagebench.subjects.skilltool import SKILL_SHOWN, provided
 
                 tool = stack.enter_context(
-                    provided(self.skills, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids)
+                    provided(
+                        self.skills, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids,
+                        instructions=self.texts,
+                    )  # fmt: skip
                 )
                 env.update(tool.env)
                 if sandboxed:
@@ -266,7 +301,7 @@ class _BoundCommand:
                 from imagebench.subjects.mcp.host import served
 
                 folder = stack.enter_context(
-                    served(self.view, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids)
+                    served(self.view, session, ws, sandboxed=sandboxed, sample_dir=ctx.sample_dir, ids=ids, access=self.access)
                 )
                 mcp_shown = MCP_SHOWN if sandboxed else str(folder.path)
                 if sandboxed:
@@ -301,6 +336,10 @@ class _BoundCommand:
     ) -> None:
         ctx = self.context
         policy = self.subject.sandbox
+        if self.access is not None:  # the evidence: every file the subject finds when it starts
+            from imagebench.subjects.access import note_workspace
+
+            note_workspace(session, ws)
         if ids is not None:
             ws.chown_all(ids.uid, ids.gid)  # the subject's uid owns what the harness wrote for it
         finished = _command.run(
@@ -308,9 +347,12 @@ class _BoundCommand:
             tw.path,
             sample_dir=ctx.sample_dir,
             timeout_s=ctx.timeout_s,
-            env=_child_env(tw.path, ctx.tensor_url, {**ctx.env, **(env or {})}, policy.env_pass),
+            env=_child_env(
+                tw.path, ctx.tensor_url if self.access is None or self.access.files else None,
+                {**ctx.env, **(env or {})}, policy.env_pass,
+            ),  # fmt: skip
             policy=policy,
-            tensor_url=ctx.tensor_url,
+            tensor_url=ctx.tensor_url if self.access is None or self.access.files else None,
             hidden=(ctx.sample_dir, *ctx.hidden),
             running=self._running,
             reaper=tw.reaper,
@@ -344,11 +386,12 @@ _LIMIT_WORDS: dict[str, Callable[[confine.Limits], str]] = {
 }
 
 
-def _prepare_workspace(session: Session, ws: Workspace, files: Path | None = None) -> None:
-    """``prompt.md``, ``inputs/<layer>.npy``, ``outputs/``, ``files/`` and ``fixture_tensors.json``,
-    written beneath the fresh workspace's descriptor before the subject starts."""
+def _prepare_workspace(session: Session, ws: Workspace, files: Path | None = None, prompt: str | None = None) -> None:
+    """``prompt.md`` (``prompt``, default the session's), ``inputs/<layer>.npy``, ``outputs/``,
+    ``files/`` and ``fixture_tensors.json``, written beneath the fresh workspace's descriptor
+    before the subject starts."""
     try:
-        ws.write_text("prompt.md", session.prompt)
+        ws.write_text("prompt.md", session.prompt if prompt is None else prompt)
         ws.mkdir("inputs")
         ws.mkdir("outputs")
         if files is not None:

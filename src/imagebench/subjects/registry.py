@@ -161,7 +161,7 @@ def execution_of(subject: object) -> dict[str, Any]:
     """The conditions ``subject`` ran under, as a run records them and ``compare`` checks them:
     how it was confined (``sandbox``), whether it had the network, its limits, the names of the host
     variables passed to it, whether it was an isolated function or reached through MCP, and the
-    tool environment it ran in (``--subject-env``)."""
+    tool environment it ran in (``--subject-env``), and its access setting with how it was enforced."""
     options = subject_options(subject)
     policy = options.get("sandbox")
     return {
@@ -172,7 +172,20 @@ def execution_of(subject: object) -> dict[str, Any]:
         "isolate": bool(options.get("isolate")),
         "mcp": bool(options.get("mcp")) or getattr(subject, "mcp", None) is True or _served(subject),
         "tool_env": _tool_env(policy.env_prefix if policy is not None else None),
+        "access": access_of(subject),
     }
+
+
+def access_of(subject: object, *, mounts: bool = False) -> dict[str, Any] | None:
+    """The access setting ``subject`` works under and how it is enforced
+    (:func:`imagebench.subjects.access.enforcement`); None for a subject without a sandbox policy
+    (in process, it sees the arrays: what ``files+code`` gives)."""
+    from imagebench.subjects.access import enforcement
+
+    options = subject_options(subject)
+    if getattr(subject, "prefix", "") != "command:" and not hasattr(subject, "access"):
+        return None
+    return enforcement(options.get("sandbox"), mcp=bool(options.get("mcp")), mounts=mounts)
 
 
 def _served(subject: object) -> bool:

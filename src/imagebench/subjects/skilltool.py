@@ -179,8 +179,17 @@ class SkillServer:
     answer one JSON object (``{"error": ...}`` when refused). Every call is kept in
     :attr:`transcript` (tool ``skill``), each activation in :attr:`transcript.skills`."""
 
-    def __init__(self, skills: Mapping[str, str], path: Path, *, ids: SubjectIds | None = None, label: str = "") -> None:
+    def __init__(
+        self,
+        skills: Mapping[str, str],
+        path: Path,
+        *,
+        ids: SubjectIds | None = None,
+        label: str = "",
+        instructions: Mapping[str, str] | None = None,
+    ) -> None:
         self.skills = dict(skills)
+        self.instructions = dict(instructions or {})  # {id: the body of its SKILL.md}
         self.path = Path(path)
         self.transcript = Transcript(label=label, route=CHANNEL)
         self.activations: list[str] = []  # every successful activation, in order (repeats kept)
@@ -288,7 +297,7 @@ class SkillServer:
         self.activations.append(name)
         if name not in self.transcript.skills:
             self.transcript.skills.append(name)
-        instructions = f"{self.skills[name].rstrip('.')}. Work the task; leave what it asks for."
+        instructions = self.instructions.get(name) or self.skills[name]
         return {"skill": name, "activated": True, "instructions": instructions}, None
 
     # ---------------------------------------------------------------- ending
@@ -369,6 +378,7 @@ def provided(
     sandboxed: bool,
     sample_dir: Path,
     ids: SubjectIds | None = None,
+    instructions: Mapping[str, str] | None = None,
 ) -> Iterator[ProvidedTool]:
     """Give the command working in ``workspace`` the skill tool for ``skills`` while it works: the
     folder and its server, ``skill-tool.md`` in the workspace. Afterwards the server stops, the
@@ -378,7 +388,7 @@ def provided(
 
     folder = SkillFolder()
     try:
-        server = SkillServer(skills, folder.socket_path, ids=ids, label=session.label)
+        server = SkillServer(skills, folder.socket_path, ids=ids, label=session.label, instructions=instructions)
     except BaseException:
         folder.remove()
         raise

@@ -119,10 +119,12 @@ def _run_folder(path: str | Path) -> Path:
     return p.parent if p.name == "run.json" else p
 
 
-def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
+def load_run(path: str | Path, name: str, *, lean: bool = False) -> tuple[LoadedRun | None, list[str]]:
     """Read run ``name`` (``"A"``/``"B"``) through the run folder's one checked reader
     (:func:`imagebench.runs.reader.read_run`): its record, its suite info, its receipt's scorer and
-    every sample summary, each checked against its journal line."""
+    every sample summary, each checked against its journal line. ``lean``: each sample is kept as
+    what the comparison pairs of it (:class:`imagebench.runs.brief.ScoredBrief`), streamed past
+    the reader, so two runs of any size compare in bounded memory (:func:`compare_runs` does)."""
     from imagebench.runs.layout import RunFolderError
     from imagebench.runs.reader import read_run
 
@@ -137,7 +139,9 @@ def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
             runs = ", ".join(f"{r.run} ({r.subject})" for r in read_sitting_record(folder).runs) or "none yet"
         except RunFolderError:
             runs = "its sitting.json is not readable"
-        return None, [f"{who}: a sitting, one run folder per subject: compare two runs, {folder.name}/<run>; it holds {runs}"]
+        return None, [
+            f"{who}: a sitting, one run folder per subject: compare two runs, {folder.name}/<run>; it holds {runs}"
+        ]
     infos: list[SuiteRunInfo | None] = []
 
     def expected(record: Any) -> dict[str, int]:
@@ -146,11 +150,23 @@ def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
         labels = info.assignment.labels if info is not None else list(record.cases)
         return {label: record.samples for label in labels}
 
+    from imagebench.runs.brief import ScoredColumns
+
+    briefs: dict[str, ScoredColumns] = {}
+
+    def keep_brief(entry: Any) -> bool:
+        if entry.usable and entry.summary is not None:
+            briefs.setdefault(entry.label, ScoredColumns(entry.label)).add(entry.summary)
+            return False
+        return True
+
     try:
-        contents = read_run(folder, expected=expected)
+        contents = read_run(folder, expected=expected, on_sample=keep_brief if lean else None)
     except RunFolderError as exc:
         why = str(exc).split(": ", 1)[-1]
-        return None, [f"{who}: run.json is not readable: {scrub(why)}" if "run.json" in str(exc) else f"{who}: {scrub(why)}"]
+        return None, [
+            f"{who}: run.json is not readable: {scrub(why)}" if "run.json" in str(exc) else f"{who}: {scrub(why)}"
+        ]
     except ValueError as exc:
         return None, [f"{who}: run.json {scrub(str(exc))}"]
     run = LoadedRun(name=name, folder=folder, record=contents.record, info=infos[0], contents=contents)
@@ -168,7 +184,7 @@ def load_run(path: str | Path, name: str) -> tuple[LoadedRun | None, list[str]]:
             if not run.receipt_scorer:
                 run.receipt_problem = f"receipt.json does not identify the scorer ({scorer.get('error', 'no hashes')})"
     for label in expected_labels(run):
-        got: dict[int, Any] = {}
+        got: Any = briefs.get(label, {}) if lean else {}  # lean: columns, each brief made when looked up
         for entry in contents.entries(label):
             if entry.usable and entry.summary is not None:
                 got[entry.sample] = entry.summary
@@ -199,7 +215,9 @@ def pin_hint(a: LoadedRun, b: LoadedRun, name: str = "mine", revision: str = "0.
     import shlex
 
     labels = list(dict.fromkeys([*a.record.cases, *b.record.cases]))
-    pin = " ".join(["imagebench suite pin", name, *(f"-k {shlex.quote(label)}" for label in labels), f"--revision {revision}"])
+    pin = " ".join(
+        ["imagebench suite pin", name, *(f"-k {shlex.quote(label)}" for label in labels), f"--revision {revision}"]
+    )
     runs = []
     for run in (a, b):
         spec = run.record.extra.get("subject_spec")
@@ -581,8 +599,8 @@ def compare_runs(
     A sample summary that is missing, changed after its run journaled it, or never journaled makes
     the two runs not comparable (each is named), unless ``allow_missing``: then those pairs are
     left out and named in each case's exclusions."""
-    a, pa = load_run(run_a, "A")
-    b, pb = load_run(run_b, "B")
+    a, pa = load_run(run_a, "A", lean=True)  # each sample as what is paired of it: bounded memory
+    b, pb = load_run(run_b, "B", lean=True)
     if a is None or b is None:
         return Comparison(a=a.side if a else None, b=b.side if b else None, problems=pa + pb)
     untrusted = [
@@ -592,7 +610,9 @@ def compare_runs(
     ]
     if untrusted:
         return Comparison(
-            a=a.side, b=b.side, problems=[*untrusted, "not comparable: a run folder that does not check out is never compared"]
+            a=a.side,
+            b=b.side,
+            problems=[*untrusted, "not comparable: a run folder that does not check out is never compared"],
         )
     if not allow_missing:
         gaps = [f"run {r.name} {label} {why}" for r in (a, b) for label, whys in r.missing.items() for why in whys]

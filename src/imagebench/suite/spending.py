@@ -14,10 +14,11 @@ from imagebench.usage import FIGURES, PriceTable, cost_of
 
 if TYPE_CHECKING:
     from imagebench.records import SampleSummary
+    from imagebench.runs.brief import ScoredBrief
     from imagebench.suite.compare import LoadedRun
 
 
-def usage_side(samples: Iterable[SampleSummary], prices: PriceTable | None = None) -> UsageSide:
+def usage_side(samples: Iterable[SampleSummary | ScoredBrief], prices: PriceTable | None = None) -> UsageSide:
     """The usage of ``samples`` (a run's usable ones) as one side of a comparison."""
     got = list(samples)
     side = UsageSide(samples=len(got), currency=prices.currency if prices is not None else "USD")

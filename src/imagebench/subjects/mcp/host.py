@@ -23,6 +23,7 @@ from imagebench.subjects.mcp.transcript import TRANSCRIPT
 
 if TYPE_CHECKING:
     from imagebench.case.session import Session
+    from imagebench.sandbox.access import Access
     from imagebench.sandbox.limits import SubjectIds
     from imagebench.sandbox.workspace import Workspace
     from imagebench.subjects.mcp.folder import McpFolder
@@ -59,6 +60,7 @@ def served(
     sandboxed: bool,
     sample_dir: Path,
     ids: SubjectIds | None = None,
+    access: Access | None = None,
 ) -> Iterator[McpFolder]:
     """Serve ``session`` to the command working in ``workspace``; yields the harness's MCP folder,
     which the sandbox shows read-only at :data:`~imagebench.subjects.mcp.server.MCP_SHOWN` (``sandboxed``)
@@ -70,13 +72,17 @@ def served(
     shown = MCP_SHOWN if sandboxed else str(folder.path)
     agent = AgentSession(
         view, session, workspace=workspace, workspace_alias=WORKSPACE if sandboxed else None,
-        reads=folder, reads_alias=shown, route="socket",
+        reads=folder, reads_alias=shown, route="socket", access=access,
     )  # fmt: skip
     try:
         server = SocketServer(agent, folder.socket_path, ids=ids)
     except BaseException:
         folder.remove()
         raise
+    if access is not None:
+        from imagebench.sandbox.access import note_tools, served_tool_names
+
+        note_tools(session.notes, served_tool_names(server.server))
     try:
         workspace.write_text(CONFIG_NAME, config_text(shown))
         yield folder

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError as SdkToolError
 
+from imagebench.sandbox.access import tool_refusal
 from imagebench.sandbox.limits import SubjectIds
 from imagebench.subjects.mcp.folder import BRIDGE_NAME, MCP_SHOWN, SOCKET_NAME, McpFolder
 from imagebench.subjects.sockets import listen_unix
@@ -83,6 +84,10 @@ class ImagebenchMCP(FastMCP):
         agent = self.agent
         self._client()
         start = time.perf_counter()
+        refused = tool_refusal(agent.access, name)
+        if refused is not None:  # a tool the access setting does not serve, whatever was registered
+            agent.record(name, arguments or {}, start, error=refused)
+            raise SdkToolError(refused)
         token = RESULT.set(None)
         try:
             out = await super().call_tool(name, arguments)
@@ -118,7 +123,12 @@ def _named(tool: str, exc: SdkToolError) -> str:
 def build_server(agent: AgentSession, *, tools: Collection[str] | None = None) -> ImagebenchMCP:
     """A ``FastMCP`` server whose tools are ``agent``'s: every tool of
     :data:`imagebench.subjects.mcp.toolset.TOOLS`, or those named in ``tools``."""
+    from imagebench.sandbox.access import offered_tools
+    from imagebench.subjects.mcp.toolset import tool_names
+
     server = ImagebenchMCP(agent, instructions=INSTRUCTIONS, log_level="WARNING")
+    if agent.access is not None:  # the run's access setting serves fewer (imagebench.sandbox.access)
+        tools = offered_tools(agent.access, tools if tools is not None else tool_names())
     register(server, agent, only=tools)
     return server
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from imagebench.sandbox.access import tool_refusal
 from imagebench.subjects.mcp.errors import ToolError
 from imagebench.subjects.mcp.render import SNAPSHOT_MAX_SIDE
 from imagebench.subjects.mcp.results import ANSWER_KINDS, ENCODINGS
@@ -40,6 +41,7 @@ from imagebench.subjects.mcp.view import SessionView
 if TYPE_CHECKING:
     from imagebench.case.model import Case, Collect, Layer
     from imagebench.case.session import Session
+    from imagebench.sandbox.access import Access
     from imagebench.sandbox.workspace import Workspace
     from imagebench.subjects.mcp.folder import McpFolder
     from imagebench.subjects.mcp.view import ViewBackend
@@ -96,11 +98,13 @@ class CaseView:
     answer_fields: Mapping[str, str] | None = None
     # skill id -> what it is for: the skills an agent may activate (use_skill)
     skills: Mapping[str, str] = field(default_factory=dict)
+    # skill id -> its instructions (the body of its SKILL.md): what use_skill returns
+    instructions: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, case: Case) -> CaseView:
         from imagebench.case.session import case_prompt
-        from imagebench.case.skills import offered_skills
+        from imagebench.case.skills import offered_skills, skill_instructions
         from imagebench.scoring.contract import load_contract
 
         fields: dict[str, str] | None = None
@@ -116,6 +120,7 @@ class CaseView:
             collect=tuple(case.collect),
             answer_fields=fields,
             skills=offered_skills(case),
+            instructions=skill_instructions(case),
         )
 
     def leaving(self, name: str) -> Collect | None:
@@ -169,10 +174,12 @@ class AgentSession:
         on_layer: Callable[[AgentLayer], None] | None = None,
         on_call: Callable[[ToolCall], None] | None = None,
         display: ViewBackend | None = None,
+        access: Access | None = None,
     ) -> None:
         self.view = view
         #: the viewer tools' view: the session's own, or (served from the panel) the live viewer's
         self.display: ViewBackend = display if display is not None else SessionView()
+        self.access = access  # the run's access setting: which tools are served (imagebench.sandbox.access)
         self._client = session.client
         from imagebench.sandbox.workspace import Workspace
 
@@ -212,6 +219,9 @@ class AgentSession:
         error: str | None = None
         result: Any = None
         try:
+            refused = tool_refusal(self.access, tool)
+            if refused is not None:  # a call that reached a tool the setting does not serve
+                raise ToolError(refused)
             with self._lock:
                 result = fn()
             return result
@@ -440,7 +450,7 @@ class AgentSession:
         return {
             "skill": name,
             "activated": True,
-            "instructions": f"{self.view.skills[name].rstrip('.')}. Work the task with the tools; leave what it asks for, then submit.",
+            "instructions": self.view.instructions.get(name) or self.view.skills[name],
         }
 
     def submit(self, note: str = "") -> dict[str, Any]:
