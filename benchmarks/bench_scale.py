@@ -3,8 +3,9 @@
 1. scale: the built-in suite, ``reference`` subject, 4 samples per case. Anchor: the serial run.
    Measured: ``workers=2`` (a LocalCluster started and closed by the run, as ``--workers 2``
    does) and the same on a cluster already running (``scheduler=``). Results must be identical
-   to the serial run, field by field, times aside. Target: ``--workers 2`` at least 1.3x faster
-   (two cores: the ideal is 2x).
+   to the serial run, field by field, times aside. Target: ``--workers 2`` at least 1.5x faster
+   (two cores: the ideal is 2x), the cluster started by the run (in the background, while the
+   run's records are written).
 2. per-unit overhead on the executor: for every unit of a distributed run, its wall time on the
    worker minus the time inside subject and verifier; what the driver spends taking a finished
    unit in (writing its files, journal line); and the scheduler round trip of a trivial task.
@@ -29,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-SPEEDUP_TARGET = 1.3
+SPEEDUP_TARGET = 1.5  # issue 29: --workers 2 on the CPU-bound suite, the cluster started per run
 UNIT_OVERHEAD_TARGET_S = 0.050
 
 
@@ -40,7 +41,11 @@ def _suite() -> list[Any]:
 
 
 def _comparable(summary: Any) -> dict[str, Any]:
-    return summary.model_dump(exclude={"times"})
+    """A sample summary without what the clock decides: its times and the measured wall of its usage."""
+    out = summary.model_dump(exclude={"times"})
+    if isinstance(out.get("usage"), dict):
+        out["usage"].pop("wall_s", None)
+    return out
 
 
 def _differences(a: Any, b: Any) -> list[str]:
@@ -155,13 +160,17 @@ def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
     units = sum(len(v) for v in first_serial.samples.values())
     cpu = _med(cpu_serial)
     print(f"scale: {len(suite)} case(s) x {samples} sample(s) = {units} units, reference subject, median of {repeats}")
-    print(f"  serial (anchor)                       {s:7.2f} s  1.00x  (used {cpu:.2f} CPU-s: {cpu / s:.2f} cores busy)")
+    print(
+        f"  serial (anchor)                       {s:7.2f} s  1.00x  (used {cpu:.2f} CPU-s: {cpu / s:.2f} cores busy)"
+    )
     print(f"  --workers {workers} (cluster started per run) {lo:7.2f} s  {s / lo:4.2f}x  target >= {SPEEDUP_TARGET}x")
     print(f"  {workers} workers already running           {wa:7.2f} s  {s / wa:4.2f}x")
     print(f"  results identical to serial: {'yes' if not diffs else 'NO: ' + ', '.join(diffs[:5])}")
     over, drv, ping = _med(unit_over), _med(driver), _med(pings)
     print(f"per-unit overhead on the executor (median over {len(unit_over)} units)")
-    print(f"  on the worker, outside subject and verifier  {over * 1000:7.1f} ms  target < {UNIT_OVERHEAD_TARGET_S * 1000:.0f} ms")
+    print(
+        f"  on the worker, outside subject and verifier  {over * 1000:7.1f} ms  target < {UNIT_OVERHEAD_TARGET_S * 1000:.0f} ms"
+    )
     print(f"  on the driver, taking a finished unit in     {drv * 1000:7.1f} ms")
     print(f"  scheduler round trip of a trivial task       {ping * 1000:7.1f} ms (median of 50)")
     mw, md = _med(modes["worker"]), _med(modes["driver"])

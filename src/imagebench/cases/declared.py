@@ -9,8 +9,9 @@ over ``OnDisk(root=...)`` as the built-in curated cases are, its verifier a buil
 checked without reading pixels is checked when it loads, and an error names the file and the
 field: every layer's key is a data key of ``case.json``, every key the verifier reads is a data
 or truth key as it must be, every leaving the verifier reads is declared and every declared one
-is read, every metric the verifier produces has a limit and no limit names another metric, and
-arrays the verifier scores on one grid have one shape in the manifest.
+is read, every metric the verifier produces has a limit and no limit names another metric,
+arrays the verifier scores on one grid have one shape in the manifest, and a declared pixel
+``spacing`` gives one size per axis of the array it measures.
 
 :func:`tree_cases` reads every declaration under a tree root and never raises for one bad case.
 """
@@ -111,6 +112,16 @@ def _named_checks(path: Path, root: Path, declaration: CaseDeclaration, layout: 
         raise _fail(
             path, "verifier.params", f"verifier {name!r} scores these on one grid, yet the manifest records {shown}"
         )
+    spacing, sized = settled.get("spacing"), kind.spacing_of
+    if spacing is not None and sized is not None and ("truth", settled.get(sized)) in shapes:
+        shape = shapes[("truth", settled[sized])]
+        if len(spacing) != len(shape):
+            raise _fail(
+                path,
+                "verifier.params.spacing",
+                f"{spacing} gives {len(spacing)} pixel sizes, but truth {settled[sized]!r} has {len(shape)} "
+                f"dimensions {shape} in the manifest: one size per axis, in the array's order",
+            )
 
 
 def _target(path: Path, where: str, spec: str) -> Any:

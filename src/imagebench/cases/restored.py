@@ -37,7 +37,7 @@ RESTORED_METRICS: tuple[tuple[str, str], ...] = (
 READ_NOISE = 2.0
 
 
-def data_range(truth: np.ndarray) -> float:
+def peak_range(truth: np.ndarray) -> float:
     """The declared data range: the clean image's peak (its floor is 0 photo-electrons)."""
     return float(np.max(truth))
 
@@ -101,14 +101,17 @@ def _refused(fixture: Fixture, attempt: Attempt, why: WhyNot | str, artifacts: d
     return Outcome(fixture=fixture, attempt=attempt, metrics=metrics, detail={"why": str(why)}, artifacts=artifacts)
 
 
-def score_restored(fixture: Fixture, attempt: Attempt, *, leaving: str, data_key: str) -> Outcome:
-    """The answer ``leaving`` against ``truth["clean"]``: ``nrmse`` and ``ssim_shortfall`` (data range
-    the clean image's peak), PSNR and the input ``data[data_key]``'s own figures reported beside them."""
+def score_restored(
+    fixture: Fixture, attempt: Attempt, *, leaving: str, data_key: str, data_range: float | None = None
+) -> Outcome:
+    """The answer ``leaving`` against ``truth["clean"]``: ``nrmse`` and ``ssim_shortfall`` at ``data_range``
+    (default the clean image's peak, as the built-in cases declare it: their floor is 0), PSNR and the
+    input ``data[data_key]``'s own figures reported beside them."""
     from imagebench.metrics.image import image_scores
 
     truth = np.asarray(fixture.truth["clean"], dtype=np.float64)
     given = np.asarray(fixture.data[data_key], dtype=np.float64)
-    r = data_range(truth)
+    r = peak_range(truth) if data_range is None else float(data_range)
     artifacts: dict[str, Any] = {"truth": truth, "input": given}
     answer, why = read_array(attempt, leaving, shape=truth.shape, dtype="iuf")
     if answer is None:

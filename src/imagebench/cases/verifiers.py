@@ -1,4 +1,5 @@
 """The built-in verifiers by name, for cases declared in files (``bench-case.json``, a bundle's ``case.json``).
+Over 600 lines for one reason: the one table of every named verifier (:data:`VERIFIERS`) beside each runner.
 
 Each entry of :data:`VERIFIERS` is a :class:`NamedKind`: its parameters (which data, truth and
 leaving keys it reads, and its own settings such as a matching radius), the metrics it produces
@@ -11,7 +12,8 @@ naming the user's own leaving.
 
 Named here: ``label-image`` (object agreement at IoU 0.5 of a label image, 2-D or 3-D),
 ``empty-labels`` (a field with no object), ``points`` (one-to-one matching within a radius,
-:mod:`imagebench.cases.points`), ``drift`` (a drift trajectory and the corrected movie),
+:mod:`imagebench.cases.points`), ``restored`` (an image restored against its clean truth at a declared
+data range, :mod:`imagebench.cases.restored`), ``drift`` (a drift trajectory and the corrected movie),
 ``landmarks`` (probe points mapped through a channel alignment), ``volumes`` (calibrated object
 volumes), ``flatfield`` (flat-field corrected fields), ``stack`` (per-slice shifts of a stack) and
 ``ctc-tracking`` (a label movie and its lineage table: TRA, DET, SEG and division F1,
@@ -31,7 +33,7 @@ import numpy as np
 from imagebench.case.model import LayerKind, Verifier
 from imagebench.fixtures.fixture import Attempt, Fixture, FixtureError, Outcome, WhyNot
 
-Role = Literal["data", "truth", "leaving", "number", "numbers", "names"]
+Role = Literal["data", "truth", "leaving", "number", "numbers", "names", "text"]
 KEY_ROLES: tuple[str, ...] = ("data", "truth", "leaving")
 
 
@@ -52,7 +54,7 @@ class Param:
     about: str
     default: Any = None  # None and not optional: required
     optional: bool = False
-    size: int | None = None  # numbers: how many
+    size: int | None = None  # numbers: how many (None: any count, checked against the array it sizes)
 
     def settle(self, value: Any, verifier: str) -> Any:
         where = f"verifier {verifier!r}: parameter {self.name!r}"
@@ -70,13 +72,17 @@ class Param:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
                 raise VerifierError(f"{where} must be a positive number, got {value!r}")
             return float(value)
+        if self.role == "text":
+            if not isinstance(value, str) or not value.strip():
+                raise VerifierError(f"{where} must be a non-empty text, got {value!r}")
+            return value
         if self.role == "numbers":
-            ok = isinstance(value, (list, tuple)) and len(value) == self.size
+            ok = isinstance(value, (list, tuple)) and (len(value) == self.size or (self.size is None and value))
             ok = ok and all(
                 not isinstance(v, bool) and isinstance(v, (int, float)) and np.isfinite(v) and v > 0 for v in value
             )
             if not ok:
-                raise VerifierError(f"{where} must be {self.size} positive numbers, got {value!r}")
+                raise VerifierError(f"{where} must be {self.size or 'a list of'} positive numbers, got {value!r}")
             return [float(v) for v in value]
         if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
             raise VerifierError(f"{where} must be a non-empty list of names, got {value!r}")
@@ -93,6 +99,7 @@ class NamedKind:
     metrics: tuple[str, ...]
     run: Callable[[Fixture, Attempt, Mapping[str, Any]], Outcome] = field(repr=False)
     same_grid: tuple[str, ...] = ()  # key parameters whose arrays must share one shape
+    spacing_of: str | None = None  # the key parameter whose array's dimensions `spacing` gives sizes of
 
     def settle(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """``params`` checked and completed with the defaults; :class:`VerifierError` names a bad one."""
@@ -224,9 +231,18 @@ def _label_image(fixture: Fixture, attempt: Attempt, p: Mapping[str, Any]) -> Ou
             "a label image is scored on the grid of its image"
         )
     chosen = tuple(row for row in table if p.get("metrics") is None or row[0] in p["metrics"])
+    spacing = p.get("spacing")
+    if spacing is not None and len(spacing) != ndim:
+        raise FixtureError(
+            f"case {fixture.label}: verifier 'label-image': parameter 'spacing' {spacing} gives {len(spacing)} "
+            f"sizes, truth {p['truth']!r} has {ndim} dimension(s): one pixel size per axis, in the array's order"
+        )
+    unit = p.get("unit") or ("px" if spacing is None else "um")
 
     def verify(seen: Fixture, left: Attempt) -> Outcome:
-        return segmentation.score_labels(seen, left, chosen, views, detail=detail)
+        return segmentation.score_labels(
+            seen, left, chosen, views, detail=detail, spacing=None if spacing is None else tuple(spacing), unit=unit
+        )
 
     return _through(verify, fixture, attempt, {"image": p["data"]}, {"labels": p["truth"]}, {"labels": p["leaving"]})
 
@@ -262,6 +278,22 @@ def _points(fixture: Fixture, attempt: Attempt, p: Mapping[str, Any]) -> Outcome
         leaving=p["leaving"],
         image_key=p["data"],
     )
+
+
+def _restored(fixture: Fixture, attempt: Attempt, p: Mapping[str, Any]) -> Outcome:
+    from imagebench.cases.restored import score_restored
+
+    truth, given = fixture.truth.get(p["truth"]), fixture.data.get(p["data"])
+    if truth is not None and given is not None and np.shape(truth) != np.shape(given):
+        raise FixtureError(
+            f"case {fixture.label}: data {p['data']!r} has shape {np.shape(given)}, truth {p['truth']!r} "
+            f"{np.shape(truth)}: a restored image is scored on the grid of its input"
+        )
+
+    def verify(seen: Fixture, left: Attempt) -> Outcome:
+        return score_restored(seen, left, leaving="restored", data_key="input", data_range=p["data_range"])
+
+    return _through(verify, fixture, attempt, {"input": p["data"]}, {"clean": p["truth"]}, {"restored": p["leaving"]})
 
 
 def _drift(fixture: Fixture, attempt: Attempt, p: Mapping[str, Any]) -> Outcome:
@@ -346,6 +378,7 @@ _RUNNERS: dict[str, Callable[[Fixture, Attempt, Mapping[str, Any]], Outcome]] = 
     "label-image": _label_image,
     "empty-labels": _empty_labels,
     "points": _points,
+    "restored": _restored,
     "drift": _drift,
     "landmarks": _landmarks,
     "volumes": _volumes,
@@ -384,10 +417,18 @@ VERIFIERS: dict[str, NamedKind] = {
                     ),
                 ),
                 Param("metrics", "names", "the metrics scored (default: all four)", optional=True),
+                Param(
+                    "spacing",
+                    "numbers",
+                    "the pixel size per axis of the truth (2 or 3), for HD95 and mean surface distance (null: px)",
+                    optional=True,
+                ),
+                Param("unit", "text", "the unit of `spacing` (default um; px without a spacing)", optional=True),
             ),
             _LABEL_METRICS,
             _label_image,
             same_grid=("data", "truth"),
+            spacing_of="truth",
         ),
         NamedKind(
             "empty-labels",
@@ -425,6 +466,26 @@ VERIFIERS: dict[str, NamedKind] = {
             ),
             _POINT_DEFAULT + ("localization_rmse", "count_error"),
             _points,
+        ),
+        NamedKind(
+            "restored",
+            "an image restored (denoised, deconvolved) against its clean truth: NRMSE and 1 - SSIM at a declared data range",
+            (
+                *_keys(
+                    "input",
+                    "clean",
+                    "restored",
+                    (
+                        "the image given to restore (same grid as the truth; its own figures reported beside)",
+                        "the clean image",
+                        "the restored image (same grid and intensity scale as the truth)",
+                    ),
+                ),
+                Param("data_range", "number", "the data range R of SSIM and PSNR (the truth's max - min possible)"),
+            ),
+            ("nrmse", "ssim_shortfall"),
+            _restored,
+            same_grid=("data", "truth"),
         ),
         NamedKind(
             "drift",

@@ -148,7 +148,8 @@ def entry() -> int:
 
     ``run`` puts subjects in front of fixtures, and an in-process ``python:`` subject can end the
     process itself (``os._exit(0)``) before any result exists. So ``run`` works in a child process
-    that reports its exit code and run folder in a file just before it returns; a child that ends
+    (on Linux a fork of this one, its imports already done: one interpreter's start-up; else a fresh
+    ``python -m imagebench``) that reports its exit code and run folder in a file just before it returns; a child that ends
     without reporting (or by a signal) ends the command with 5, never with the 0 it may have exited
     with, and a reported 0 stands only when the run folder bears it out (:func:`_borne_out`).
     The arguments are parsed here first, so ``--help`` and a usage error end here as argparse
@@ -160,10 +161,7 @@ def entry() -> int:
     marker = os.environ.pop(SUPERVISED_ENV, None)  # out of reach of what the child runs in-process
     if marker:
         code = main(argv)
-        from imagebench.cli.common import RUN_DIRS
-
-        with open(marker, "w", encoding="utf-8") as fh:
-            fh.write(f"{code}\t{RUN_DIRS[-1] if RUN_DIRS else ''}")
+        _report(marker, code)
         return code
     if _chosen_command(argv) not in SUPERVISED_COMMANDS:
         return main(argv)
@@ -182,18 +180,34 @@ def _supervise(argv: list[str]) -> int:
     fd, marker = tempfile.mkstemp(prefix="imagebench-exit-")
     os.close(fd)
     try:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "imagebench", *argv], env={**os.environ, SUPERVISED_ENV: marker}
-        )
+        if _can_fork():
+            pid = _fork_child(argv, marker)
 
-        def forward(signum: int, _frame: object) -> None:
-            child.send_signal(signum)
+            def forward(signum: int, _frame: object) -> None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signum)
+
+            def wait() -> int:
+                while True:
+                    try:
+                        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+                    except InterruptedError:  # pragma: no cover - PEP 475 retries waitpid itself
+                        continue
+        else:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "imagebench", *argv], env={**os.environ, SUPERVISED_ENV: marker}
+            )
+
+            def forward(signum: int, _frame: object) -> None:
+                child.send_signal(signum)
+
+            wait = child.wait
 
         # A terminal's Ctrl-C reaches the child too (same process group); a signal sent to this
         # process alone is passed on, so the child stops its run in order either way.
         previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            rc = child.wait()
+            rc = wait()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -217,6 +231,55 @@ def _supervise(argv: list[str]) -> int:
             print(f"imagebench {command}: its process reported success, but {why}; exit {EXIT_DIED}", file=sys.stderr)
             return EXIT_DIED
     return rc
+
+
+def _report(marker: str, code: int) -> None:
+    """The child's report to its supervisor, written just before the command returns."""
+    from imagebench.cli.common import RUN_DIRS
+
+    with open(marker, "w", encoding="utf-8") as fh:
+        fh.write(f"{code}\t{RUN_DIRS[-1] if RUN_DIRS else ''}")
+
+
+def _can_fork() -> bool:
+    """Whether the child can be this process forked (Linux, one thread so far): it then starts with
+    the parser's imports done, and a run costs one interpreter's start-up, not two."""
+    import os
+    import threading
+
+    return sys.platform == "linux" and hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _fork_child(argv: list[str], marker: str) -> int:
+    """The supervised child as a fork of this process; returns its pid. The child runs the command
+    exactly as ``python -m imagebench`` with the marker in its environment would (:func:`entry`):
+    the marker is written only when the command returns, an exception is printed and exits 1, and
+    it never returns into the supervisor's frames."""
+    import os
+
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        code = main(argv)
+        _report(marker, code)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        import atexit
+
+        with contextlib.suppress(BaseException):
+            atexit._run_exitfuncs()  # what an interpreter's exit runs
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(BaseException):
+                stream.flush()
+        os._exit(code)
 
 
 def _borne_out(run_dir: str) -> str:

@@ -279,20 +279,122 @@ class Cluster:
                 self._quiet = None
 
 
+def warm_imports(modules: Sequence[str]) -> float:
+    """On a worker: import the run's modules (the runner, the cases' own) before its first unit
+    needs them; best effort (a module that fails here fails the unit, where it is reported).
+    Returns the seconds it took."""
+    import importlib
+    import time
+
+    start = time.perf_counter()
+    for name in ("imagebench.runs.runner", "imagebench.executor.workers", *modules):
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    return time.perf_counter() - start
+
+
+def case_modules(cases: Sequence[Case]) -> list[str]:
+    """The modules a worker imports to unpickle and run ``cases``: where their verifiers,
+    builders and solutions are defined (in the ``imagebench`` package or on the driver's path)."""
+    found: set[str] = set()
+    for case in cases:
+        spec = case.fixture
+        for obj in (case.verify, getattr(spec, "builder", None), case.reference, case.baseline):
+            target = getattr(obj, "func", obj)  # a partial's function
+            module = getattr(target, "__module__", None) or type(target).__module__
+            if isinstance(module, str) and module not in ("builtins", "__main__", "functools"):
+                found.add(module)
+    return sorted(found)
+
+
+class StartingCluster:
+    """A local cluster started in the background (its workers importing the run's modules), so the
+    driver writes the run's records meanwhile; the first use of it waits for the start, and a start
+    that failed raises there."""
+
+    def __init__(self, parallel: Parallel, modules: Sequence[str]) -> None:
+        import threading
+
+        self._started: Cluster | None = None
+        self._error: BaseException | None = None
+        self.warm_s: dict[str, float] = {}
+        self._thread = threading.Thread(
+            target=self._start, args=(parallel, tuple(modules)), name="imagebench-cluster-start", daemon=True
+        )
+        self._thread.start()
+
+    def _start(self, parallel: Parallel, modules: tuple[str, ...]) -> None:
+        try:
+            cluster = Cluster.open(parallel)
+        except BaseException as exc:
+            self._error = exc
+            return
+        self._started = cluster
+        with contextlib.suppress(Exception):
+            self.warm_s = dict(cluster.client.run(warm_imports, modules))
+
+    def started(self) -> Cluster:
+        self._thread.join()
+        if self._error is not None:
+            raise ExecutorError(
+                f"the local dask cluster did not start: {type(self._error).__name__}: {self._error}", usage=False
+            ) from self._error
+        assert self._started is not None
+        return self._started
+
+    def __getattr__(self, name: str) -> Any:  # client, cluster, address, n_workers, ...
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.started(), name)
+
+    def close(self) -> None:
+        self._thread.join()
+        if self._started is not None:
+            self._started.close()
+
+
+def cannot_pay(parallel: Parallel, units: int) -> str:
+    """Why a local cluster of ``parallel.workers`` would cost more than it gives ('' when it pays):
+    fewer than two cores this process may use (the workers would share one, after their start-up
+    and imports), or a single unit (one worker would do it alone, after the same start-up)."""
+    if parallel.workers is None:
+        return ""  # an existing cluster's start-up is already paid
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    if cores < 2:
+        return f"this process may use {cores} core: {parallel.workers} worker process(es) would share it"
+    if units < 2:
+        return f"{units} unit: no second worker would have work while the first starts and runs it"
+    return ""
+
+
+def paying(parallel: Parallel, subject: Subject, units: int) -> tuple[Parallel, str]:
+    """``(parallel, "")``, or ``(serial, why)`` when the local cluster it asks for cannot pay
+    (:func:`cannot_pay`); the results are the same either way, only the time differs."""
+    if parallel.workers is None or parallel.threads_for(subject) is not None:
+        return parallel, ""
+    why = cannot_pay(parallel, units)
+    return (Parallel(prefetch=parallel.prefetch), why) if why else (parallel, "")
+
+
 def open_cluster(
     parallel: Parallel, cases: Sequence[Case], subject: Subject, *, progress: bool = False
-) -> Cluster | None:
+) -> Cluster | StartingCluster | None:
     """Check that the units can travel and connect; None for a serial run. Raises ExecutorError.
-    With ``progress`` a spinner on stderr says what is starting."""
+    A local cluster starts in the background (:class:`StartingCluster`); with ``progress`` a
+    spinner on stderr says what is being connected to."""
     from imagebench.runs.runner import presents_tensor
 
     if not parallel.distributed or parallel.threads_for(subject) is not None:
         return None  # serial, or threads here driving child processes
     subject_spec(subject)  # refuse a subject that cannot travel before anything starts
+    if parallel.workers is not None:
+        return StartingCluster(parallel, case_modules(cases))
     from imagebench.runs.progress import spinner
 
-    what = "starting" if parallel.workers is not None else "connecting to"
-    with spinner(f"{what} the {parallel.describe()}", enabled=progress):
+    with spinner(f"connecting to the {parallel.describe()}", enabled=progress):
         cluster = Cluster.open(parallel)
     try:
         tensor = [c.label for c in cases if presents_tensor(c)]

@@ -26,6 +26,7 @@ from imagebench.executor.cluster import (
     ExecutorError,
     Parallel,
     cluster_for,
+    paying,
     subject_spec,
     unit_pools,
 )
@@ -35,6 +36,7 @@ from imagebench.executor.serial import run_serial, serial_builds
 from imagebench.executor.sink import Sink
 from imagebench.executor.threads import run_threaded
 from imagebench.executor.workers import run_dask
+from imagebench.runs.closure import memoized_closures
 from imagebench.runs.conditions import EXECUTION_KEY, execution_record
 from imagebench.runs.layout import RunFolderError
 from imagebench.runs.sealed import RECORD_KEY as SEALED_KEY
@@ -342,8 +344,11 @@ def run_cases(
     shows a progress bar on stderr. ``workers``/``scheduler`` (or ``parallel``) say where the
     units run (:class:`Parallel`); the results are the same.
 
-    With ``parallel`` set the cluster is reached (and a subject that cannot travel refused)
-    before the run folder is created. ``run.json``'s ``extra`` records ``subject_spec`` whenever
+    With ``parallel`` set a subject that cannot travel is refused and an existing cluster reached
+    before the run folder is created; a local cluster starts in the background while the run's
+    records are written, unless it cannot pay (fewer than two usable cores, or too few units:
+    :func:`~imagebench.executor.cluster.cannot_pay`): then the units run serially, said on stderr
+    and in ``run.json``'s ``extra["executor"]``. ``run.json``'s ``extra`` records ``subject_spec`` whenever
     the subject has one, so that ``--resume`` can rebuild it.
 
     ``run.json``'s ``extra["subject_identity"]`` records the subject's identity (its name and the
@@ -379,7 +384,11 @@ def run_cases(
         sealed = default_seal()
     seeds = sealed.seeds(cases, samples) if sealed is not None else None
     identity = identity_of(subject)  # what it runs, digested before anything starts
-    with cluster_for(parallel, cases, subject, progress=progress) as cluster:
+    asked = parallel
+    parallel, serially = paying(parallel, subject, sum(samples_for(c, samples) for c in cases))
+    if serially:
+        print(f"imagebench run: running serially, not on the {asked.describe()} asked: {serially}", file=sys.stderr)
+    with cluster_for(parallel, cases, subject, progress=progress) as cluster, memoized_closures():
         extra = dict(record_extra or {})
         extra.pop(SEALED_KEY, None)  # only a seal given here makes a run sealed
         extra.pop(UNSEALED_KEY, None)
@@ -395,6 +404,8 @@ def run_cases(
         extra[keep.KEY] = kept
         if parallel.distributed:
             extra["executor"] = parallel.describe_for(subject)
+        elif serially:
+            extra["executor"] = f"serial, not the {asked.describe()} asked: {serially}"
         writer, record = RunWriter.create(
             out,
             subject.name,
@@ -618,7 +629,7 @@ def resume_run(
         seeds = sealed.seeds(cases, record.samples) if sealed is not None else None
     except SealedError as exc:
         raise ResumeError(f"{where}: {exc}") from None
-    with cluster_for(parallel, cases, subject, progress=progress) as cluster:
+    with cluster_for(parallel, cases, subject, progress=progress) as cluster, memoized_closures():
         return execute(
             run_dir,
             record,

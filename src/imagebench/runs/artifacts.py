@@ -183,10 +183,10 @@ def save_png(
             kind = type(image).__name__
             raise ValueError(f"not a numeric, non-empty image (got {kind})")
         pixels = _to_uint8(_to_rgb_or_gray(arr), vmin, vmax)
-        import imageio.v3 as iio
+        from PIL import Image  # the bytes imageio's pillow plugin writes, without its per-call plugin lookup
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        iio.imwrite(tmp, pixels, extension=".png", compress_level=PNG_COMPRESS_LEVEL)
+        Image.fromarray(pixels).save(tmp, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
         os.replace(tmp, path)
     except Exception as exc:
         try:
@@ -270,7 +270,8 @@ def write_report(
         arr = _numeric(image)  # read each image (a ref, a dask array) once for range and PNG
         images[name] = image if arr is None else arr
     if images:
-        vmin, vmax = shared_range(*images.values())
+        kept = outcome.detail.get("artifact_range")  # record_artifact_range's, over these same arrays
+        vmin, vmax = kept if _is_range(kept) else shared_range(*images.values())
         for name, image in images.items():
             stem = safe_name(name, "image")
             png = save_png(folder / f"{stem}.png", image, vmin, vmax)
@@ -299,6 +300,15 @@ def write_report(
         }
     )
     return write_record(folder / "summary.json", summary)
+
+
+def _is_range(value: Any) -> bool:
+    return (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, float) and np.isfinite(v) for v in value)
+        and value[0] < value[1]
+    )
 
 
 def record_artifact_range(outcome: Outcome) -> None:

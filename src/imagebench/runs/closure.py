@@ -31,6 +31,7 @@ conditions carry.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import dis
 import functools
@@ -38,8 +39,9 @@ import importlib
 import importlib.util
 import inspect
 import sys
+import threading
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from imagebench.fixtures.digest import FingerprintError, digest_bytes, digest_json, digest_text, plain
@@ -224,7 +226,9 @@ class _Walk:
             return self.mine(value)
         if isinstance(value, (functools.partial, staticmethod, classmethod)):
             return True
-        if callable(value) and (getattr(value, "__wrapped__", None) is not None or getattr(value, "pyfunc", None) is not None):
+        if callable(value) and (
+            getattr(value, "__wrapped__", None) is not None or getattr(value, "pyfunc", None) is not None
+        ):
             return True  # a wrapper around a function (lru_cache, np.vectorize)
         if not callable(value) or inspect.isbuiltin(value):
             return False
@@ -242,7 +246,9 @@ class _Walk:
             try:
                 module = importlib.import_module(full)
             except Exception as exc:  # a project module that cannot be imported cannot be digested
-                raise FingerprintError(f"{self.what}: module {full} cannot be imported ({type(exc).__name__})") from None
+                raise FingerprintError(
+                    f"{self.what}: module {full} cannot be imported ({type(exc).__name__})"
+                ) from None
         return module
 
     def _constant(self, module: str, name: str, value: Any) -> None:
@@ -295,15 +301,71 @@ def _all_code(code: types.CodeType) -> Iterable[types.CodeType]:
             yield from _all_code(const)
 
 
+# One run's closures, kept while :func:`memoized_closures` is entered (by the executor, for one run).
+_MEMO_LOCK = threading.Lock()
+_MEMO_DEPTH = 0
+_MEMO: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+
+
+@contextlib.contextmanager
+def memoized_closures() -> Iterator[None]:
+    """Within it, :func:`code_closure` walks each list of roots (the same objects) once.
+
+    A run asks for one verifier's closure several times (its fixture's cache key, the receipt,
+    each case summary), and the code it runs does not change under it: the closure it recorded
+    first is the one of the run. Outside it every call walks again, so a patched module is seen
+    at once. The roots are held while it lasts, so an id is never reused for another object."""
+    global _MEMO_DEPTH
+    with _MEMO_LOCK:
+        _MEMO_DEPTH += 1
+    try:
+        yield
+    finally:
+        with _MEMO_LOCK:
+            _MEMO_DEPTH -= 1
+            if _MEMO_DEPTH == 0:
+                _MEMO.clear()
+
+
+def within_run(kind: str, obj: Any, compute: Callable[[], str]) -> str:
+    """``compute()`` (a digest of ``obj``), taken once per ``(kind, obj)`` inside :func:`memoized_closures`."""
+    if not _MEMO_DEPTH:
+        return compute()
+    key = (kind, id(obj))
+    with _MEMO_LOCK:
+        kept = _MEMO.get(key)
+    if kept is not None:
+        return kept[1]
+    found = compute()
+    with _MEMO_LOCK:
+        if _MEMO_DEPTH:
+            _MEMO[key] = (obj, found)
+    return found
+
+
 def code_closure(roots: Iterable[Any], *, what: str = "scoring closure") -> dict[str, dict[str, str]]:
     """``{"code": {module:qualname: sha256 of its source}, "constants": {module:name: digest},
     "modules": {module: sha256 of its file}}`` of every function, class, plain constant and module
-    of the project reached from ``roots``.
+    of the project reached from ``roots`` (walked once per run inside :func:`memoized_closures`).
 
     Raises :class:`~imagebench.fixtures.digest.FingerprintError` (naming ``what``) when a project
     function's source cannot be read or a project module it imports cannot be imported.
     """
     roots = list(roots)
+    key = ("closure", *(id(root) for root in roots))
+    if _MEMO_DEPTH:
+        with _MEMO_LOCK:
+            kept = _MEMO.get(key)
+        if kept is not None:
+            return {part: dict(names) for part, names in kept[1].items()}
+    found = _walk_closure(roots, what)
+    with _MEMO_LOCK:
+        if _MEMO_DEPTH:
+            _MEMO[key] = (roots, {part: dict(names) for part, names in found.items()})
+    return found
+
+
+def _walk_closure(roots: list[Any], what: str) -> dict[str, dict[str, str]]:
     projects = {PROJECT}
     for root in roots:
         target = root.func if isinstance(root, functools.partial) else root
@@ -357,4 +419,4 @@ def scoring_digests(cases: Iterable[Case]) -> tuple[dict[str, str], dict[str, st
     return found, problems
 
 
-__all__ = ["code_closure", "scoring_digest", "scoring_digests", "scoring_parts"]
+__all__ = ["code_closure", "memoized_closures", "scoring_digest", "within_run", "scoring_digests", "scoring_parts"]

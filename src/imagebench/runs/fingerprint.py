@@ -51,7 +51,7 @@ from imagebench.fixtures.digest import (
     plain,
     scrub,
 )
-from imagebench.runs.closure import scoring_digest
+from imagebench.runs.closure import scoring_digest, within_run
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
@@ -167,7 +167,7 @@ def source_digest(func: Any, what: str) -> dict[str, Any]:
 
 def _source(target: Any, func: Any, what: str) -> str:
     try:
-        return digest_text(inspect.getsource(target))
+        return within_run("source", target, lambda: digest_text(inspect.getsource(target)))
     except (OSError, TypeError) as exc:
         raise FingerprintError(f"{what} {qualified_name(func)}: its source cannot be read ({exc})") from None
 
