@@ -198,6 +198,7 @@ class AgentSession:
         self._lock = threading.RLock()
         self._t0 = time.perf_counter()
         self._reads = 0
+        self._whole: dict[str, str] = {}  # an input layer read whole as npy: the file handed out
         self.submitted = threading.Event()
 
     # ---------------------------------------------------------------- recording
@@ -329,7 +330,13 @@ class AgentSession:
             out["data"] = base64.b64encode(le.tobytes()).decode("ascii")
             out["order"] = "C"
         else:
-            out["path"] = self._write_read(name, part)
+            # An input layer never changes: read whole, its file is written once and named again.
+            whole = layer.role == "input" and box == [[0, s] for s in arr.shape]
+            out["path"] = self._whole.get(name) if whole else None
+            if out["path"] is None:
+                out["path"] = self._write_read(name, part, keep=whole)
+                if whole:
+                    self._whole[name] = out["path"]
         return out
 
     def snapshot(self, layer: str | None = None, frame: int | None = None) -> bytes:
@@ -686,12 +693,12 @@ class AgentSession:
                 warnings.append(f"field(s) {extra} are not in the answer schema {sorted(fields)}")
         return parsed, warnings
 
-    def _write_read(self, name: str, part: np.ndarray) -> str:
+    def _write_read(self, name: str, part: np.ndarray, *, keep: bool = False) -> str:
         if self.reads is None:
             raise ToolError("encoding 'npy' needs a folder for reads; use 'base64' or 'list'")
         self._reads += 1
         safe = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in name)[:64]
-        rel = self.reads.save_read(f"{safe}-{self._reads}.npy", part)
+        rel = self.reads.save_read(f"{safe}-{self._reads}.npy", part, keep=keep)
         shown = self.reads_alias if self.reads_alias is not None else str(self.reads.path)
         return f"{shown.rstrip('/')}/{rel}"
 
