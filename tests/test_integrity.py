@@ -152,7 +152,11 @@ def test_a_subject_that_forges_the_exit_report_still_leaves_exit_5(tmp_path: Pat
         env={**_env(), "PYTHONPATH": str(tmp_path)},
     )
     assert proc.returncode == EXIT_DIED, proc.stdout + proc.stderr
-    assert "reported success, but it named no run folder" in proc.stderr
+    # a forked child (Linux) never learns the report's path from its environment: it just ended;
+    # a child started afresh finds it there and forges it: its success names no run folder
+    assert (
+        "reported success, but it named no run folder" in proc.stderr or "the run ended without finishing" in proc.stderr
+    ), proc.stderr
 
 
 @pytest.mark.parametrize(("argv", "code"), [(["run", "--help"], 0), (["run", "--samples", "x"], 2), (["run", "--bogus"], 2)])
