@@ -6,8 +6,8 @@ run's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from imagebench.suite.comparison import Comparison, UsageSide
 from imagebench.usage import FIGURES, PriceTable, cost_of
@@ -15,7 +15,15 @@ from imagebench.usage import FIGURES, PriceTable, cost_of
 if TYPE_CHECKING:
     from imagebench.records import SampleSummary
     from imagebench.runs.brief import ScoredBrief
-    from imagebench.suite.compare import LoadedRun
+
+
+class LoadedRun(Protocol):
+    """What the usage of a side reads of a loaded run (:class:`imagebench.suite.compare.LoadedRun`):
+    its samples by case label and sample number; named here, so that compare's own helper never
+    imports compare."""
+
+    @property
+    def samples(self) -> Mapping[str, Mapping[int, Any]]: ...
 
 
 def usage_side(samples: Iterable[SampleSummary | ScoredBrief], prices: PriceTable | None = None) -> UsageSide:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -30,8 +30,29 @@ from imagebench.subjects.mcp.render import (
 )
 from imagebench.subjects.mcp.results import COLORMAPS
 
-if TYPE_CHECKING:
-    from imagebench.subjects.mcp.tools import AgentLayer, AgentSession
+
+class AgentLayer(Protocol):
+    """What the view reads of a layer the agent sees (:class:`imagebench.subjects.mcp.tools.AgentLayer`)."""
+
+    name: str
+    kind: str
+    data: Any
+    role: str
+
+
+class AgentSession(Protocol):
+    """What the view reads of the agent's session (:class:`imagebench.subjects.mcp.tools.AgentSession`):
+    named here, so that the view never imports the session that calls it."""
+
+    display: ViewBackend
+    layers: dict[str, Any]
+
+    def layer_named(self, name: Any) -> Any: ...
+
+    def array(self, layer: Any) -> np.ndarray: ...
+
+    def layer_info(self, layer: Any) -> dict[str, Any]: ...
+
 
 #: frames one snapshot_frames returns at most
 MAX_FRAMES = 16
