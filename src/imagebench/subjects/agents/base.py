@@ -401,9 +401,18 @@ def _reported(attempts: list[AgentAttempt]) -> Usage | None:
         "cost_usd": total("cost_usd"),
     }
     model = next((u.model for u in reversed(usages) if u.model), None)
-    if model is None and all(v is None for v in figures.values()):
+    # Each figure stands or falls alone: one the envelope got wrong (a blank model id, a cost of NaN,
+    # a count past what a float holds) is left out, never taking the others (the tokens a budget
+    # is checked against) with it.
+    kept: dict[str, Any] = {}
+    for name, value in [*figures.items(), ("model", model)]:
+        if value is None:
+            continue
+        try:
+            reported_usage(**{name: value})
+        except (ValueError, OverflowError):
+            continue
+        kept[name] = value
+    if not kept:
         return None
-    try:
-        return reported_usage(model=model, **figures)
-    except ValueError:
-        return None
+    return reported_usage(**kept)

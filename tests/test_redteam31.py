@@ -1,0 +1,74 @@
+"""Red-team findings of issue 31's features, each run as the dishonest subject that found it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from imagebench import cases as builtin
+from imagebench.case.model import select_cases
+from imagebench.executor import run_cases
+from imagebench.sandbox.policy import SandboxPolicy, unavailable_reason
+from imagebench.subjects import parse_subject
+
+pytest.importorskip("mcp")
+
+SANDBOX = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
+COUNT = "segment-nuclei/count-nuclei"
+
+
+def _case(label: str) -> Any:
+    (case,), _ = select_cases(builtin.all_cases(), [label])
+    return case
+
+
+def _agent(tmp_path: Path, body: str) -> tuple[Path, Any]:
+    """An agent CLI of the generic interface: a shell script ``body``, shown to the sandbox."""
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    script = folder / "agent.sh"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return script, parse_subject(f"agent-cli:{script}", sandbox=SandboxPolicy(expose=(folder,)))
+
+
+def _only(result: Any, label: str = COUNT) -> Any:
+    (summary,) = result.samples[label]
+    return summary
+
+
+@SANDBOX
+@pytest.mark.parametrize("model", [" ", ""], ids=["blank-model", "empty-model"])
+def test_a_malformed_figure_beside_the_tokens_does_not_hide_them_from_the_budget(tmp_path: Path, model: str) -> None:
+    """An envelope reporting 10 million tokens with a blank model id beside them once lost every
+    figure (the usage record refused as a whole), so --max-tokens went unchecked
+    (``budget-unmeasured``) instead of ending the sample ``budget-exceeded``."""
+    from imagebench.usage import Budget
+
+    _, subject = _agent(
+        tmp_path,
+        'echo \'{"result": "IMAGEBENCH_FINAL_JSON: {\\"count\\": 0}", '
+        f'"usage": {{"input_tokens": 9999999, "output_tokens": 5, "model": "{model}"}}}}\'\n',
+    )
+    result = run_cases([_case(COUNT)], subject, out=tmp_path / "out", progress=False, budget=Budget(max_tokens=1000))
+    summary = _only(result)
+    assert summary.status == "budget-exceeded", (summary.status, summary.reason, summary.flags)
+    assert summary.usage.tokens_in.value == 9999999 and summary.usage.tokens_in.source == "reported"
+    assert "budget-unmeasured" not in summary.flags
+
+
+def test_each_reported_figure_stands_alone() -> None:
+    """Claude Code's envelope with a cost of NaN (JSON NaN parses) or a count past a float."""
+    from imagebench.subjects.agents.base import _reported
+    from imagebench.subjects.agents.envelope import AgentAttempt, AgentUsage, Envelope
+
+    def usage(**kw: Any) -> Any:
+        return _reported([AgentAttempt(envelope=Envelope(parsed=True, usage=AgentUsage(**kw)))])
+
+    got = usage(input_tokens=5000, output_tokens=7, cost_usd=float("nan"), model="claude-x")
+    assert got.tokens == 5007 and got.cost_usd is None and got.model.id == "claude-x"
+    got = usage(input_tokens=10**400, output_tokens=7)
+    assert got.tokens_in is None and got.tokens_out.value == 7
+    assert usage(model=" ") is None
