@@ -72,3 +72,33 @@ def test_each_reported_figure_stands_alone() -> None:
     got = usage(input_tokens=10**400, output_tokens=7)
     assert got.tokens_in is None and got.tokens_out.value == 7
     assert usage(model=" ") is None
+
+
+CODEX_RECONNECTED = """#!/bin/sh
+echo '{"type":"thread.started","thread_id":"t1"}'
+echo '{"type":"turn.started"}'
+echo '{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion: 429 Too Many Requests)"}'
+echo '{"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"IMAGEBENCH_FINAL_JSON: {\\"count\\": 0}"}}'
+echo '{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":2}}'
+"""
+
+
+@SANDBOX
+def test_a_codex_turn_that_reconnected_and_completed_is_scored_not_excused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex streams an ``error`` event for each reconnect and may then complete its turn. Such a
+    turn (one that answered, wrongly) was ``infra-error``, excluded from every figure: any error
+    event before ``turn.completed`` counted as the turn's failure. A model with Codex's shell
+    (``--dangerously-bypass-approvals-and-sandbox``) writing one such line to its CLI's stdout
+    escaped a wrong answer the same way."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "codex").write_text(CODEX_RECONNECTED)
+    (bin_dir / "codex").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    subject = parse_subject("codex", sandbox=SandboxPolicy(expose=(bin_dir,)))
+    env = subject.envelope(CODEX_RECONNECTED.replace("echo '", "").replace("'\n", "\n").replace('\\\\"', '\\"'))
+    assert env.parsed and not env.is_error and subject.infra(env, 0, "") is None
+    summary = _only(run_cases([_case(COUNT)], subject, out=tmp_path / "out", progress=False))
+    assert summary.status == "wrong-answer", (summary.status, summary.reason)

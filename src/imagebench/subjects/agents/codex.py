@@ -81,7 +81,9 @@ class CodexSubject(AgentCliSubject):
                 elif itype in _TOOL_ITEMS:
                     tools += 1
             elif kind == "turn.completed":
-                completed = True
+                # the turn ended well: the reconnects its stream reported before (``error`` events:
+                # "Reconnecting... 1/5") were overcome, so its answer is scored, never excused
+                completed, failed = True, False
                 turns += 1
                 usage = e.get("usage") if isinstance(e.get("usage"), dict) else {}
                 inp += whole(usage.get("input_tokens")) or 0
