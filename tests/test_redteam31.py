@@ -102,3 +102,48 @@ def test_a_codex_turn_that_reconnected_and_completed_is_scored_not_excused(
     assert env.parsed and not env.is_error and subject.infra(env, 0, "") is None
     summary = _only(run_cases([_case(COUNT)], subject, out=tmp_path / "out", progress=False))
     assert summary.status == "wrong-answer", (summary.status, summary.reason)
+
+
+@SANDBOX
+def test_subject_home_leaves_out_the_bench_folders_it_holds(tmp_path: Path) -> None:
+    """``--subject-home .`` of a project folder holding an earlier run (``outcomes/run-*``, a sample's
+    ``truth_*`` artifacts) or a fixture tree copied them into the subject's HOME, where the sandbox
+    masks them in a folder it shows (``--subject-expose .``)."""
+    import json
+
+    from imagebench.sandbox.workspace import Workspace
+    from imagebench.subjects import AgentOptions
+    from imagebench.subjects.agents import home as agent_home
+
+    project = tmp_path / "project"
+    sample = project / "outcomes" / "run-20260101T000000Z" / "reference" / "x" / "sample-0"
+    sample.mkdir(parents=True)
+    (sample.parents[2] / "run.json").write_text("{}")
+    (sample / "truth_outlines.npy").write_bytes(b"the truth")
+    tree = project / "mytree"
+    tree.mkdir()
+    (tree / "manifest.json").write_text(json.dumps({"fixtures": []}))
+    (tree / "truth.npy").write_bytes(b"the truth")
+    answers = project / "bundle" / "expected"
+    answers.mkdir(parents=True)
+    (answers / "count.json").write_text('{"count": 7}')
+    (project / ".agentrc").write_text("theme = dark\n")
+
+    (tmp_path / "ws").mkdir()
+    with Workspace(tmp_path / "ws") as ws:
+        left_out = agent_home.seed(ws, project, hidden=(answers,))
+    home = tmp_path / "ws" / "home"
+    assert (home / ".agentrc").read_text() == "theme = dark\n"
+    copied = sorted(p.relative_to(home).as_posix() for p in home.rglob("*") if p.is_file())
+    assert copied == [".agentrc"], copied
+    assert any("run-20260101T000000Z" in x for x in left_out) and any("mytree" in x for x in left_out)
+    assert any("expected" in x for x in left_out)
+
+    script, _ = _agent(tmp_path, 'mkdir -p "$HOME/logs"; find "$HOME" -type f > "$HOME/logs/found.log"\necho done\n')
+    subject = parse_subject(
+        f"agent-cli:{script}", sandbox=SandboxPolicy(expose=(script.parent,)), agent=AgentOptions(home=project)
+    )
+    result = run_cases([_case(COUNT)], subject, out=tmp_path / "out", progress=False)
+    summary = _only(result)
+    found = (result.run_dir / summary.subject / COUNT / "sample-0" / "agent-log-1-found.log").read_text()
+    assert ".agentrc" in found and "truth" not in found, found

@@ -321,7 +321,7 @@ class _BoundAgent(_BoundCommand):
         from imagebench.subjects.mcp.server import SERVER_NAME, client_config
 
         subject: AgentCliSubject = self.subject  # type: ignore[assignment]
-        left_out = _home.seed(ws, subject.agent.home)
+        left_out = _home.seed(ws, subject.agent.home, hidden=(self.context.sample_dir, *self.context.hidden))
         if left_out:
             session.notes["home_left_out"] = left_out[:50]
         if mcp_shown is None:
