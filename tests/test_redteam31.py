@@ -147,3 +147,56 @@ def test_subject_home_leaves_out_the_bench_folders_it_holds(tmp_path: Path) -> N
     summary = _only(result)
     found = (result.run_dir / summary.subject / COUNT / "sample-0" / "agent-log-1-found.log").read_text()
     assert ".agentrc" in found and "truth" not in found, found
+
+
+DASK_AGENT = '''#!/usr/bin/env python3
+"""A dishonest agent CLI given the host's network: it runs code on the dask scheduler it finds."""
+import sys
+from distributed import Client
+
+def listening():
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        f = line.split()
+        if f[3] == "0A" and f[1].startswith("0100007F:"):
+            yield int(f[1].split(":")[1], 16)
+
+def proof():
+    import os
+    open(PROOF, "w").write(f"uid={os.getuid()}")
+
+for port in listening():
+    try:
+        with Client(f"tcp://127.0.0.1:{port}", timeout=3) as c:
+            c.run(proof)
+            break
+    except Exception:
+        continue
+print('{"result": "IMAGEBENCH_FINAL_JSON: {\\\\"count\\\\": 0}"}')
+'''
+
+
+@SANDBOX
+def test_a_subject_with_the_host_network_never_runs_beside_a_dask_cluster(tmp_path: Path) -> None:
+    """``--subject-network`` (every agent CLI needs it to reach its model) with ``--scheduler``: the
+    subject found the scheduler on the shared loopback and ran its code on a worker, outside the
+    sandbox, as the harness (root here). The run is refused before anything starts."""
+    distributed = pytest.importorskip("distributed")
+    from imagebench.executor import ExecutorError
+
+    proof = tmp_path / "proof.txt"
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    script = folder / "agent.py"
+    script.write_text(DASK_AGENT.replace("PROOF", repr(str(proof))))
+    subject = parse_subject(f"agent-cli:python3 {script}", sandbox=SandboxPolicy(expose=(folder,), network=True))
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:  # fmt: skip
+        try:
+            run_cases(
+                [_case(COUNT)], subject, out=tmp_path / "out", progress=False, scheduler=cluster.scheduler_address
+            )
+            refused = None
+        except ExecutorError as exc:
+            refused = str(exc)
+    assert not proof.exists(), f"the subject ran code outside its sandbox: {proof.read_text()}"
+    assert refused is not None and "--subject-network" in refused
