@@ -200,3 +200,33 @@ def test_a_subject_with_the_host_network_never_runs_beside_a_dask_cluster(tmp_pa
             refused = str(exc)
     assert not proof.exists(), f"the subject ran code outside its sandbox: {proof.read_text()}"
     assert refused is not None and "--subject-network" in refused
+
+
+@SANDBOX
+@pytest.mark.parametrize("where", ["subject-env", "expose-venv"])
+def test_registry_data_is_masked_in_every_environment_the_sandbox_shows(tmp_path: Path, where: str) -> None:
+    """scikit-image's ``coins.png`` is the untouched original of the denoise case
+    ``coins-low-light``'s truth. It was masked in the harness's environment only: under
+    ``--subject-env PREFIX``, or in an agent's own virtualenv in the folder ``--subject-expose``
+    shows, the subject read it."""
+    original = b"the original coins photograph"
+    if where == "subject-env":
+        env, shown = tmp_path / "env", tmp_path / "agent"
+        site = env / "lib" / "python3.11" / "site-packages"
+        policy = {"env_prefix": env}
+    else:
+        shown = tmp_path / "agent"
+        site = shown / ".venv" / "lib" / "python3.11" / "site-packages"
+        policy = {}
+    (site / "skimage" / "data").mkdir(parents=True)
+    (site / "skimage" / "data" / "coins.png").write_bytes(original)
+    (site / "skimage" / "data" / "__init__.py").write_text("# code stays visible\n")
+    shown.mkdir(exist_ok=True)
+    data = site / "skimage" / "data"
+    command = f"command:cat {data}/coins.png >&2; cat {data}/__init__.py >&2; echo '{{\"count\": 0}}'"
+    subject = parse_subject(command, sandbox=SandboxPolicy(expose=(shown,), **policy))
+    result = run_cases([_case(COUNT)], subject, out=tmp_path / "out", progress=False)
+    summary = _only(result)
+    stderr = (result.run_dir / summary.subject / COUNT / "sample-0" / "stderr.txt").read_text()
+    assert "# code stays visible" in stderr, stderr
+    assert original.decode() not in stderr, stderr
