@@ -412,8 +412,9 @@ def mount_args(
     from imagebench.fixtures.registry import data_files_in
 
     # the registry data in every environment shown (a --subject-env, a virtualenv in an exposed
-    # folder), not only the harness's: the same originals a curated fixture was authored from
-    for site in _site_dirs(trees) + _venv_sites(exposed):
+    # folder, the system's own Python packages under /usr), not only the harness's: the same
+    # originals a curated fixture was authored from
+    for site in _site_dirs([*trees, "/usr", "/usr/local"]) + _venv_sites(exposed):
         masks += [f for f in data_files_in(site) if any(_inside(f, b) for b in bound)]
     for mask in _outermost(masks):
         args += ["--tmpfs", mask, "--remount-ro", mask] if os.path.isdir(mask) else ["--ro-bind", "/dev/null", mask]
