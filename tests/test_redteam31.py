@@ -230,3 +230,39 @@ def test_registry_data_is_masked_in_every_environment_the_sandbox_shows(tmp_path
     stderr = (result.run_dir / summary.subject / COUNT / "sample-0" / "stderr.txt").read_text()
     assert "# code stays visible" in stderr, stderr
     assert original.decode() not in stderr, stderr
+
+
+KILLED = {
+    # Codex's model has a shell (--dangerously-bypass-approvals-and-sandbox): it writes a rate-limit
+    # event into its CLI's stdout (/proc/<codex>/fd/1), then kills it before the turn completes.
+    "codex": """#!/bin/sh
+echo '{"type":"thread.started","thread_id":"t1"}'
+echo '{"type":"turn.started"}'
+echo '{"type":"error","message":"429 Too Many Requests"}'
+echo '{"type":"turn.failed","error":{"message":"429 Too Many Requests"}}'
+kill -9 $$
+""",
+    # Gemini CLI's model has a shell (--yolo): an error envelope on its CLI's stderr, then a kill.
+    "gemini": """#!/bin/sh
+echo '{"error": {"type": "ApiError", "message": "429 RESOURCE_EXHAUSTED", "code": 429}}' >&2
+kill -9 $$
+""",
+}
+
+
+@SANDBOX
+@pytest.mark.parametrize("program", sorted(KILLED))
+def test_an_error_written_before_the_cli_was_killed_is_no_infrastructure_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, program: str
+) -> None:
+    """A CLI that died of a signal did not report anything: the error in its output was written by
+    whoever killed it. It was ``infra-error`` (excluded from every figure) instead of a failure."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / program).write_text(KILLED[program])
+    (bin_dir / program).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    kind = {"codex": "codex", "gemini": "gemini-cli"}[program]
+    subject = parse_subject(kind, sandbox=SandboxPolicy(expose=(bin_dir,)))
+    summary = _only(run_cases([_case(COUNT)], subject, out=tmp_path / "out", progress=False))
+    assert summary.status == "no-result", (summary.status, summary.reason)

@@ -217,6 +217,11 @@ def program_digest(path: str) -> dict[str, Any]:
     return {"name": Path(path).name, "sha256": h.hexdigest()}
 
 
+def killed(returncode: int) -> bool:
+    """Whether a command's exit status says a signal ended it (negative, or a shell's 128 + N)."""
+    return returncode < 0 or 128 < returncode <= 128 + 64
+
+
 def last_lines(stderr: str, n: int = 5) -> str:
     """The last ``n`` lines of a CLI's stderr that hold text (where a CLI that died says why)."""
     return "\n".join([line for line in stderr.splitlines() if line.strip()][-n:])
@@ -350,9 +355,12 @@ class _BoundAgent(_BoundCommand):
             if on_stderr.parsed and on_stderr.is_error:
                 envelope = on_stderr.model_copy(update={"final_message": None})
         infra = None
-        if finished.limit is None and not finished.timed_out:
+        if finished.limit is None and not finished.timed_out and not killed(finished.returncode):
+            # A CLI that died of a signal did not end on its own, so did not report why: whatever error
+            # its output holds was written by someone (a model with a shell, writing to its CLI's
+            # stdout and killing it) before it was killed, and is the subject's, never an excuse.
             infra = subject.infra(envelope, finished.returncode, stderr)
-        elif finished.limit is None and envelope.parsed and envelope.is_error:
+        elif finished.limit is None and finished.timed_out and envelope.parsed and envelope.is_error:
             # Past its limit while its own output said it could not reach its model (Codex waits for the
             # network, streaming its reconnects): the outage's, not the subject's, when it says so.
             infra = subject.infra(envelope, finished.returncode, stderr)

@@ -90,7 +90,7 @@ class CodexSubject(AgentCliSubject):
                 out += whole(usage.get("output_tokens")) or 0
                 cached += whole(usage.get("cached_input_tokens")) or 0
             elif kind == "turn.failed":
-                failed = True
+                failed = failed or not completed  # once a turn completed, the agent answered: scored
                 err = e.get("error")
                 error = text(err.get("message") if isinstance(err, dict) else err)
             elif kind == "error":
