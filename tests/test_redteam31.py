@@ -266,3 +266,51 @@ def test_an_error_written_before_the_cli_was_killed_is_no_infrastructure_failure
     subject = parse_subject(kind, sandbox=SandboxPolicy(expose=(bin_dir,)))
     summary = _only(run_cases([_case(COUNT)], subject, out=tmp_path / "out", progress=False))
     assert summary.status == "no-result", (summary.status, summary.reason)
+
+
+FILL = '''"""A subject on a tensor case that uploads arrays under fresh names to the data plane."""
+import os, sys, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np
+from ownplane.client import Client
+
+client = Client(os.environ["IMAGEBENCH_TENSOR_URL"])
+block = np.ones((32 * 1024 * 1024 // 4 // 1024, 1024), dtype=np.uint32)  # 32 MiB
+sent = 0
+for i in range(4):
+    try:
+        client.upload(block, f"fill-{i}-{time.time()}", chunks=(256, 1024))
+        sent += 32
+    except Exception as exc:
+        print("refused:", exc, file=sys.stderr)
+        break
+print(f"uploaded {sent} MiB", file=sys.stderr)
+'''
+
+
+@SANDBOX
+def test_a_subject_given_the_host_network_cannot_fill_the_data_plane(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox's bridge to the data plane caps what one sample uploads; a subject given the host's
+    network (``--subject-network``, every agent CLI's) reaches the plane directly and uploaded without
+    any bound, into the harness's disk, where it stays until the run ends. Uploads without the
+    harness's key are budgeted by the plane itself (here 80 MiB)."""
+    pytest.importorskip("pyarrow.flight")
+    import imagebench.plane as plane_pkg
+
+    monkeypatch.setenv("IMAGEBENCH_PLANE_GUEST_BYTES", str(80 << 20))
+    folder = tmp_path / "agent"
+    (folder / "ownplane").mkdir(parents=True)
+    (folder / "ownplane" / "__init__.py").write_text("")
+    for name in ("client", "protocol", "server"):  # its own copy of a client (the package is masked)
+        text = (Path(plane_pkg.__file__).parent / f"{name}.py").read_text()
+        (folder / "ownplane" / f"{name}.py").write_text(text.replace("imagebench.plane.", "ownplane."))
+    (folder / "fill.py").write_text(FILL)
+    policy = SandboxPolicy(expose=(folder,), network=True)
+    subject = parse_subject(f"command:python3 {folder / 'fill.py'}", sandbox=policy)
+    label = "drift-correction/large-field-tensor"
+    result = run_cases([_case(label)], subject, out=tmp_path / "out", progress=False)
+    summary = _only(result, label)
+    stderr = (result.run_dir / summary.subject / label / "sample-0" / "stderr.txt").read_text()
+    assert "uploaded 64 MiB" in stderr and "without the harness's key" in stderr, (summary.status, stderr[-2000:])
