@@ -314,3 +314,30 @@ def test_a_subject_given_the_host_network_cannot_fill_the_data_plane(
     summary = _only(result, label)
     stderr = (result.run_dir / summary.subject / label / "sample-0" / "stderr.txt").read_text()
     assert "uploaded 64 MiB" in stderr and "without the harness's key" in stderr, (summary.status, stderr[-2000:])
+
+
+CODEX_STALLED_ON_ITS_OWN_COMMAND = """#!/bin/sh
+echo '{"type":"thread.started","thread_id":"t1"}'
+echo '{"type":"turn.started"}'
+echo '{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"sleep","status":"in_progress"}}'
+echo '{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion: error sending request)"}'
+sleep 600
+"""
+
+
+@SANDBOX
+def test_a_codex_past_its_limit_on_its_own_command_is_a_timeout_whatever_error_it_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its limit, a Codex whose stream reported reconnects is excused (``infra-error``): it was
+    waiting for the network. One whose own command was still running was waiting on the agent: a
+    model writing a reconnect error into its CLI's stdout from a command that then sleeps turned a
+    time-out into an exclusion."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "codex").write_text(CODEX_STALLED_ON_ITS_OWN_COMMAND)
+    (bin_dir / "codex").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    subject = parse_subject("codex", sandbox=SandboxPolicy(expose=(bin_dir,)))
+    summary = _only(run_cases([_case(COUNT)], subject, out=tmp_path / "out", progress=False, timeout=4.0))
+    assert summary.status == "timeout", (summary.status, summary.reason)

@@ -360,7 +360,13 @@ class _BoundAgent(_BoundCommand):
             # its output holds was written by someone (a model with a shell, writing to its CLI's
             # stdout and killing it) before it was killed, and is the subject's, never an excuse.
             infra = subject.infra(envelope, finished.returncode, stderr)
-        elif finished.limit is None and finished.timed_out and envelope.parsed and envelope.is_error:
+        elif (
+            finished.limit is None
+            and finished.timed_out
+            and envelope.parsed
+            and envelope.is_error
+            and not envelope.busy
+        ):
             # Past its limit while its own output said it could not reach its model (Codex waits for the
             # network, streaming its reconnects): the outage's, not the subject's, when it says so.
             infra = subject.infra(envelope, finished.returncode, stderr)

@@ -69,8 +69,19 @@ class CodexSubject(AgentCliSubject):
         error: str | None = None
         failed = completed = False
         thread = None
+        running: set[str] = set()  # the agent's commands and tool calls started and not completed
         for e in events:
             kind = e["type"]
+            item_ = e.get("item") if isinstance(e.get("item"), dict) else {}
+            if (
+                kind in ("item.started", "item.completed")
+                and (item_.get("type") or item_.get("item_type")) in _TOOL_ITEMS
+            ):
+                key = str(item_.get("id"))
+                if kind == "item.started":
+                    running.add(key)
+                else:
+                    running.discard(key)
             if kind == "thread.started":
                 thread = text(e.get("thread_id"), 200)
             elif kind == "item.completed" and isinstance(e.get("item"), dict):
@@ -102,6 +113,7 @@ class CodexSubject(AgentCliSubject):
             is_error=failed,
             error=error,
             session_id=thread,
+            busy=bool(running),
             usage=AgentUsage(
                 model=self.model,
                 input_tokens=inp if completed else None,
