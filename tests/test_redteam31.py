@@ -341,3 +341,53 @@ def test_a_codex_past_its_limit_on_its_own_command_is_a_timeout_whatever_error_i
     subject = parse_subject("codex", sandbox=SandboxPolicy(expose=(bin_dir,)))
     summary = _only(run_cases([_case(COUNT)], subject, out=tmp_path / "out", progress=False, timeout=4.0))
     assert summary.status == "timeout", (summary.status, summary.reason)
+
+
+FLOOD = '''"""A subject that calls a cheap tool in a loop, over 4 connections, for 3 s."""
+import asyncio, json, os, time
+from pathlib import Path
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def one(cfg):
+    async with stdio_client(StdioServerParameters(command=cfg["command"], args=cfg.get("args", []))) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            end = time.monotonic() + 3
+            while time.monotonic() < end:
+                await s.call_tool("use_skill", {"name": "x" * 199})
+
+cfg = json.loads(Path(os.environ["IMAGEBENCH_WORKSPACE"], "mcp.json").read_text())["mcpServers"]["imagebench"]
+async def main():
+    await asyncio.gather(*(one(cfg) for _ in range(4)))
+
+asyncio.run(main())
+'''
+
+
+@SANDBOX
+def test_a_flood_of_tool_calls_is_counted_not_recorded_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every call went into the transcript, the harness's memory and the report's table: 10 s of a
+    cheap call in a loop made 16 000 (11 MB of transcript.json, 10 MB of report.html), so a case's
+    time limit let one sample grow them without bound. Past MAX_RECORDED (here 50) a call is counted."""
+    from imagebench.records import read_record
+    from imagebench.report import write_html_report
+    from imagebench.subjects.mcp import transcript as tr
+
+    monkeypatch.setattr(tr, "MAX_RECORDED", 50, raising=False)
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    (folder / "flood.py").write_text(FLOOD)
+    subject = parse_subject(f"command:python3 {folder / 'flood.py'}", sandbox=SandboxPolicy(expose=(folder,)), mcp=True)
+    result = run_cases([_case(COUNT)], subject, out=tmp_path / "out", progress=False)
+    summary = _only(result)
+    sample = result.run_dir / summary.subject / COUNT / "sample-0"
+    record = read_record(sample / tr.TRANSCRIPT, tr.Transcript)
+    total = summary.detail["attempt_notes"]["mcp"]["calls"]
+    assert total > 200 and len(record.calls) == 50, (total, len(record.calls))
+    assert record.total() == total and record.counts() == {"use_skill": total}
+    assert summary.usage.tool_calls.value == total
+    page = write_html_report(result.run_dir).read_text()
+    assert f"tool calls over MCP: {total}" in page
