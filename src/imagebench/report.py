@@ -353,6 +353,12 @@ class TranscriptView:
     skills: str
     calls: list[dict[str, str]]
     error: str = ""
+    total: int = 0  # every call, shown or not
+    not_shown: int = 0  # past REPORT_CALLS, or only counted in the transcript (MAX_RECORDED)
+
+
+#: tool calls a sample's section shows at most (the first ones; transcript.json has them all, to its own cap)
+REPORT_CALLS = 500
 
 
 @dataclass(frozen=True)
@@ -580,7 +586,7 @@ def _transcript(view: CaseView, sample: SampleSummary) -> TranscriptView | None:
             "at": f"{c.started_s:.3f}",
             "ms": f"{c.seconds * 1000:.1f}",
         }
-        for c in record.calls
+        for c in record.calls[:REPORT_CALLS]
     ]
     return TranscriptView(
         client=record.client or "(unnamed client)",
@@ -588,6 +594,8 @@ def _transcript(view: CaseView, sample: SampleSummary) -> TranscriptView | None:
         submitted=record.submitted,
         skills=", ".join(record.skills) or "none",
         calls=calls,
+        total=record.total(),
+        not_shown=record.total() - len(calls),
     )
 
 

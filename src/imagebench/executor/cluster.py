@@ -379,6 +379,22 @@ def paying(parallel: Parallel, subject: Subject, units: int) -> tuple[Parallel, 
     return (Parallel(prefetch=parallel.prefetch), why) if why else (parallel, "")
 
 
+def refuse_shared_network(parallel: Parallel, subject: Subject) -> None:
+    """ExecutorError when ``subject`` would share the host's network (``--subject-network``) with the
+    dask cluster its units run on: dask's scheduler and workers take any client's code and run it,
+    unconfined, as the harness (a sandboxed agent CLI found the scheduler's port in ``/proc/net/tcp``
+    and ran code on a worker, as root). Such a subject runs serially, or on ``--workers``, which are
+    threads here for a subject in a child process."""
+    policy = getattr(subject, "sandbox", None)
+    if policy is None or not getattr(policy, "enabled", False) or not getattr(policy, "network", False):
+        return
+    raise ExecutorError(
+        f"--subject-network gives the subject the host's network, and with it the {parallel.describe()}, "
+        "which runs any code it is sent, unconfined, as the harness; run this subject without --scheduler "
+        "(serially, or with --workers: threads here driving each sample's sandbox)"
+    )
+
+
 def open_cluster(
     parallel: Parallel, cases: Sequence[Case], subject: Subject, *, progress: bool = False
 ) -> Cluster | StartingCluster | None:
@@ -390,6 +406,7 @@ def open_cluster(
     if not parallel.distributed or parallel.threads_for(subject) is not None:
         return None  # serial, or threads here driving child processes
     subject_spec(subject)  # refuse a subject that cannot travel before anything starts
+    refuse_shared_network(parallel, subject)
     if parallel.workers is not None:
         return StartingCluster(parallel, case_modules(cases))
     from imagebench.runs.progress import spinner

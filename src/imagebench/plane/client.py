@@ -268,16 +268,17 @@ class _ChunkSender:
 class Client:
     """A connection to a data plane at ``url`` (``grpc://127.0.0.1:PORT``)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, key: str | None = None) -> None:
         if not isinstance(url, str) or not url.startswith(_URL_SCHEMES):
             raise ValueError(f"a data-plane URL starts with grpc://, got {url!r}")
         self.url = url
+        self.key = key  # the upload key of the process that started the plane (None: a guest's uploads)
 
     def __repr__(self) -> str:
         return f"Client({self.url!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Client, (self.url,))
+        return (Client, (self.url, self.key))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Client) and other.url == self.url
@@ -451,7 +452,7 @@ class Client:
             dim_labels=tuple(dim_labels) if dim_labels is not None else None,
             downsample=downsample,
         )
-        request = UploadRequest(name=name if isinstance(name, str) else str(name), meta=meta)
+        request = UploadRequest(name=name if isinstance(name, str) else str(name), meta=meta, key=self.key)
         descriptor = fl.FlightDescriptor.for_command(request.encode())
         what = f"uploading {request.id}"
         conn = _connection(self.url)

@@ -106,6 +106,9 @@ class PlaneProcess:
         self._stderr: IO[bytes] | None = None
         self._lock = threading.RLock()
         self._closed = False
+        # the key this process's uploads carry; uploads without it (a subject's) are budgeted
+        # (imagebench.plane.server.GUEST_BYTES); never in an environment a subject is given
+        self.upload_key = secrets.token_hex(16)
 
     # ----------------------------------------------------------------- state
 
@@ -124,7 +127,7 @@ class PlaneProcess:
             raise PlaneUnavailable("the plane has not been started")
         from imagebench.plane.client import Client
 
-        return Client(self.url)
+        return Client(self.url, key=self.upload_key)
 
     def _stderr_tail(self, limit: int = 2000) -> str:
         if self._stderr is None:
@@ -165,7 +168,10 @@ class PlaneProcess:
         return self
 
     def _spawn(self) -> None:
+        from imagebench.plane.server import UPLOAD_KEY_ENV
+
         env = {k: v for k, v in os.environ.items() if k not in _WITHHELD_ENV}
+        env[UPLOAD_KEY_ENV] = self.upload_key
         self._stderr = tempfile.TemporaryFile(prefix="imagebench-plane-stderr-")
         try:
             self.proc = subprocess.Popen(

@@ -290,6 +290,7 @@ def dask_chunks(shape: Sequence[int], chunks: Sequence[int]) -> tuple[tuple[int,
 class UploadRequest:
     name: str
     meta: ArrayMeta
+    key: str | None = None  # the harness's upload key (an upload without it is a guest's, budgeted)
 
     @property
     def id(self) -> str:
@@ -298,7 +299,10 @@ class UploadRequest:
     def encode(self) -> bytes:
         m = self.meta.to_json()
         del m["levels"]
-        return json.dumps({"op": "upload", "version": PROTOCOL_VERSION, "name": self.name, **m}).encode("utf-8")
+        body = {"op": "upload", "version": PROTOCOL_VERSION, "name": self.name, **m}
+        if self.key is not None:
+            body["key"] = self.key
+        return json.dumps(body).encode("utf-8")
 
     @classmethod
     def decode(cls, raw: bytes) -> UploadRequest:
@@ -310,7 +314,8 @@ class UploadRequest:
                 f"upload descriptor: field 'version' is {body.get('version')!r}, this plane speaks {PROTOCOL_VERSION}"
             )
         name = check_name(body.get("name"))
-        return cls(name=name, meta=ArrayMeta.from_json(body))
+        key = body.get("key")
+        return cls(name=name, meta=ArrayMeta.from_json(body), key=key if isinstance(key, str) else None)
 
 
 @dataclass(frozen=True)

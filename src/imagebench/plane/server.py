@@ -17,6 +17,7 @@ Layout of the data directory::
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import json
 import math
@@ -56,6 +57,12 @@ from imagebench.plane.protocol import (
     is_valid_id,
     iter_chunk_indices,
 )
+
+#: The environment variables the process that starts a plane gives it: the harness's upload key, and
+#: the bytes that uploads without it (a subject's) may take in all (default :data:`GUEST_BYTES`).
+UPLOAD_KEY_ENV = "IMAGEBENCH_PLANE_UPLOAD_KEY"
+GUEST_BYTES_ENV = "IMAGEBENCH_PLANE_GUEST_BYTES"
+GUEST_BYTES = 2 * 1024**3
 
 COMMIT_MARKER = "plane.json"
 TEMP_PREFIX = "imagebench-plane-"
@@ -299,8 +306,23 @@ class PlaneServer(fl.FlightServerBase):
     Serving starts when the object is constructed; :meth:`shutdown` stops it.
     """
 
-    def __init__(self, data_dir: str | os.PathLike[str], host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        upload_key: str | None = None,
+        guest_bytes: int | None = None,
+    ) -> None:
         self.host = loopback_host(host)
+        # Uploads that do not carry ``upload_key`` (the harness's, given to the process that started
+        # the plane) are a guest's, a subject's: at most ``guest_bytes`` in all over the plane's life,
+        # however they reach it (the sandbox's bridge caps one sample's; a subject given the host's
+        # network reaches the plane directly, and what it uploads stays until the run ends).
+        self.upload_key = upload_key
+        self.guest_bytes = GUEST_BYTES if guest_bytes is None else int(guest_bytes)
+        self._guest_used = 0
         self.data_dir = Path(data_dir)
         self.arrays_dir = self.data_dir / "arrays"
         self.staging_dir = self.data_dir / "staging"
@@ -431,7 +453,17 @@ class PlaneServer(fl.FlightServerBase):
         except ProtocolError as exc:
             raise _error(f"upload refused: {exc}") from None
         sid = request.id
+        guest = 0
+        if self.upload_key is not None and not (
+            request.key is not None and hmac.compare_digest(request.key, self.upload_key)
+        ):
+            guest = math.prod(request.meta.shape) * np.dtype(request.meta.dtype).itemsize
         with self._lock:
+            if guest and self._guest_used + guest > self.guest_bytes:
+                raise _error(
+                    f"upload refused: {guest} bytes would take the uploads made without the harness's key past "
+                    f"{self.guest_bytes} bytes in all on this plane ({self._guest_used} stored); nothing was stored"
+                )
             if self._published(sid):
                 raise _error(
                     f"upload refused: an array with id {sid!r} already exists; a stored array is never replaced"
@@ -439,7 +471,9 @@ class PlaneServer(fl.FlightServerBase):
             if sid in self._uploading:
                 raise _error(f"upload refused: an upload with id {sid!r} is already in progress")
             self._uploading.add(sid)
+            self._guest_used += guest  # held while it uploads, given back unless it is stored
         staging = self.staging_dir / f"{sid}-{secrets.token_hex(4)}"
+        stored = False
         try:
             self._receive(request, reader, staging)
             marker = {"version": PROTOCOL_VERSION, "id": sid, "meta": request.meta.to_json()}
@@ -449,6 +483,7 @@ class PlaneServer(fl.FlightServerBase):
                 if target.exists():
                     raise _error(f"upload refused: an array with id {sid!r} already exists")
                 os.rename(staging, target)  # the publish step: atomic on one file system
+                stored = True
             writer.write(pa.py_buffer(json.dumps({"id": sid, "levels": len(request.meta.level_shapes())}).encode()))
         except fl.FlightError:
             raise
@@ -460,6 +495,8 @@ class PlaneServer(fl.FlightServerBase):
             shutil.rmtree(staging, ignore_errors=True)
             with self._lock:
                 self._uploading.discard(sid)
+                if not stored:
+                    self._guest_used -= guest
 
     def _receive(self, request: UploadRequest, reader: Any, staging: Path) -> None:
         """Read the stream into a new store under ``staging``: level 0 and, on the fly, the pyramid."""
@@ -637,7 +674,11 @@ def serve(*, host: str = "127.0.0.1", port: int = 0, data_dir: str | None = None
     }
     try:
         try:
-            server = PlaneServer(folder, host=host, port=port)
+            guest = os.environ.get(GUEST_BYTES_ENV)
+            server = PlaneServer(
+                folder, host=host, port=port, upload_key=os.environ.pop(UPLOAD_KEY_ENV, None) or None,
+                guest_bytes=int(guest) if guest else None,
+            )  # fmt: skip
         except Exception as exc:
             print(f"imagebench plane serve: could not start on {host}:{port}: {exc}", file=sys.stderr)
             return 1

@@ -259,6 +259,16 @@ def _site_dirs(trees: list[str]) -> list[str]:
     return sorted(dirs)
 
 
+def _venv_sites(trees: list[str]) -> list[str]:
+    """The site-packages of a Python environment at, or one folder below, each of ``trees`` (an
+    agent's own ``.venv`` in the folder ``--subject-expose`` shows it)."""
+    found: set[str] = set()
+    for tree in trees:
+        for pattern in ("lib*/python*/site-packages", "*/lib*/python*/site-packages"):
+            found |= {_real(p) for p in Path(tree).glob(pattern) if p.is_dir()}
+    return sorted(found)
+
+
 def _checkout_of(package_dir: str) -> str | None:
     """The source checkout a package is imported from (an editable install), if any."""
     for parent in Path(package_dir).parents:
@@ -399,6 +409,13 @@ def mount_args(
     for site in _site_dirs(trees):
         if any(_inside(site, b) for b in bound):
             masks += [os.path.join(site, e) for e in os.listdir(site) if "imagebench" in e.lower()]
+    from imagebench.fixtures.registry import data_files_in
+
+    # the registry data in every environment shown (a --subject-env, a virtualenv in an exposed
+    # folder, the system's own Python packages under /usr), not only the harness's: the same
+    # originals a curated fixture was authored from
+    for site in _site_dirs([*trees, "/usr", "/usr/local"]) + _venv_sites(exposed):
+        masks += [f for f in data_files_in(site) if any(_inside(f, b) for b in bound)]
     for mask in _outermost(masks):
         args += ["--tmpfs", mask, "--remount-ro", mask] if os.path.isdir(mask) else ["--ro-bind", "/dev/null", mask]
     args += ["--bind", str(workspace), WORKSPACE]

@@ -217,6 +217,11 @@ def program_digest(path: str) -> dict[str, Any]:
     return {"name": Path(path).name, "sha256": h.hexdigest()}
 
 
+def killed(returncode: int) -> bool:
+    """Whether a command's exit status says a signal ended it (negative, or a shell's 128 + N)."""
+    return returncode < 0 or 128 < returncode <= 128 + 64
+
+
 def last_lines(stderr: str, n: int = 5) -> str:
     """The last ``n`` lines of a CLI's stderr that hold text (where a CLI that died says why)."""
     return "\n".join([line for line in stderr.splitlines() if line.strip()][-n:])
@@ -321,7 +326,7 @@ class _BoundAgent(_BoundCommand):
         from imagebench.subjects.mcp.server import SERVER_NAME, client_config
 
         subject: AgentCliSubject = self.subject  # type: ignore[assignment]
-        left_out = _home.seed(ws, subject.agent.home)
+        left_out = _home.seed(ws, subject.agent.home, hidden=(self.context.sample_dir, *self.context.hidden))
         if left_out:
             session.notes["home_left_out"] = left_out[:50]
         if mcp_shown is None:
@@ -350,9 +355,18 @@ class _BoundAgent(_BoundCommand):
             if on_stderr.parsed and on_stderr.is_error:
                 envelope = on_stderr.model_copy(update={"final_message": None})
         infra = None
-        if finished.limit is None and not finished.timed_out:
+        if finished.limit is None and not finished.timed_out and not killed(finished.returncode):
+            # A CLI that died of a signal did not end on its own, so did not report why: whatever error
+            # its output holds was written by someone (a model with a shell, writing to its CLI's
+            # stdout and killing it) before it was killed, and is the subject's, never an excuse.
             infra = subject.infra(envelope, finished.returncode, stderr)
-        elif finished.limit is None and envelope.parsed and envelope.is_error:
+        elif (
+            finished.limit is None
+            and finished.timed_out
+            and envelope.parsed
+            and envelope.is_error
+            and not envelope.busy
+        ):
             # Past its limit while its own output said it could not reach its model (Codex waits for the
             # network, streaming its reconnects): the outage's, not the subject's, when it says so.
             infra = subject.infra(envelope, finished.returncode, stderr)
@@ -401,9 +415,18 @@ def _reported(attempts: list[AgentAttempt]) -> Usage | None:
         "cost_usd": total("cost_usd"),
     }
     model = next((u.model for u in reversed(usages) if u.model), None)
-    if model is None and all(v is None for v in figures.values()):
+    # Each figure stands or falls alone: one the envelope got wrong (a blank model id, a cost of NaN,
+    # a count past what a float holds) is left out, never taking the others (the tokens a budget
+    # is checked against) with it.
+    kept: dict[str, Any] = {}
+    for name, value in [*figures.items(), ("model", model)]:
+        if value is None:
+            continue
+        try:
+            reported_usage(**{name: value})
+        except (ValueError, OverflowError):
+            continue
+        kept[name] = value
+    if not kept:
         return None
-    try:
-        return reported_usage(model=model, **figures)
-    except ValueError:
-        return None
+    return reported_usage(**kept)

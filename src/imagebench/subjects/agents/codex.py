@@ -69,8 +69,19 @@ class CodexSubject(AgentCliSubject):
         error: str | None = None
         failed = completed = False
         thread = None
+        running: set[str] = set()  # the agent's commands and tool calls started and not completed
         for e in events:
             kind = e["type"]
+            item_ = e.get("item") if isinstance(e.get("item"), dict) else {}
+            if (
+                kind in ("item.started", "item.completed")
+                and (item_.get("type") or item_.get("item_type")) in _TOOL_ITEMS
+            ):
+                key = str(item_.get("id"))
+                if kind == "item.started":
+                    running.add(key)
+                else:
+                    running.discard(key)
             if kind == "thread.started":
                 thread = text(e.get("thread_id"), 200)
             elif kind == "item.completed" and isinstance(e.get("item"), dict):
@@ -81,14 +92,16 @@ class CodexSubject(AgentCliSubject):
                 elif itype in _TOOL_ITEMS:
                     tools += 1
             elif kind == "turn.completed":
-                completed = True
+                # the turn ended well: the reconnects its stream reported before (``error`` events:
+                # "Reconnecting... 1/5") were overcome, so its answer is scored, never excused
+                completed, failed = True, False
                 turns += 1
                 usage = e.get("usage") if isinstance(e.get("usage"), dict) else {}
                 inp += whole(usage.get("input_tokens")) or 0
                 out += whole(usage.get("output_tokens")) or 0
                 cached += whole(usage.get("cached_input_tokens")) or 0
             elif kind == "turn.failed":
-                failed = True
+                failed = failed or not completed  # once a turn completed, the agent answered: scored
                 err = e.get("error")
                 error = text(err.get("message") if isinstance(err, dict) else err)
             elif kind == "error":
@@ -100,6 +113,7 @@ class CodexSubject(AgentCliSubject):
             is_error=failed,
             error=error,
             session_id=thread,
+            busy=bool(running),
             usage=AgentUsage(
                 model=self.model,
                 input_tokens=inp if completed else None,

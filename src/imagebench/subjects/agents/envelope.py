@@ -43,6 +43,9 @@ class Envelope(Record):
     error: str | None = None
     session_id: str | None = None
     usage: AgentUsage = Field(default_factory=AgentUsage)
+    # a tool call or command of the agent's was still running where the output ends (the CLI was
+    # waiting on it, not on its model): a time-out then is the agent's, whatever error came before
+    busy: bool = False
 
 
 class AgentLog(Record):

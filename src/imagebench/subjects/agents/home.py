@@ -63,14 +63,27 @@ def check_template(home: Path, *, secret: list[str]) -> Path:
     return Path(real)
 
 
-def seed(ws: Workspace, template: Path | None) -> list[str]:
+def seed(ws: Workspace, template: Path | None, hidden: tuple[Path, ...] = ()) -> list[str]:
     """Make the private HOME in ``ws`` and copy ``template`` into it (links, FIFOs and devices left
-    out and returned, never followed)."""
+    out and returned, never followed). The bench's own folders found in it (a run, sitting or
+    calibration folder, a fixture tree: :mod:`imagebench.sandbox.benchfolders`) and what the run
+    hides from its subject (``hidden``: the sample folder, the outcome folder, a bundle's answer
+    keys) are left out whole, as the sandbox masks them in a folder it shows."""
+    from imagebench.sandbox.benchfolders import is_bench_folder
+
     ws.mkdir(HOME, 0o700)
     left_out: list[str] = []
     if template is None:
         return left_out
     root = Path(template)
+    secret = [os.path.realpath(h) for h in hidden]
+
+    def withheld(path: Path) -> bool:
+        real = os.path.realpath(path)
+        return is_bench_folder(str(path)) or any(real == s or real.startswith(s.rstrip("/") + "/") for s in secret)
+
+    if withheld(root):
+        return ["(the whole template: it is a folder of the bench's or one the run hides)"]
     for folder, dirs, names in os.walk(root):  # os.walk follows no link to a folder
         here = Path(folder)
         rel_folder = here.relative_to(root).as_posix()
@@ -80,8 +93,11 @@ def seed(ws: Workspace, template: Path | None) -> list[str]:
             if path.is_symlink():
                 left_out.append(f"{rel[len(HOME) + 1 :]} (a symbolic link)")
                 continue
+            if withheld(path):
+                left_out.append(f"{rel[len(HOME) + 1 :]} (a folder of the bench's or one the run hides)")
+                continue
             ws.mkdir(rel, 0o700)
-        dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
+        dirs[:] = [d for d in dirs if not (here / d).is_symlink() and not withheld(here / d)]
         for name in sorted(names):
             path = here / name
             rel = f"{HOME}/{name}" if rel_folder == "." else f"{HOME}/{rel_folder}/{name}"

@@ -35,7 +35,7 @@ def transcript_note(agent: AgentSession) -> dict[str, object]:
     return {
         "client": t.client,
         "route": t.route,
-        "calls": len(t.calls),
+        "calls": t.total(),
         "errors": t.errors(),
         "tools": t.counts(),
         "submitted": t.submitted,

@@ -244,7 +244,7 @@ class AgentSession:
         end = time.perf_counter()
         args = {str(k): summarise(v) for k, v in arguments.items() if v is not None}
         record = ToolCall(
-            seq=len(self.transcript.calls) + 1,
+            seq=self.transcript.total() + 1,
             tool=str(tool)[:MAX_NAME_CHARS],
             arguments=args,
             ok=error is None,
@@ -253,7 +253,7 @@ class AgentSession:
             started_s=round(start - self._t0, 6),
             seconds=round(end - start, 6),
         )
-        self.transcript.calls.append(record)
+        self.transcript.add(record)
         if self.on_call is not None:
             try:
                 self.on_call(record)

@@ -19,6 +19,10 @@ TRANSCRIPT = "transcript.json"
 TRANSCRIPT_VERSION = 1
 _MAX_TEXT = 200
 _MAX_ITEMS = 16
+#: calls a transcript records one by one; past them a call is only counted, by tool (``dropped``):
+#: a subject calling a cheap tool in a loop for its whole time limit made hundreds of thousands
+#: (about 650 bytes each in ``transcript.json``, more in the harness's memory and in the report)
+MAX_RECORDED = 10_000
 
 
 class ToolCall(Record):
@@ -44,15 +48,31 @@ class Transcript(Record):
     submitted: bool = False
     skills: list[str] = Field(default_factory=list)  # skills activated through use_skill, in order
     calls: list[ToolCall] = Field(default_factory=list)
+    dropped: dict[str, int] = Field(default_factory=dict)  # calls past MAX_RECORDED, by tool: counted only
+    dropped_errors: int = 0  # of those, the ones that failed
+
+    def total(self) -> int:
+        """Every call, recorded or only counted."""
+        return len(self.calls) + sum(self.dropped.values())
+
+    def add(self, call: ToolCall) -> None:
+        """Record ``call``, or past :data:`MAX_RECORDED` count it."""
+        if len(self.calls) < MAX_RECORDED:
+            self.calls.append(call)
+            return
+        self.dropped[call.tool] = self.dropped.get(call.tool, 0) + 1
+        self.dropped_errors += 0 if call.ok else 1
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for call in self.calls:
             out[call.tool] = out.get(call.tool, 0) + 1
+        for tool, n in self.dropped.items():
+            out[tool] = out.get(tool, 0) + n
         return out
 
     def errors(self) -> int:
-        return sum(1 for c in self.calls if not c.ok)
+        return sum(1 for c in self.calls if not c.ok) + self.dropped_errors
 
 
 def summarise(value: Any, depth: int = 0) -> Any:
