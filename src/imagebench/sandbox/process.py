@@ -1,4 +1,5 @@
 """Running one ``command:`` subject: its workspace, its process tree, its output and its time limit.
+Long because the three promises below share one child and its reaper: split, each would need the other's state.
 
 Three promises, whatever the command does:
 
