@@ -6,23 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.hooks import Hooks, RunEnd, TaskEnd, hooks
+from inspect_ai.hooks import Hooks, RunEnd, hooks
 
 
 @hooks(name="imagebench_logs", description="copy the inspect log of an imagebench/case task into its run folders")
 class LogBeside(Hooks):
-    async def on_task_end(self, data: TaskEnd) -> None:
-        _beside(data.log)
-
     async def on_run_end(self, data: RunEnd) -> None:
-        # a task whose sample errored (the scorer raised: infra-error, harness-error) ends without
-        # on_task_end; its log is final when the run ends
+        # when the run ends every task's log is final, a task whose sample errored included (the
+        # scorer raised: infra-error, harness-error), which ends without on_task_end
         for log in data.logs:
             _beside(log)
 
 
 def _beside(header: Any) -> None:
-    """Copy the log ``header`` names beside each run folder its samples wrote (again: the same bytes)."""
+    """Copy the log ``header`` names beside each run folder its samples wrote."""
     from inspect_ai.log import read_eval_log
 
     from imagebench.inspectai.task import LOG_NAME, run_folders

@@ -9,7 +9,7 @@ sandbox: the input is the server's public instructions and the case's label. The
 is the scorer: the sample runs as a run of the bench (``run_cases``) whose one unit's turn is
 inspect's loop, and its summary (with inspect's token usage, ``measured``) is written into an
 imagebench run folder under ``out`` that ``imagebench report`` and ``compare`` read; the inspect
-log is copied beside it (``inspect.eval`` in the run folder) when the task ends.
+log is copied beside it (``inspect.eval`` in the run folder) when the inspect run ends.
 
 A sample that is not a measurement of the model (``skipped``, ``harness-error``, ``blocked``,
 ``stopped``) is an error in inspect's log, never a zero.

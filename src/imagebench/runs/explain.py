@@ -211,14 +211,12 @@ def figures_line(figures: Mapping[str, Any], given: Mapping[str, Any] | None = N
     field's terms (:mod:`imagebench.metrics.figures`), any other's as its names and values, with
     ``given`` (``detail.input_figures``: the same figures of the input as it was handed over) beside them."""
     if not any(k in figures for k in SEGMENTATION_FIGURES):
-        line = "Figures (informative, never gating): " + "; ".join(
-            f"{plain(k, 80)} {_fig(v)}" for k, v in figures.items() if not isinstance(v, (Mapping, list))
-        )
-        if given:
-            line += "; the input as given: " + "; ".join(
-                f"{plain(k, 80)} {_fig(v)}" for k, v in given.items() if not isinstance(v, (Mapping, list))
-            )
-        return line
+
+        def listed(got: Mapping[str, Any]) -> str:
+            return "; ".join(f"{plain(k, 80)} {_fig(v)}" for k, v in got.items() if not isinstance(v, (Mapping, list)))
+
+        line = "Figures (informative, never gating): " + listed(figures)
+        return line + (f"; the input as given: {listed(given)}" if given else "")
     aps = ", ".join(f"{k[3:]} {_fig(v)}" for k, v in figures.items() if k.startswith("ap@") and ":" not in k)
     unit = plain(figures.get("unit", "px"), 20)
     line = (
