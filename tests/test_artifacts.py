@@ -13,7 +13,7 @@ import pytest
 from imagebench import records
 from imagebench.fixtures.fixture import Attempt, Fixture, Metric, Outcome
 from imagebench.records import SCHEMA_VERSION, SampleSummary, read_record
-from imagebench.runs.artifacts import save_png, shared_range, write_report
+from imagebench.runs.artifacts import difference_range, is_difference, save_png, shared_range, write_report
 from imagebench.runs.layout import artifact_root, report_dir, safe_name
 
 
@@ -135,6 +135,38 @@ def test_artifacts_share_one_range(tmp_path):
     assert raw_png.dtype == np.uint8 and raw_png.shape == (100, 100)
     assert raw_png.max() == 255 and raw_png.min() == 0
     assert diff_png.max() <= 2
+
+
+def test_a_difference_keeps_its_sign_on_a_diverging_map_over_the_shared_width(tmp_path):
+    truth = np.tile(np.linspace(0, 100, 64), (64, 1))
+    answer = truth.copy()
+    answer[:, :32] -= 10.0  # too dark on the left, too bright on the right
+    answer[:, 32:] += 10.0
+    out = _outcome(artifacts_={"truth": truth, "answer": answer, "difference": answer - truth})
+    summary = read_record(write_report(out, tmp_path), SampleSummary)
+    folder = tmp_path / "python-pkg.mod-solve" / "drift" / "case-a"
+    assert summary.artifacts == ["truth.png", "answer.png", "difference.png"]
+    lo, hi = shared_range(truth, answer)  # the difference does not widen the images' range
+    assert difference_range(lo, hi) == (-(hi - lo), hi - lo)
+    png = iio.imread(folder / "difference.png")
+    assert png.shape == (64, 64, 3)  # colour: the sign is in the hue
+    left, right = png[:, :32].reshape(-1, 3), png[:, 32:].reshape(-1, 3)
+    assert (left[:, 0] > left[:, 1]).all() and (right[:, 1] > right[:, 0]).all()  # magenta below, green above
+    # a tenth of the images' width is a tenth of full colour, not stretched to full
+    half = hi - lo
+    assert abs(int(right[0, 1]) - round(255 * (0.0 + 10.0 / half * 0.85))) <= 1
+    grey = iio.imread(folder / "truth.png")
+    assert grey.ndim == 2 and 0 < grey.min() < grey.max() < 255  # inside the answer's wider range
+    # the values are kept as they are, for a viewer's hover
+    np.testing.assert_allclose(np.load(folder / "difference.npy"), answer - truth)
+    assert not is_difference("differences") and is_difference("difference_mean") and is_difference("difference")
+
+
+def test_a_signed_png_needs_a_range_symmetric_about_zero(tmp_path):
+    assert save_png(tmp_path / "d.png", np.eye(3), -1.0, 2.0, signed=True) is None
+    assert "symmetric" in (tmp_path / "d.png.error").read_text()
+    assert save_png(tmp_path / "d.png", np.eye(3), -1.0, 1.0, signed=True) == tmp_path / "d.png"
+    assert not (tmp_path / "d.png.error").exists()
 
 
 # --------------------------------------------------------------------------- save_png

@@ -501,7 +501,13 @@ def _artifacts(run: RunPage, view: CaseView, sample: SampleSummary, image_prefix
 def _range(sample: SampleSummary) -> str:
     rng = sample.detail.get("artifact_range")
     if isinstance(rng, list) and len(rng) == 2 and all(isinstance(x, (int, float)) for x in rng):
-        return f"one shared contrast range for these images: [{_fmt(rng[0])}, {_fmt(rng[1])}] mapped to black..white"
+        text = f"one shared contrast range for these images: [{_fmt(rng[0])}, {_fmt(rng[1])}] mapped to black..white"
+        from imagebench.runs.artifacts import difference_range, is_difference
+
+        if any(is_difference(Path(name).name.split(".", 1)[0]) for name in sample.artifacts):
+            lo, hi = difference_range(rng[0], rng[1])
+            text += f"; the difference over [{_fmt(lo)}, {_fmt(hi)}], magenta..black..green"
+        return text
     return "one shared contrast range for these images (its value was not recorded)"
 
 

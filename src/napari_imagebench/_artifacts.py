@@ -5,7 +5,9 @@ written with one shared range; here they are shown the same way. Every pane gets
 limits :func:`imagebench.runs.artifacts.shared_range` computes over all of them, the layers are linked
 so that moving one pane's contrast moves them all, and the viewer's grid mode lays them out
 side by side. Scaling each pane on its own would stretch a near-zero difference image to full
-range and make it look like a real signal.
+range and make it look like a real signal. A verifier's own ``difference`` pane is signed: it is
+drawn on the diverging map its PNG was drawn with, over the range symmetric about zero whose
+half-width is the shared range's width (``imagebench.runs.artifacts.difference_range``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ if TYPE_CHECKING:
 ARTIFACT_KEY = "imagebench_artifact"
 #: metadata key marking an artifact pane the panel computed (a difference), not a PNG of the sample
 DIFFERENCE_KEY = "imagebench_difference"
+#: metadata key marking a verifier's own difference pane: signed, on a diverging map over a range
+#: symmetric about zero derived from the shared one, so not linked to the others
+SIGNED_KEY = "imagebench_signed"
 #: metadata key of a run folder's pane: its sample's label, subject, sample, status and reason
 VERDICT_KEY = "imagebench_verdict"
 #: metadata key of a layer the reader read from a fixture case folder's data: its case's label
@@ -180,7 +185,7 @@ def artifact_layer_data(
     """
     import imageio.v3 as iio
 
-    from imagebench.runs.artifacts import shared_range
+    from imagebench.runs.artifacts import DIFFERENCE_COLORS, difference_range, is_difference, shared_range
 
     images: list[tuple[Path, Any]] = []
     for p in paths:
@@ -194,8 +199,9 @@ def artifact_layer_data(
         images.append((p, iio.imread(p)))
     if not images:
         return []
-    grey = [img for _, img in images if not (img.ndim == 3 and img.shape[-1] in (3, 4))]
-    lo, hi = shared_range(*grey) if grey else (0.0, 255.0)
+    grey = [(p, img) for p, img in images if not (img.ndim == 3 and img.shape[-1] in (3, 4))]
+    ranged = [img for p, img in grey if not is_difference(p.stem)] or [img for _, img in grey]
+    lo, hi = shared_range(*ranged) if ranged else (0.0, 255.0)
     out: list[LayerData] = []
     for path, img in images:
         if relative_to is not None:
@@ -205,7 +211,11 @@ def artifact_layer_data(
         name = prefix + name
         rgb = img.ndim == 3 and img.shape[-1] in (3, 4)
         kwargs: dict[str, Any] = {"name": name, "rgb": rgb, "metadata": {ARTIFACT_KEY: str(path)}}
-        if not rgb:
+        if not rgb and is_difference(path.stem):  # signed: the diverging map its PNG was drawn with
+            kwargs["colormap"] = {"name": "imagebench difference", "colors": [[*c, 1.0] for c in DIFFERENCE_COLORS]}
+            kwargs["contrast_limits"] = difference_range(lo, hi)
+            kwargs["metadata"][SIGNED_KEY] = True
+        elif not rgb:
             kwargs["colormap"] = (colormaps or {}).get(path.stem, "gray")
             kwargs["contrast_limits"] = (lo, hi)
         out.append((img, kwargs, "image"))
@@ -299,7 +309,8 @@ def show_artifacts(
     by_stem = {Path(d[1]["metadata"][ARTIFACT_KEY]).stem: d for d in datas}
     differences = [difference_layer_data(by_stem[a], by_stem[b]) for a, b in compared_pairs(list(by_stem))]
     layers = [add_layer_data(viewer, data) for data in datas]
-    grey = [layer for layer in layers if not layer.rgb]  # linked; a difference pane keeps its own range
+    # linked; a difference pane (the verifier's or one computed here) keeps its own range
+    grey = [layer for layer in layers if not layer.rgb and not layer.metadata.get(SIGNED_KEY)]
     layers += [add_layer_data(viewer, d) for d in differences if d is not None]
     layers += [add_layer_data(viewer, d) for d in extra]
     arrange_panes(viewer, layers, linked=grey)

@@ -601,6 +601,31 @@ def test_the_dock_fits_a_1366x768_screen_and_the_busy_text_is_readable(
     qtbot.waitUntil(lambda: not panel.running, timeout=30_000)
 
 
+def test_the_verifiers_difference_pane_keeps_its_sign_and_its_own_range(
+    make_napari_viewer: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    from imagebench.runs.artifacts import difference_range
+    from napari_imagebench._artifacts import SIGNED_KEY
+
+    viewer, panel = make_panel(make_napari_viewer, tmp_path)
+    load_and_wait(qtbot, panel, "flatfield/vignetted-field")
+    run_and_wait(qtbot, panel)
+    result = panel.score()
+    assert result is not None and "difference.png" in result.artifacts
+    panes = {pane.name.rsplit("/", 1)[-1].rsplit(": ", 1)[-1]: pane for pane in panel.view_artifacts()}
+    assert "difference" in panes, list(panes)
+    diff = panes.pop("difference")
+    assert diff.metadata.get(SIGNED_KEY) and diff.colormap.name == "imagebench difference"
+    values = {n: np.load(result.sample_dir / f"{n}.npy") for n in panes}
+    lo, hi = shared_range(*values.values())  # the images' range, the difference left out
+    assert contrast_ranges(list(panes.values())) == {(lo, hi)}
+    assert tuple(diff.contrast_limits) == pytest.approx(difference_range(lo, hi))
+    assert float(np.min(diff.data)) < 0 < float(np.max(diff.data))  # both signs, shown as such
+    first = next(iter(panes.values()))
+    first.contrast_limits = (lo, lo + (hi - lo) / 2)  # the others move with it; the difference does not
+    assert tuple(diff.contrast_limits) == pytest.approx(difference_range(lo, hi))
+
+
 def test_a_compared_pair_gets_a_difference_pane_with_a_range_symmetric_about_zero(
     make_napari_viewer: Any, qtbot: Any, tmp_path: Path
 ) -> None:

@@ -9,6 +9,13 @@ Images that are meant to be compared are written with one shared contrast range
 difference that is near zero everywhere gets stretched to full range and looks just like
 the uncorrected image.
 
+A *difference* artifact (its name ``difference`` or ``difference_<x>``) is signed: a grey map
+under the shared range would clip every negative value to black and hide the sign. It is drawn
+instead with a diverging map (magenta below zero, black at zero, green above) over the range
+symmetric about zero whose half-width is the shared range's width (:func:`difference_range`), so
+one grey level of the other images and one step of the difference mean the same amount and a
+near-zero difference still looks near zero.
+
 PNG writing is best-effort (``save_png``): a missing imageio plugin or an image that cannot
 be drawn leaves ``<name>.png.error`` with the reason instead of failing the run. imageio is
 imported only when a PNG is written.
@@ -35,6 +42,9 @@ from imagebench.records import (
 from imagebench.runs.layout import artifact_digests, report_dir, safe_name
 
 __all__ = [
+    "DIFFERENCE_COLORS",
+    "difference_range",
+    "is_difference",
     "save_png",
     "shared_range",
     "write_report",
@@ -49,6 +59,34 @@ _RANGE_SAMPLE = 1 << 22
 #: zlib level of the PNGs (Pillow's default is 6): 1 writes noisy 8-bit images about a third
 #: faster for files about a tenth larger; the pixels are the same at every level.
 PNG_COMPRESS_LEVEL = 1
+
+#: The diverging map of a difference artifact, as RGB at -half, 0 and +half of its range (the
+#: panel's compare pane uses the same three colours).
+DIFFERENCE_COLORS = ((0.9, 0.25, 0.9), (0.0, 0.0, 0.0), (0.25, 0.85, 0.35))
+
+
+def is_difference(name: str) -> bool:
+    """Whether an artifact of this name is a signed difference (``difference``, ``difference_<x>``)."""
+    return name == "difference" or name.startswith("difference_")
+
+
+def difference_range(vmin: float, vmax: float) -> tuple[float, float]:
+    """The range a difference artifact is drawn over, given the images' shared ``[vmin, vmax]``:
+    symmetric about zero, half-width ``vmax - vmin``."""
+    width = float(vmax) - float(vmin)
+    return -width, width
+
+
+def _diverging(arr: np.ndarray, half: float) -> np.ndarray:
+    """``arr`` (2D) as 8-bit RGB on :data:`DIFFERENCE_COLORS` over ``[-half, half]``; NaN is black."""
+    t = np.nan_to_num(arr.astype(np.float64) / half, nan=0.0, posinf=1.0, neginf=-1.0)
+    t = np.clip(t, -1.0, 1.0)
+    low, mid, high = (np.asarray(c) for c in DIFFERENCE_COLORS)
+    neg = np.clip(-t, 0.0, 1.0)[..., None]
+    pos = np.clip(t, 0.0, 1.0)[..., None]
+    rgb = mid + neg * (low - mid) + pos * (high - mid)
+    return np.round(rgb * 255.0).astype(np.uint8)
+
 
 # Fields write_report derives itself; ``extra`` may set any other SampleSummary field.
 _OWNED = {
@@ -164,14 +202,20 @@ def save_values(path: str | os.PathLike[str], image: Any) -> Path | None:
 
 
 def save_png(
-    path: str | os.PathLike[str], image: Any, vmin: float | None = None, vmax: float | None = None
+    path: str | os.PathLike[str],
+    image: Any,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    *,
+    signed: bool = False,
 ) -> Path | None:
     """Write ``image`` as a PNG at ``path``; best-effort, never raises.
 
     2D images are grey, mapped linearly from ``[vmin, vmax]`` to 0..255 (default: the image's
     own ``shared_range``; NaN is drawn black). A trailing axis of 3 or 4 is colour (uint8 colour
     is written as is unless a range is given). Higher dimensions are max-projected over the
-    leading axes. On failure ``<path>.error`` holds the reason and None is returned; a stale
+    leading axes. ``signed`` draws a grey image on the diverging difference map over
+    ``[vmin, vmax]``, which must then be symmetric about zero. On failure ``<path>.error`` holds the reason and None is returned; a stale
     file of the other kind is removed so the folder never shows both.
     """
     path = Path(path)
@@ -182,7 +226,13 @@ def save_png(
         if arr is None:
             kind = type(image).__name__
             raise ValueError(f"not a numeric, non-empty image (got {kind})")
-        pixels = _to_uint8(_to_rgb_or_gray(arr), vmin, vmax)
+        reduced = _to_rgb_or_gray(arr)
+        if signed and reduced.ndim == 2:
+            if vmin is None or vmax is None or not (np.isfinite(vmax) and vmax > 0 and vmin == -vmax):
+                raise ValueError(f"a signed image needs a range symmetric about zero, got ({vmin}, {vmax})")
+            pixels = _diverging(reduced, float(vmax))
+        else:
+            pixels = _to_uint8(reduced, vmin, vmax)
         from PIL import Image  # the bytes imageio's pillow plugin writes, without its per-call plugin lookup
 
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -234,7 +284,8 @@ def write_report(
 
     The folder is ``report_dir(root, subject, namespace, case_id, sample)``, the subject
     defaulting to ``outcome.attempt.subject`` and the status to ``outcome.status``. Every image
-    in ``outcome.artifacts`` becomes ``<name>.png`` with one range shared by all of them.
+    in ``outcome.artifacts`` becomes ``<name>.png`` with one range shared by all of them (a
+    difference artifact on the diverging map over :func:`difference_range` of that range).
     ``outcome.detail`` is stored JSON-safe. ``extra`` sets further summary fields (``seed``,
     ``times``, ``flags``, ``answer``, ``case_class``, ...); fields this function derives are refused.
     The summary is written last and atomically, so it only ever lists artifacts that exist, and it
@@ -271,10 +322,13 @@ def write_report(
         images[name] = image if arr is None else arr
     if images:
         kept = outcome.detail.get("artifact_range")  # record_artifact_range's, over these same arrays
-        vmin, vmax = kept if _is_range(kept) else shared_range(*images.values())
+        vmin, vmax = kept if _is_range(kept) else shared_range(*_ranged(images).values())
         for name, image in images.items():
             stem = safe_name(name, "image")
-            png = save_png(folder / f"{stem}.png", image, vmin, vmax)
+            if is_difference(stem):
+                png = save_png(folder / f"{stem}.png", image, *difference_range(vmin, vmax), signed=True)
+            else:
+                png = save_png(folder / f"{stem}.png", image, vmin, vmax)
             written.append(png.name if png is not None else f"{stem}.png.error")
             if png is not None:
                 save_values(folder / f"{stem}.npy", image)
@@ -302,6 +356,13 @@ def write_report(
     return write_record(folder / "summary.json", summary)
 
 
+def _ranged(images: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The images the shared range is taken over: all but the differences (drawn over a range
+    derived from it), unless every image is one."""
+    kept = {name: image for name, image in images.items() if not is_difference(safe_name(name, "image"))}
+    return kept or images
+
+
 def _is_range(value: Any) -> bool:
     return (
         isinstance(value, (list, tuple))
@@ -323,5 +384,5 @@ def record_artifact_range(outcome: Outcome) -> None:
         arrays[key] = image if arr is None else arr
     outcome.artifacts.update(arrays)
     if any(_numeric(a) is not None for a in arrays.values()):
-        lo, hi = shared_range(*arrays.values())
+        lo, hi = shared_range(*_ranged(arrays).values())
         outcome.detail["artifact_range"] = [lo, hi]
