@@ -9,6 +9,8 @@ asked (``truth_button``), which flags the person's later samples of the loaded c
 
 from __future__ import annotations
 
+from typing import Any
+
 from qtpy.QtCore import Qt
 from qtpy.QtGui import QBrush
 from qtpy.QtWidgets import (
@@ -129,6 +131,11 @@ class ResultExplanation(QWidget):
         return self.result_explanation.toPlainText()
 
 
+#: The result column's least width, and the note column's share of any width beyond it.
+FIRST_MIN = 170
+NOTE_MIN = 90
+
+
 class ResultsPane(QTreeWidget):
     """The newest result at the top of the pane, its metric rows below it; earlier ones fold away.
     ``area`` holds the pane and, under it, the selected sample's :class:`ResultExplanation`."""
@@ -137,7 +144,9 @@ class ResultsPane(QTreeWidget):
         super().__init__()
         self.model = model
         self.setHeaderLabels(list(RESULT_HEADERS))
-        fit_columns(self, stretch=4, first_width=170)  # the verdicts stay in sight in a 373 px dock
+        fit_columns(self, stretch=4, first_width=FIRST_MIN)  # the verdicts stay in sight in a 373 px dock
+        # a long "<subject> #n: <skill>/<case>" keeps both ends in sight (the whole in its tooltip)
+        self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.explanation = ResultExplanation(model)
         self.area = QSplitter(Qt.Orientation.Vertical)  # drag it to give the explanation more room
         self.area.setObjectName("results_area")
@@ -148,6 +157,13 @@ class ResultsPane(QTreeWidget):
         self.area.setStretchFactor(1, 2)
         self.itemSelectionChanged.connect(self._selection_changed)
         self.explanation.explain_toggle.toggled.connect(self._make_room)
+
+    def resizeEvent(self, event: Any) -> None:
+        """The result column takes the width the note column can spare (the note keeps
+        :data:`NOTE_MIN` pixels, its whole text in its tooltip), never less than its 170 px."""
+        super().resizeEvent(event)
+        fixed = sum(self.columnWidth(col) for col in range(1, self.columnCount() - 1))
+        self.setColumnWidth(0, max(FIRST_MIN, self.viewport().width() - fixed - NOTE_MIN))
 
     def _make_room(self, shown: bool) -> None:
         """An unfolded explanation takes the larger part of the area (drag the handle to change it),

@@ -594,6 +594,10 @@ def test_the_dock_fits_a_1366x768_screen_and_the_busy_text_is_readable(
     _, panel = make_panel(make_napari_viewer, tmp_path)
     hint = panel.minimumSizeHint()
     assert hint.width() <= 400 and hint.height() <= 600, (hint.width(), hint.height())  # beside a canvas
+    from qtpy.QtCore import Qt
+
+    # a result's "<subject> #n: <skill>/<case>" keeps its case's name in sight in that width
+    assert panel.results.textElideMode() == Qt.TextElideMode.ElideMiddle
     load_and_wait(qtbot, panel, TOY)
     panel.subject_combo.setCurrentText("reference")
     assert panel.run()
