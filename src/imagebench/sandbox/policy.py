@@ -303,6 +303,9 @@ def harness_paths() -> list[str]:
     cached = cache_root()  # built fixtures, truth included
     if cached is not None:
         found.append(_real(cached))
+    from imagebench.fixtures.blobs import shipped_root
+
+    found.append(_real(shipped_root()))  # a worker's shipped fixture files, truth included
     from imagebench.fixtures.registry import source_paths
 
     found += source_paths()  # the registry data curated fixtures were made from (their truth, their originals)
