@@ -1,0 +1,210 @@
+"""Workers that share nothing with the driver: fixtures' files shipped by digest, results streamed back.
+
+The cluster test starts a scheduler here and two workers, each in a filesystem namespace of its
+own (``executor.namespaced``, bubblewrap) that hides the checkout, the fixture tree, the fixture
+cache and the outcome folder; the run's results are the serial run's, field by field and byte for
+byte. The dishonest variants: a worker told nothing (shipping off) does not reach the driver's
+tree (it does not exist there), and a blob whose bytes do not match its digest is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from imagebench.executor import Parallel, run_cases
+from imagebench.executor import shipping as sh
+from imagebench.executor.returned import ReturnError, check_returned, pack, write_returned
+from imagebench.fixtures.blobs import BlobError, BlobStore, shipped_root
+from imagebench.subjects import ReferenceSubject
+
+CURATED = "segment-nuclei/dsb2018"
+LABELS = (CURATED, "segment-nuclei/count-nuclei", "segment-nuclei/empty-field")
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --------------------------------------------------------------------------- the blob store
+
+
+def test_a_blob_whose_bytes_do_not_match_its_name_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path)
+    good = b"pixels and truth"
+    with pytest.raises(BlobError, match="refused: its 6 bytes hash to sha256"):
+        store.put(_sha(good), b"forged")
+    assert not store.has(_sha(good)) and not any(p.is_file() for p in tmp_path.rglob("*"))
+    with pytest.raises(BlobError, match="is not a sha256"):
+        store.put("../../etc/passwd", good)
+    assert store.put(_sha(good), good).read_bytes() == good and store.has(_sha(good), len(good))
+
+
+def test_a_corrupt_blob_is_removed_on_use_and_a_folder_built_from_it_is_rebuilt(tmp_path: Path) -> None:
+    data = b"0123456789" * 100
+    sha = _sha(data)
+    store = BlobStore(tmp_path)
+    path = store.put(sha, data)
+    folder = store.folder("a" * 64, {"ns/case/image.npy": (sha, len(data))})
+    assert (folder / "ns/case/image.npy").read_bytes() == data
+    # the blob is damaged in place (same size): a fresh store (another process) finds it corrupt
+    os.chmod(path, 0o600)
+    with open(path, "r+b") as fh:
+        fh.write(b"X")
+    fresh = BlobStore(tmp_path)
+    assert not fresh.has(sha, len(data)) and not path.exists()
+    with pytest.raises(BlobError, match="not in the store"):
+        fresh.folder("a" * 64, {"ns/case/image.npy": (sha, len(data))})
+    fresh.put(sha, data)
+    again = fresh.folder("a" * 64, {"ns/case/image.npy": (sha, len(data))})
+    assert (again / "ns/case/image.npy").read_bytes() == data
+
+
+def test_a_folder_refuses_paths_that_leave_it(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path)
+    data = b"x"
+    store.put(_sha(data), data)
+    for rel in ("../outside", "/etc/passwd", "a/../../b", "a//b", ""):
+        with pytest.raises(BlobError, match="relative path of plain names"):
+            store.folder("b" * 64, {rel: (_sha(data), 1)})
+    assert not (tmp_path.parent / "outside").exists()
+
+
+def test_the_sandbox_hides_the_workers_shipped_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from imagebench.sandbox.policy import harness_paths
+
+    monkeypatch.setenv("IMAGEBENCH_SHIPPED", str(tmp_path / "shipped"))
+    assert shipped_root() == tmp_path / "shipped"
+    assert os.path.realpath(tmp_path / "shipped") in harness_paths()
+    monkeypatch.delenv("IMAGEBENCH_SHIPPED")
+    monkeypatch.setenv("IMAGEBENCH_CACHE", "off")  # no cache: still a folder of its own, still hidden
+    assert os.path.realpath(shipped_root()) in harness_paths()
+
+
+# --------------------------------------------------------------------------- what comes back
+
+
+def test_returned_files_are_checked_before_any_is_written(tmp_path: Path) -> None:
+    src = tmp_path / "unit"
+    (src / "sub").mkdir(parents=True)
+    (src / "summary.json").write_text("{}")
+    (src / "sub" / "a.png").write_bytes(b"png")
+    (src / "link").symlink_to("/etc/passwd")  # never followed, never sent
+    files, digests = pack(src)
+    assert sorted(files) == ["sub/a.png", "summary.json"]
+    out = tmp_path / "run" / "sample-0"
+    forged = dict(files, **{"sub/a.png": b"other"})
+    with pytest.raises(ReturnError, match="sub/a.png came back as 5 bytes"):
+        write_returned(out, forged, digests)
+    escaping = {"summary.json": b"{}", "../../escaped": b"x"}
+    with pytest.raises(ReturnError, match="relative path of plain names"):
+        check_returned(escaping, None, "unit")
+    with pytest.raises(ReturnError, match="no summary.json"):
+        check_returned({"a": b""}, None, "unit")
+    assert not out.exists() and not (tmp_path / "escaped").exists()
+    assert write_returned(out, files, digests) == b"{}" and (out / "sub" / "a.png").read_bytes() == b"png"
+
+
+def test_a_shipment_lists_the_tree_files_of_a_curated_case_by_their_recorded_digest() -> None:
+    from imagebench import cases
+    from imagebench.fixtures import tree
+
+    case = cases.get_case(CURATED)
+    shipment, sources = sh.shipment_of(case) or (None, {})
+    assert shipment is not None
+    rels = [f.rel for f in shipment.files]
+    assert "manifest.json" in rels and "segment-nuclei/dsb2018/case.json" in rels
+    entry = tree.load_manifest(case.fixture.tree_root()).entry("segment-nuclei", "dsb2018")
+    for name, spec in entry.files.items():
+        (shipped,) = [f for f in shipment.files if f.rel == f"segment-nuclei/dsb2018/{name}"]
+        assert shipped.sha256 == spec.sha256 and shipped.size == spec.bytes
+    assert sh.shipment_of(cases.get_case("segment-nuclei/count-nuclei")) is None  # procedural: nothing to ship
+
+
+# --------------------------------------------------------------------------- a share-nothing cluster
+
+
+@pytest.fixture(scope="module")
+def nscluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from imagebench.executor import namespaced
+
+    if namespaced.bwrap() is None:
+        pytest.skip("bwrap is not installed")
+    with namespaced.namespaced_cluster(2, tmp_path_factory.mktemp("nsworkers")) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def driver_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "driver-cache"
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(cache))
+    return cache
+
+
+def _cases(*labels: str) -> list[Any]:
+    from imagebench import cases
+
+    return [cases.get_case(label) for label in labels]
+
+
+def test_workers_in_their_own_namespace_give_the_serial_results(
+    nscluster: Any, tmp_path: Path, driver_cache: Path
+) -> None:
+    from distributed import Client
+    from test_executor import assert_same_results
+
+    import imagebench
+    from imagebench.executor import namespaced
+
+    chosen = _cases(*LABELS)
+    serial = run_cases(chosen, ReferenceSubject(), samples=2, out=tmp_path / "serial", progress=False)
+    spread = run_cases(chosen, ReferenceSubject(), samples=2, out=tmp_path / "spread", progress=False,
+                       scheduler=nscluster.address)  # fmt: skip
+    assert_same_results(serial, spread)
+    assert all(s.status == "ok" for ss in spread.samples.values() for s in ss)
+    assert sh.LAST_SHIPPING.bytes_shipped > 0 or sh.LAST_SHIPPING.blobs_cached > 0
+    # none of the driver's files exist where the workers ran: no path the driver named was opened there
+    tree = chosen[0].fixture.tree_root()
+    driver_paths = [Path(imagebench.__file__).parent, tree, tree / "manifest.json", driver_cache, tmp_path,
+                    spread.run_dir, Path.cwd()]  # fmt: skip
+    with Client(nscluster.address, set_as_default=False) as client:
+        assert namespaced.worker_sees(client, driver_paths) == {w: [] for w in client.scheduler_info()["workers"]}
+        where = namespaced.worker_imports(client)
+    assert len(where) == 2 and all(f.startswith(namespaced.INSIDE + "/code/") for f in where.values())
+    # the second run ships nothing: every worker has the blobs in its store
+    run_cases(chosen[:1], ReferenceSubject(), samples=2, out=tmp_path / "again", progress=False,
+              scheduler=nscluster.address)  # fmt: skip
+    assert sh.LAST_SHIPPING.bytes_shipped == 0 and sh.LAST_SHIPPING.blobs_cached >= 3
+
+
+def test_a_worker_told_nothing_does_not_fall_back_to_the_drivers_paths(
+    nscluster: Any, tmp_path: Path, driver_cache: Path
+) -> None:
+    (curated,) = _cases("segment-nuclei/dsb2018-dim")
+    result = run_cases([curated], ReferenceSubject(), samples=2, out=tmp_path, progress=False,
+                       parallel=Parallel(scheduler=nscluster.address, ship=False))  # fmt: skip
+    statuses = [(s.status, s.reason) for s in result.samples[curated.label]]
+    assert all(status == "skipped" and "does not exist" in reason for status, reason in statuses), statuses
+    assert sh.LAST_SHIPPING.cases == 0
+
+
+def test_a_blob_forged_on_the_way_is_refused_by_the_worker(
+    nscluster: Any, tmp_path: Path, driver_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (curated,) = _cases("segment-nuclei/dsb2018-dim")
+    honest = sh.read_blob
+
+    def forged(path: Path, sha: str) -> bytes:
+        data = honest(path, sha)
+        return data[:-1] + bytes([data[-1] ^ 0xFF])  # one byte changed after the driver's own check
+
+    monkeypatch.setattr(sh, "read_blob", forged)
+    result = run_cases([curated], ReferenceSubject(), samples=2, out=tmp_path, progress=False,
+                       scheduler=nscluster.address)  # fmt: skip
+    statuses = [(s.status, s.reason) for s in result.samples[curated.label]]
+    assert all(st == "harness-error" and "shipped blob was refused" in why for st, why in statuses), statuses
