@@ -208,3 +208,29 @@ def test_a_blob_forged_on_the_way_is_refused_by_the_worker(
                        scheduler=nscluster.address)  # fmt: skip
     statuses = [(s.status, s.reason) for s in result.samples[curated.label]]
     assert all(st == "harness-error" and "shipped blob was refused" in why for st, why in statuses), statuses
+
+
+SOLVER = '''
+def solve(session):
+    """Counts nothing, answers nothing: the verifier decides (the same wherever it runs)."""
+    session.notes["ran_from"] = __file__.rsplit("/", 1)[-1]
+'''
+
+
+def test_a_python_file_subject_travels_as_shipped_code(nscluster: Any, tmp_path: Path, driver_cache: Path) -> None:
+    from test_executor import assert_same_results
+
+    from imagebench.subjects import parse_subject
+
+    solver = tmp_path / "solvers" / "mine.py"
+    solver.parent.mkdir()
+    solver.write_text(SOLVER)
+    subject = parse_subject(f"python:{solver}:solve")
+    chosen = _cases("segment-nuclei/count-nuclei")
+    serial = run_cases(chosen, subject, samples=2, out=tmp_path / "serial", progress=False)
+    spread = run_cases(chosen, subject, samples=2, out=tmp_path / "spread", progress=False,
+                       scheduler=nscluster.address)  # fmt: skip
+    assert_same_results(serial, spread)
+    assert spread.record.subject == "python-mine.solve"
+    assert sh.LAST_SHIPPING.keys == [hashlib.sha256(SOLVER.encode()).hexdigest()]
+    assert sh.LAST_SHIPPING.blobs_shipped == 2  # to each worker, which lacked it

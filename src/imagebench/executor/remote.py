@@ -44,6 +44,19 @@ def receive(sha: str, data: bytes) -> str:
     return str(worker_store().put(sha, data))
 
 
+def localized_spec(spec: str, code: Shipment) -> str:
+    """A ``python:/driver/path/file.py:function`` spec naming this worker's copy of the file instead,
+    laid out from its verified blob (:func:`imagebench.fixtures.blobs.subject_code_root`)."""
+    from imagebench.fixtures.blobs import BlobError, subject_code_root
+
+    prefix = "python:"
+    if not spec.startswith(prefix) or len(code.files) != 1:
+        raise BlobError(f"subject {spec!r}: only a python: file target travels as shipped code")
+    func = spec[len(prefix) :].rpartition(":")[2]
+    folder = worker_store().folder(code.digest, code.layout(), base=subject_code_root())
+    return f"{prefix}{folder / code.files[0].rel}:{func}"
+
+
 def localize(case: Case, shipment: Shipment) -> Case:
     """``case`` reading its tree from this worker's own copy of the shipped files, laid out from the
     verified blobs of its store; :class:`~imagebench.fixtures.blobs.BlobError` when one is missing."""

@@ -108,6 +108,21 @@ def shipment_of(case: Case) -> tuple[Shipment, dict[str, Path]] | None:
     return Shipment.of(files), sources
 
 
+def subject_shipment(subject: object) -> tuple[Shipment, dict[str, Path]] | None:
+    """The code of a ``python:path/to/file.py:function`` subject as a one-file shipment (the file is
+    all a file target loads: its folder is not put on ``sys.path``); None for any other subject,
+    whose code the workers must already have (an installed package, the programs a command calls)."""
+    from imagebench.subjects.python import PythonSubject, file_target_parts, is_file_target
+
+    if not isinstance(subject, PythonSubject) or not is_file_target(subject.target):
+        return None
+    path, _ = file_target_parts(subject.target)
+    if not path.is_file():
+        raise ShippingError(f"{path}: the subject's file is not a regular file")
+    sha = _sha_of(path)
+    return Shipment.of([ShippedFile(path.name, sha, path.stat().st_size)]), {sha: path}
+
+
 def read_blob(path: Path, sha: str) -> bytes:
     """The bytes of ``path``, checked against ``sha`` (:class:`ShippingError` when they differ)."""
     try:

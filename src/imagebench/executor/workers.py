@@ -97,6 +97,7 @@ def _unit_task(
     seed: int | None = None,
     budget: Budget | None = None,
     shipment: Shipment | None = None,
+    subject_code: Shipment | None = None,
 ) -> UnitReturn:
     """Run one unit on a worker in a private folder and return the files it wrote. With a
     ``shipment`` the case reads its files from this worker's copy of them (:mod:`.remote`), and its
@@ -114,6 +115,10 @@ def _unit_task(
         case = localize(case, shipment)
         with unit_pools():
             prepared = prepare_fixture(case, plane=plane, seed=seed)
+    if subject_code is not None:  # a python: file subject's code, shipped: this worker's copy of the file
+        from imagebench.executor.remote import localized_spec
+
+        spec = (localized_spec(spec[0], subject_code), *spec[1:])
     subject = worker_subject(*spec)
     tmp = Path(tempfile.mkdtemp(prefix="imagebench-unit-"))
     try:
@@ -173,7 +178,7 @@ def run_dask(
     from distributed import as_completed
 
     from imagebench.executor.returned import ReturnError, check_returned, write_returned
-    from imagebench.executor.shipping import LAST_SHIPPING, Shipper, ShippingError, shipment_of
+    from imagebench.executor.shipping import LAST_SHIPPING, Shipper, ShippingError, shipment_of, subject_shipment
     from imagebench.fixtures.blobs import BlobError
     from imagebench.records import SampleSummary
     from imagebench.runs.layout import sample_dir
@@ -193,6 +198,15 @@ def run_dask(
     LAST_SHIPPING.clear()
     client = cluster.client
     shipper = Shipper(client) if ship else None  # the files curated cases read, sent by digest
+    subject_code = None
+    if shipper is not None:
+        try:
+            shipped_code = subject_shipment(subject)
+            if shipped_code is not None:
+                shipper.offer("the subject's code", *shipped_code)
+                subject_code = shipped_code[0]
+        except (ShippingError, BlobError) as exc:
+            raise ExecutorError(f"the subject's code could not be shipped to the workers: {exc}", usage=False) from None
     options = subject_options(subject)
     spec = (
         subject_spec(subject), options.get("sandbox"), bool(options.get("isolate")), bool(options.get("mcp")),
@@ -321,6 +335,7 @@ def run_dask(
                 seed,
                 budget,
                 shipment,
+                subject_code,
                 pure=False,
                 key=f"unit-{label}-{n}-{token}",
                 workers=restrict,
