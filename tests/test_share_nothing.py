@@ -84,6 +84,9 @@ def test_the_sandbox_hides_the_workers_shipped_files(monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("IMAGEBENCH_SHIPPED")
     monkeypatch.setenv("IMAGEBENCH_CACHE", "off")  # no cache: still a folder of its own, still hidden
     assert os.path.realpath(shipped_root()) in harness_paths()
+    from imagebench.sandbox.policy import SandboxPolicy, sandbox_env
+
+    assert "IMAGEBENCH_SHIPPED" not in sandbox_env({"IMAGEBENCH_SHIPPED": "/x", "PATH": "/usr/bin"}, SandboxPolicy())
 
 
 # --------------------------------------------------------------------------- what comes back
@@ -234,3 +237,13 @@ def test_a_python_file_subject_travels_as_shipped_code(nscluster: Any, tmp_path:
     assert spread.record.subject == "python-mine.solve"
     assert sh.LAST_SHIPPING.keys == [hashlib.sha256(SOLVER.encode()).hexdigest()]
     assert sh.LAST_SHIPPING.blobs_shipped == 2  # to each worker, which lacked it
+
+
+def test_a_tree_file_that_does_not_match_its_recorded_digest_is_not_shipped(tmp_path: Path) -> None:
+    path = tmp_path / "image.npy"
+    path.write_bytes(b"the bytes the manifest was written against")
+    recorded = _sha(path.read_bytes())
+    assert sh.read_blob(path, recorded) == path.read_bytes()
+    path.write_bytes(b"the bytes the manifest was written agains!")  # same size, one byte changed
+    with pytest.raises(sh.ShippingError, match=f"the fixture tree records {recorded}"):
+        sh.read_blob(path, recorded)

@@ -138,6 +138,10 @@ def _unit_task(
     )
 
 
+def _not_shippable(case: Case) -> None:
+    raise LookupError(f"{case.label} is not available on the driver")
+
+
 def ping() -> float:
     """A task that does nothing: what a round trip to a worker costs (benchmarks)."""
     return time.perf_counter()
@@ -273,6 +277,8 @@ def run_dask(
         shipment = None
         if shipper is not None:
             try:
+                if not case.available()[0]:
+                    _not_shippable(case)  # its tree, entry, sizes or headers: prepared here, as serially
                 shipped = shipment_of(case)
                 if shipped is not None:
                     shipment, sources = shipped
@@ -285,7 +291,7 @@ def run_dask(
                 )
                 remaining[label] -= len(samples)
                 return
-            except Exception:  # the tree cannot describe the case: prepared here, its failure as serially
+            except Exception:  # unavailable here, or the tree cannot describe it: prepared here, as serially
                 plane_here = starter.get()[0] if presents_tensor(case) else None
                 here(case, prepare_fixture(case, plane=plane_here, seed=seed), samples)
                 remaining[label] -= len(samples)

@@ -66,7 +66,7 @@ _HARNESS_ONLY_ENV = (
     "OLDPWD", "_",  # where the harness was started from, and how
     # the user's folders on the host (HOME is /tmp inside): the fixture cache and the source wheels live there
     "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
-    "IMAGEBENCH_CACHE", "IMAGEBENCH_WHEELS",
+    "IMAGEBENCH_CACHE", "IMAGEBENCH_WHEELS", "IMAGEBENCH_SHIPPED",
 )  # fmt: skip
 _PACKAGES = ("imagebench", "napari_imagebench")
 
