@@ -247,3 +247,23 @@ def test_a_tree_file_that_does_not_match_its_recorded_digest_is_not_shipped(tmp_
     path.write_bytes(b"the bytes the manifest was written agains!")  # same size, one byte changed
     with pytest.raises(sh.ShippingError, match=f"the fixture tree records {recorded}"):
         sh.read_blob(path, recorded)
+
+
+def test_a_sandboxed_subject_on_a_worker_cannot_see_the_workers_store(
+    nscluster: Any, tmp_path: Path, driver_cache: Path
+) -> None:
+    from imagebench.executor import LAST_STATS, namespaced
+    from imagebench.sandbox.policy import unavailable_reason
+    from imagebench.subjects import parse_subject
+
+    if unavailable_reason() is not None:
+        pytest.skip(f"no sandbox here: {unavailable_reason()}")
+    store = f"{namespaced.INSIDE}/cache/shipped"
+    subject = parse_subject(f"command:ls {store}/folders {store}/blobs 2>&1; echo END")
+    result = run_cases(_cases(CURATED), subject, samples=1, out=tmp_path, progress=False,
+                       scheduler=nscluster.address)  # fmt: skip
+    (sample,) = result.samples[CURATED]
+    assert sample.status == "no-result" and LAST_STATS.worker_s  # it ran, on a worker, and left nothing
+    (stdout,) = result.run_dir.rglob("stdout.txt")
+    text = stdout.read_text()
+    assert text.count("No such file or directory") == 2 and text.rstrip().endswith("END"), text
