@@ -267,3 +267,23 @@ def test_a_sandboxed_subject_on_a_worker_cannot_see_the_workers_store(
     (stdout,) = result.run_dir.rglob("stdout.txt")
     text = stdout.read_text()
     assert text.count("No such file or directory") == 2 and text.rstrip().endswith("END"), text
+
+
+def test_a_blob_corrupted_in_a_workers_store_is_found_removed_and_shipped_again(
+    nscluster: Any, tmp_path: Path, driver_cache: Path
+) -> None:
+    chosen = _cases(CURATED)
+    run_cases(chosen, ReferenceSubject(), samples=1, out=tmp_path / "fill", progress=False,
+              scheduler=nscluster.address)  # fmt: skip
+    blobs = sorted(p for p in (nscluster.caches[0] / "shipped" / "blobs").rglob("*") if p.is_file())
+    assert blobs
+    for blob in blobs:  # one byte changed in place, as a failing disk or a meddler would
+        data = bytearray(blob.read_bytes())
+        data[-1] ^= 0xFF
+        blob.write_bytes(bytes(data))
+    result = run_cases(chosen, ReferenceSubject(), samples=2, out=tmp_path / "after", progress=False,
+                       scheduler=nscluster.address)  # fmt: skip
+    assert [s.status for s in result.samples[CURATED]] == ["ok", "ok"]
+    assert sh.LAST_SHIPPING.blobs_shipped >= len(blobs)  # worker 0 lacked every one it had held
+    for blob in blobs:  # and keeps them again, each matching its name
+        assert blob.exists() and _sha(blob.read_bytes()) == blob.name
