@@ -4,7 +4,9 @@ Each case's fixture is built once on a worker (a ``prepare`` task; dask moves it
 that run the case's samples) and each unit runs :func:`imagebench.runs.runner.run_unit` on a worker in
 a private temporary folder. The worker sends the unit's files back and the driver writes them
 into the run folder, ``summary.json`` last and atomically, so workers need no shared file system
-and the driver alone writes the run folder. The subject travels as its spec string.
+and the driver alone writes the run folder. The subject travels as its spec string. With shipping
+(``--scheduler``), the files a curated case reads and a ``python:`` file subject's code travel by
+digest (:mod:`.shipping`, :mod:`.remote`) and what comes back is checked first (:mod:`.returned`).
 
 Tensor cases: the driver uploads each tensor fixture once to the run's plane; workers reach it by
 URL. The plane listens on loopback only, so tensor units are pinned to workers on the driver's host.
@@ -136,10 +138,6 @@ def _unit_task(
     return UnitReturn(
         files=files, worker_s=time.perf_counter() - start, host=socket.gethostname(), pid=os.getpid(), digests=digests
     )
-
-
-def _not_shippable(case: Case) -> None:
-    raise LookupError(f"{case.label} is not available on the driver")
 
 
 def ping() -> float:
@@ -276,24 +274,24 @@ def run_dask(
         restrict: list[str] | None = None
         shipment = None
         if shipper is not None:
+            failed: PreparedFixture | None = None
+            available = False
             try:
-                if not case.available()[0]:
-                    _not_shippable(case)  # its tree, entry, sizes or headers: prepared here, as serially
-                shipped = shipment_of(case)
+                available = case.available()[0]  # unavailable here (tree, entry, sizes, headers): prepared here
+                shipped = shipment_of(case) if available else None
                 if shipped is not None:
                     shipment, sources = shipped
                     shipper.offer(label, shipment, sources)
             except (ShippingError, BlobError) as exc:  # bytes here or on a worker that do not match their digest
-                here(
-                    case,
-                    PreparedFixture(None, "harness-error", f"shipping the fixture's files failed: {exc}", seed=seed),
-                    samples,
+                failed = PreparedFixture(
+                    None, "harness-error", f"shipping the fixture's files failed: {exc}", seed=seed
                 )
-                remaining[label] -= len(samples)
-                return
-            except Exception:  # unavailable here, or the tree cannot describe it: prepared here, as serially
-                plane_here = starter.get()[0] if presents_tensor(case) else None
-                here(case, prepare_fixture(case, plane=plane_here, seed=seed), samples)
+            except Exception:  # the tree cannot describe the case: prepared here, its failure as serially
+                available = False
+            if failed is None and not available:
+                failed = prepare_fixture(case, plane=starter.get()[0] if presents_tensor(case) else None, seed=seed)
+            if failed is not None:
+                here(case, failed, samples)
                 remaining[label] -= len(samples)
                 return
         if presents_tensor(case):
