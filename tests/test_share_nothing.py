@@ -290,3 +290,10 @@ def test_a_blob_corrupted_in_a_workers_store_is_found_removed_and_shipped_again(
     assert sh.LAST_SHIPPING.blobs_shipped == len(blobs)  # worker 0 lacked every one of them, worker 1 none
     for blob in blobs:  # and keeps them again, each matching its name
         assert blob.exists() and _sha(blob.read_bytes()) == blob.name
+
+
+def test_shipping_is_on_for_an_existing_cluster_and_asked_for_elsewhere() -> None:
+    assert Parallel(scheduler="tcp://127.0.0.1:1").ships  # its workers may share no file with this machine
+    assert not Parallel(workers=2).ships  # a local cluster's workers see this machine's files
+    assert Parallel(workers=2, ship=True).ships and not Parallel(scheduler="tcp://h:1", ship=False).ships
+    assert not Parallel(ship=True).ships  # serial: nothing travels
