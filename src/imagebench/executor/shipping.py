@@ -140,7 +140,7 @@ def read_blob(path: Path, sha: str) -> bytes:
 
 @dataclass
 class ShippingStats:
-    """What the last run shipped (for benchmarks and tests): blobs and bytes scattered, blobs every worker had."""
+    """What the last run shipped (for benchmarks and tests): blob sends and bytes sent (a blob sent to two workers counts twice), blobs every worker had."""
 
     blobs_shipped: int = 0
     bytes_shipped: int = 0
