@@ -56,6 +56,8 @@ class Parallel:
     scheduler: str | None = None
     fixture_mode: FixtureMode = "worker"
     prefetch: bool = True  # serial runs: build the next case's fixture in a helper process
+    # ship the files curated cases read to the workers by digest (executor.shipping); None: with a scheduler
+    ship: bool | None = None
 
     def __post_init__(self) -> None:
         if self.workers is not None and self.scheduler is not None:
@@ -68,6 +70,12 @@ class Parallel:
             )
         if self.fixture_mode not in FIXTURE_MODES:
             raise ExecutorError(f"fixture_mode must be one of {FIXTURE_MODES}, got {self.fixture_mode!r}")
+
+    @property
+    def ships(self) -> bool:
+        """Whether curated cases' files travel to the workers by digest (the workers of an existing
+        cluster may share no file with this machine; a local cluster's do)."""
+        return self.scheduler is not None if self.ship is None else bool(self.ship) and self.distributed
 
     @property
     def distributed(self) -> bool:

@@ -256,6 +256,7 @@ def execute(
                         parallel.fixture_mode,
                         seeds,
                         budget=budget,
+                        ship=parallel.ships,
                     )
                 except ExecutorError as exc:
                     exc.run_dir = run_dir

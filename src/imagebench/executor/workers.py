@@ -4,7 +4,9 @@ Each case's fixture is built once on a worker (a ``prepare`` task; dask moves it
 that run the case's samples) and each unit runs :func:`imagebench.runs.runner.run_unit` on a worker in
 a private temporary folder. The worker sends the unit's files back and the driver writes them
 into the run folder, ``summary.json`` last and atomically, so workers need no shared file system
-and the driver alone writes the run folder. The subject travels as its spec string.
+and the driver alone writes the run folder. The subject travels as its spec string. With shipping
+(``--scheduler``), the files a curated case reads and a ``python:`` file subject's code travel by
+digest (:mod:`.shipping`, :mod:`.remote`) and what comes back is checked first (:mod:`.returned`).
 
 Tensor cases: the driver uploads each tensor fixture once to the run's plane; workers reach it by
 URL. The plane listens on loopback only, so tensor units are pinned to workers on the driver's host.
@@ -40,6 +42,7 @@ from imagebench.executor.planes import PresentedPlane, present_on_driver
 if TYPE_CHECKING:
     from imagebench.case.model import Case
     from imagebench.executor.planes import PlaneStarter
+    from imagebench.executor.shipping import Shipment
     from imagebench.executor.sink import Sink
     from imagebench.runs.runner import PreparedFixture
     from imagebench.sandbox.policy import SandboxPolicy
@@ -76,6 +79,7 @@ class UnitReturn:
     worker_s: float
     host: str
     pid: int
+    digests: dict[str, str] | None = None  # sha256 of each file, checked by the driver before it writes
 
 
 def _prepare_task(case: Case, seed: int | None = None) -> PreparedFixture:
@@ -94,14 +98,29 @@ def _unit_task(
     timeout: float | None,
     seed: int | None = None,
     budget: Budget | None = None,
+    shipment: Shipment | None = None,
+    subject_code: Shipment | None = None,
 ) -> UnitReturn:
-    """Run one unit on a worker in a private folder and return the files it wrote."""
+    """Run one unit on a worker in a private folder and return the files it wrote. With a
+    ``shipment`` the case reads its files from this worker's copy of them (:mod:`.remote`), and its
+    fixture is built here from that copy."""
     import dask
 
+    from imagebench.executor.returned import pack
     from imagebench.runs.layout import SUMMARY, sample_dir
-    from imagebench.runs.runner import run_unit
+    from imagebench.runs.runner import prepare_fixture, run_unit
 
     start = time.perf_counter()
+    if shipment is not None:
+        from imagebench.executor.remote import localize
+
+        case = localize(case, shipment)
+        with unit_pools():
+            prepared = prepare_fixture(case, plane=plane, seed=seed)
+    if subject_code is not None:  # a python: file subject's code, shipped: this worker's copy of the file
+        from imagebench.executor.remote import localized_spec
+
+        spec = (localized_spec(spec[0], subject_code), *spec[1:])
     subject = worker_subject(*spec)
     tmp = Path(tempfile.mkdtemp(prefix="imagebench-unit-"))
     try:
@@ -111,37 +130,19 @@ def _unit_task(
                 case, subject, sample, tmp, fixture=prepared, plane=plane, timeout=timeout, seed=seed, budget=budget
             )
         folder = sample_dir(tmp, subject.name, case, sample)
-        files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+        files, digests = pack(folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if SUMMARY not in files:
         raise RuntimeError(f"unit {case.label} sample {sample} left no summary.json")
-    return UnitReturn(files=files, worker_s=time.perf_counter() - start, host=socket.gethostname(), pid=os.getpid())
+    return UnitReturn(
+        files=files, worker_s=time.perf_counter() - start, host=socket.gethostname(), pid=os.getpid(), digests=digests
+    )
 
 
 def ping() -> float:
     """A task that does nothing: what a round trip to a worker costs (benchmarks)."""
     return time.perf_counter()
-
-
-def _write_unit_files(folder: Path, files: Mapping[str, bytes]) -> bytes:
-    """Write a unit's files into its sample folder, ``summary.json`` last and atomically."""
-    from imagebench.records import atomic_write_text
-
-    if folder.exists():
-        shutil.rmtree(folder)  # what an interrupted attempt left
-    folder.mkdir(parents=True)
-    for rel, data in files.items():
-        if rel == "summary.json":
-            continue
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    data = files["summary.json"]
-    atomic_write_text(folder / "summary.json", data.decode("utf-8"))
-    return data
 
 
 @dataclass
@@ -174,9 +175,13 @@ def run_dask(
     fixture_mode: FixtureMode,
     seeds: Mapping[str, Sequence[int]] | None = None,
     budget: Budget | None = None,
+    ship: bool = False,
 ) -> None:
     from distributed import as_completed
 
+    from imagebench.executor.returned import ReturnError, check_returned, write_returned
+    from imagebench.executor.shipping import LAST_SHIPPING, Shipper, ShippingError, shipment_of, subject_shipment
+    from imagebench.fixtures.blobs import BlobError
     from imagebench.records import SampleSummary
     from imagebench.runs.layout import sample_dir
     from imagebench.runs.runner import (
@@ -192,7 +197,18 @@ def run_dask(
 
     stats = LAST_STATS
     stats.clear()
+    LAST_SHIPPING.clear()
     client = cluster.client
+    shipper = Shipper(client) if ship else None  # the files curated cases read, sent by digest
+    subject_code = None
+    if shipper is not None:
+        try:
+            shipped_code = subject_shipment(subject)
+            if shipped_code is not None:
+                shipper.offer("the subject's code", *shipped_code)
+                subject_code = shipped_code[0]
+        except (ShippingError, BlobError) as exc:
+            raise ExecutorError(f"the subject's code could not be shipped to the workers: {exc}", usage=False) from None
     options = subject_options(subject)
     spec = (
         subject_spec(subject), options.get("sandbox"), bool(options.get("isolate")), bool(options.get("mcp")),
@@ -256,6 +272,28 @@ def run_dask(
         label = case.label
         plane_arg: PresentedPlane | None = None
         restrict: list[str] | None = None
+        shipment = None
+        if shipper is not None:
+            failed: PreparedFixture | None = None
+            available = False
+            try:
+                available = case.available()[0]  # unavailable here (tree, entry, sizes, headers): prepared here
+                shipped = shipment_of(case) if available else None
+                if shipped is not None:
+                    shipment, sources = shipped
+                    shipper.offer(label, shipment, sources)
+            except (ShippingError, BlobError) as exc:  # bytes here or on a worker that do not match their digest
+                failed = PreparedFixture(
+                    None, "harness-error", f"shipping the fixture's files failed: {exc}", seed=seed
+                )
+            except Exception:  # the tree cannot describe the case: prepared here, its failure as serially
+                available = False
+            if failed is None and not available:
+                failed = prepare_fixture(case, plane=starter.get()[0] if presents_tensor(case) else None, seed=seed)
+            if failed is not None:
+                here(case, failed, samples)
+                remaining[label] -= len(samples)
+                return
         if presents_tensor(case):
             plane, reason = starter.get()
             if plane is None:
@@ -272,7 +310,10 @@ def run_dask(
                 return
             plane_arg = present_on_driver(plane, case, prepared.fixture)
             restrict = tensor_workers
-            prep = client.scatter(prepared, hash=False, workers=restrict)
+            # a shipped case's fixture is built again on its worker, from that worker's copy
+            prep = None if shipment is not None else client.scatter(prepared, hash=False, workers=restrict)
+        elif shipment is not None:
+            prep = None  # built on the unit's worker from the shipped files (curated: read lazily)
         elif fixture_mode == "driver":
             prepared = prepare_fixture(case, plane=None, seed=seed)
             driver_built.add(label)
@@ -284,7 +325,8 @@ def run_dask(
             prep = client.scatter(prepared, hash=False)
         else:
             prep = client.submit(_prepare_task, case, seed, pure=False, key=f"prepare-{tag}-{token}")
-        prep_futures[label].append(prep)
+        if prep is not None:
+            prep_futures[label].append(prep)
         for n in samples:
             fut = client.submit(
                 _unit_task,
@@ -296,6 +338,8 @@ def run_dask(
                 timeout,
                 seed,
                 budget,
+                shipment,
+                subject_code,
                 pure=False,
                 key=f"unit-{label}-{n}-{token}",
                 workers=restrict,
@@ -334,8 +378,15 @@ def run_dask(
                     f"the dask cluster dropped unit {case.label} sample {n} ({fut.status}); the run stopped",
                     usage=False,
                 )
-            if not isinstance(ret, UnitReturn):  # it failed on a worker (the worker died, or it could not unpickle)
-                exc = ret[1] if isinstance(ret, tuple) and len(ret) == 3 else ret
+            refused: ReturnError | None = None
+            if isinstance(ret, UnitReturn):  # names and digests checked before anything is written
+                try:
+                    check_returned(ret.files, ret.digests, f"{case.label} sample {n}")
+                except ReturnError as bad:
+                    refused = bad
+            if not isinstance(ret, UnitReturn) or refused is not None:
+                # it failed on a worker (the worker died, or it could not unpickle), or what came back is refused
+                exc = refused or (ret[1] if isinstance(ret, tuple) and len(ret) == 3 else ret)
                 lost = Unit(
                     case,
                     subject.name,
@@ -351,7 +402,7 @@ def run_dask(
                 sink.add(case, n, summary)
             else:
                 took = time.perf_counter()
-                data = _write_unit_files(sample_dir(run_dir, subject.name, case, n), ret.files)
+                data = write_returned(sample_dir(run_dir, subject.name, case, n), ret.files)
                 summary = SampleSummary.model_validate_json(data)
                 seen = worker_seeds.setdefault(case.label, set())
                 if case.label not in driver_built and summary.seed not in seen:

@@ -66,7 +66,7 @@ _HARNESS_ONLY_ENV = (
     "OLDPWD", "_",  # where the harness was started from, and how
     # the user's folders on the host (HOME is /tmp inside): the fixture cache and the source wheels live there
     "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
-    "IMAGEBENCH_CACHE", "IMAGEBENCH_WHEELS",
+    "IMAGEBENCH_CACHE", "IMAGEBENCH_WHEELS", "IMAGEBENCH_SHIPPED",
 )  # fmt: skip
 _PACKAGES = ("imagebench", "napari_imagebench")
 
@@ -303,6 +303,9 @@ def harness_paths() -> list[str]:
     cached = cache_root()  # built fixtures, truth included
     if cached is not None:
         found.append(_real(cached))
+    from imagebench.fixtures.blobs import shipped_root
+
+    found.append(_real(shipped_root()))  # a worker's shipped fixture files, truth included
     from imagebench.fixtures.registry import source_paths
 
     found += source_paths()  # the registry data curated fixtures were made from (their truth, their originals)
