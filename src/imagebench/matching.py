@@ -268,19 +268,54 @@ def label_overlaps(truth: Any, pred: Any) -> LabelOverlaps:
     true_labels, true_areas = _group_sum(run_t, lengths, top_t, weights)
     pred_labels, pred_areas = _group_sum(run_p, lengths, top_p, weights)
 
-    both = np.flatnonzero((run_t != 0) & (run_p != 0))
+    both = np.flatnonzero(np.logical_and(run_t, run_p))
     if both.size == 0:
         empty = np.zeros(0, np.int64)
         return LabelOverlaps(true_labels, true_areas, pred_labels, pred_areas, empty, empty, empty)
-    # Compact both label sets so one int64 key per run cannot overflow; key 0 stays free.
-    width = pred_labels.size
-    ct = _compact(true_labels, top_t, np.take(run_t, both))
-    cp = _compact(pred_labels, top_p, np.take(run_p, both))
-    keys, inter = _group_sum(ct * width + cp + 1, np.take(lengths, both), true_labels.size * width)
-    keys -= 1
-    pair_true = true_labels[keys // width]
-    pair_pred = pred_labels[keys % width]
+    pair_true, pair_pred, inter = _pair_sums(
+        np.take(run_t, both), np.take(run_p, both), np.take(lengths, both), top_t, top_p, true_labels, pred_labels
+    )
     return LabelOverlaps(true_labels, true_areas, pred_labels, pred_areas, pair_true, pair_pred, inter)
+
+
+def _pair_sums(
+    run_t: np.ndarray,
+    run_p: np.ndarray,
+    lengths: np.ndarray,
+    top_t: int,
+    top_p: int,
+    true_labels: np.ndarray,
+    pred_labels: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each distinct (truth, pred) pair of the runs given (both labels non-zero) and its summed
+    length, sorted by truth label then pred label.
+
+    One sort of ``(t * (top_p + 1) + p) << b | length`` when that fits an int64 (``b`` bits hold
+    the longest run), equal pairs then side by side; else both label sets compacted to their
+    indices first, so the key cannot overflow.
+    """
+    span = top_p + 1
+    bits = int(lengths.max()).bit_length()
+    if top_t <= ((_INT64_MAX >> bits) - top_p) // span:
+        key = run_t.astype(np.int64)
+        key *= span
+        key += run_p
+        key <<= bits
+        key |= lengths
+        key.sort()
+        pair = key >> bits
+        first = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
+        key &= (1 << bits) - 1
+        inter = np.add.reduceat(key, first)
+        pair = pair[first]
+        pair_true = pair // span
+        return pair_true, pair - pair_true * span, inter
+    width = pred_labels.size
+    ct = _compact(true_labels, top_t, run_t)
+    cp = _compact(pred_labels, top_p, run_p)
+    keys, inter = _group_sum(ct * width + cp + 1, lengths, true_labels.size * width)
+    keys -= 1
+    return true_labels[keys // width], pred_labels[keys % width], inter
 
 
 # --------------------------------------------------------------------------- matching
@@ -336,6 +371,10 @@ def _assignment_matches(pt: np.ndarray, pp: np.ndarray, score: np.ndarray) -> np
     return np.sort(np.concatenate(keep))
 
 
+def _has_repeats(sorted_values: np.ndarray) -> bool:
+    return bool(np.any(sorted_values[1:] == sorted_values[:-1]))
+
+
 def _ratio(num: int, den: int) -> float:
     return 1.0 if den == 0 else num / den
 
@@ -365,7 +404,8 @@ def match_overlaps(ov: LabelOverlaps, iou: float) -> MatchResult:
     cand = np.flatnonzero(score >= thr)
     pt, pp, sc = ov.pair_true[cand], ov.pair_pred[cand], score[cand]
     if thr >= 0.5:
-        unique = np.unique(pt).size == pt.size and np.unique(pp).size == pp.size
+        # pt is sorted (the pairs are, by truth label): distinct when no two neighbours are equal
+        unique = not _has_repeats(pt) and not _has_repeats(np.sort(pp))
         chosen = np.arange(pt.size) if unique else _unique_matches(pt, pp, sc)
     else:
         chosen = _assignment_matches(pt, pp, sc) if pt.size else np.zeros(0, np.int64)
