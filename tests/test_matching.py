@@ -441,3 +441,18 @@ def test_one_prediction_over_two_exact_halves_matches_once() -> None:
     assert (r.tp, r.fp, r.fn) == (1, 0, 1)
     assert r.pairs.tolist() == [[1, 9]]
     assert dense_match(t, p, 0.5)[0] == 1
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 18])
+def test_changes_are_the_same_whatever_the_chunk(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second image is compared a chunk at a time: every chunk edge, and a chunk of one pixel."""
+    import imagebench.matching as matching
+
+    monkeypatch.setattr(matching, "_CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    t = random_labels(rng, (23, 29), 0.5, scramble=True)
+    p = random_labels(rng, t.shape, 0.5, scramble=True)
+    tf, pf = t.ravel(), p.ravel()
+    want = np.concatenate(([True], (tf[1:] != tf[:-1]) | (pf[1:] != pf[:-1])))
+    assert np.array_equal(matching._changes(tf, pf), want)
+    _same_overlaps(t, p)

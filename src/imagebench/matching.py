@@ -152,7 +152,25 @@ def _checked_top(runs: np.ndarray, what: str) -> int:
 
 
 _ONE = np.uint64(1)
+_CHUNK = 1 << 18  # pixels of the second image compared at a time (the buffer stays in cache)
 _GRID_MAX_BITS = 16  # above this many changes in some 64 pixels, np.flatnonzero is the cheaper way (measured)
+
+
+def _changes(tf: np.ndarray, pf: np.ndarray) -> np.ndarray:
+    """Where each run starts: pixel 0, and every pixel that differs from the one before it in
+    either image. The second image's comparison is made a chunk at a time into one small buffer
+    and merged in place, so no second image-sized temporary is written (or paged in)."""
+    n = tf.size
+    change = np.empty(n, bool)
+    change[0] = True
+    np.not_equal(tf[1:], tf[:-1], out=change[1:])
+    buffer = np.empty(min(_CHUNK, n), bool)
+    for begin in range(1, n, _CHUNK):
+        end = min(n, begin + _CHUNK)
+        part = buffer[: end - begin]
+        np.not_equal(pf[begin:end], pf[begin - 1 : end - 1], out=part)
+        change[begin:end] |= part
+    return change
 
 
 def _run_starts(change: np.ndarray) -> np.ndarray:
@@ -247,12 +265,7 @@ def label_overlaps(truth: Any, pred: Any) -> LabelOverlaps:
         empty = np.zeros(0, np.int64)
         return LabelOverlaps(empty, empty, empty, empty, empty, empty, empty)
     # One pass: where does the (truth, pred) pair change from one pixel to the next?
-    change = np.empty(n, bool)
-    change[0] = True
-    np.not_equal(tf[1:], tf[:-1], out=change[1:])
-    change[1:] |= np.not_equal(pf[1:], pf[:-1])
-    starts = _run_starts(change)
-    del change
+    starts = _run_starts(_changes(tf, pf))
     lengths = np.empty_like(starts)
     np.subtract(starts[1:], starts[:-1], out=lengths[:-1])
     lengths[-1] = n - starts[-1]
