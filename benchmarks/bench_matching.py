@@ -202,10 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     size2, n2, size3, n3 = (512, 300, 64, 150) if args.quick else (2048, 5000, 256, 10000)
     with tempfile.TemporaryDirectory(prefix="imagebench-bench-") as tmp:
         sd = load_stardist_matching(Path(tmp))
-        warm = np.zeros((8, 8), np.int32)
-        warm[2:5, 2:5] = 1
-        sd.matching(warm, warm)  # numba compiles here, outside the timed runs
-        match_labels(warm, warm)
+        for shape in ((8, 8), (8, 8, 8)):  # numba compiles here, for 2D and 3D, outside the timed runs
+            warm = np.zeros(shape, np.int32)
+            warm[(slice(2, 5),) * len(shape)] = 1
+            sd.matching(warm, warm)
+            match_labels(warm, warm)
         t2, p2 = workload(rng, (size2, size2), n2)
         r2, f2 = run("2D", t2, p2, sd, args.repeats, args.stardist_repeats)
         del t2, p2
