@@ -13,9 +13,10 @@ Never as a dense objects-by-objects matrix, which for 10,000 objects would be 10
 Instead one pass over the flattened pixels finds *runs*: maximal stretches of consecutive
 pixels (in C order) that carry the same (truth label, predicted label) pair. Objects are
 spatially compact, so there are far fewer runs than pixels. The runs whose truth and
-predicted labels are both non-zero are grouped by pair with a sort over the runs only,
-and their lengths summed: that gives the intersection of every overlapping pair, and only
-of those. Object areas come from the same runs. Label values need not be consecutive;
+predicted labels are both non-zero are grouped by pair with one sort over the runs only
+(of ``(t * (top_p + 1) + p) << b | length``, one int64 a run), and their lengths summed:
+that gives the intersection of every overlapping pair, and only of those. Object areas
+come from the same runs. Label values need not be consecutive;
 label 0 is background.
 
 Why no assignment solver is needed at ``iou >= 0.5``
