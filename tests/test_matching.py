@@ -456,3 +456,21 @@ def test_changes_are_the_same_whatever_the_chunk(chunk: int, monkeypatch: pytest
     want = np.concatenate(([True], (tf[1:] != tf[:-1]) | (pf[1:] != pf[:-1])))
     assert np.array_equal(matching._changes(tf, pf), want)
     _same_overlaps(t, p)
+
+
+def test_overlaps_listed_out_of_order_still_match_one_to_one() -> None:
+    """match_overlaps does not lean on the pairs' order: a truth object listed twice, apart."""
+    from imagebench.matching import LabelOverlaps, match_overlaps
+
+    a = np.array
+    ov = LabelOverlaps(
+        true_labels=a([1, 2]),
+        true_areas=a([4, 4]),
+        pred_labels=a([5, 6, 7]),
+        pred_areas=a([4, 4, 4]),
+        pair_true=a([1, 2, 1]),
+        pair_pred=a([5, 6, 7]),
+        intersection=a([3, 4, 3]),
+    )
+    r = match_overlaps(ov, 0.5)
+    assert r.tp == 2 and sorted(map(tuple, r.pairs.tolist())) == [(1, 5), (2, 6)]
