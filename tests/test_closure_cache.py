@@ -17,6 +17,7 @@ import pytest
 from imagebench.fixtures.cache import CacheWarning
 from imagebench.runs import closure, closurecache
 from imagebench.runs.closure import code_closure, memoized_closures, scoring_digest
+from imagebench.runs.fingerprint import definition_fingerprint
 
 PROBE = "ccprobe_pkg"
 
@@ -95,11 +96,13 @@ def test_builtin_closures_from_the_cache_are_byte_identical(tmp_path: Path, monk
     fresh_process(monkeypatch, None)
     fresh = [json.dumps(code_closure([c.verify]), sort_keys=True) for c in chosen]
     digests = [scoring_digest(c) for c in chosen]
+    definitions = [definition_fingerprint(c) for c in chosen]  # builder, reference and verifier sources too
 
     cache = tmp_path / "cache"
     fresh_process(monkeypatch, cache)
     with memoized_closures():
         filled = [json.dumps(code_closure([c.verify]), sort_keys=True) for c in chosen]
+        assert [definition_fingerprint(c) for c in chosen] == definitions
     assert filled == fresh
     assert entries(cache), "a run's walks leave entries for the next run"
 
@@ -108,6 +111,7 @@ def test_builtin_closures_from_the_cache_are_byte_identical(tmp_path: Path, monk
     with memoized_closures():
         served = [json.dumps(code_closure([c.verify]), sort_keys=True) for c in chosen]
         again = [scoring_digest(c) for c in chosen]
+        assert [definition_fingerprint(c) for c in chosen] == definitions
     assert served == fresh
     assert again == digests
     kept = closurecache.current()
