@@ -290,8 +290,12 @@ def _import_the_check() -> None:
     once, not again in this process after the run (about as long as the check itself). Nothing
     is checked or trusted any less: the check still reads the folder afresh, after the child ended."""
     import imagebench.executor.calibration
+    import imagebench.fixtures.digest
+    import imagebench.runs.journal
     import imagebench.runs.reader
-    import imagebench.runs.verdict  # noqa: F401
+    import imagebench.runs.verdict
+    import imagebench.runs.writer
+    import imagebench.state  # noqa: F401
 
 
 def _borne_out(run_dir: str) -> str:
