@@ -193,3 +193,15 @@ def test_the_cache_off_keeps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
     code_closure([load_probe().verify])
     assert closurecache.current().folder is None
     assert not list(tmp_path.rglob("*.json"))
+
+
+def test_the_closure_cache_lies_where_the_sandbox_masks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subject that could write an entry could make a changed verifier look unchanged: the
+    entries live inside the fixture cache's folder, which every sandbox masks."""
+    from imagebench.sandbox.policy import harness_paths
+
+    fresh_process(monkeypatch, tmp_path / "somewhere" / "cache")
+    folder = closurecache.current().folder
+    assert folder is not None
+    masked = [Path(p) for p in harness_paths()]
+    assert any(folder.resolve().is_relative_to(p) for p in masked), (folder, masked)
