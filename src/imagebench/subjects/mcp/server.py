@@ -248,8 +248,9 @@ async def _too_large(send: Any, limit: int) -> None:
 # --------------------------------------------------------------------------- a Unix socket
 
 
-async def _serve_stream(server: Any, stream: Any) -> None:
-    """One MCP session over a byte stream of newline-delimited JSON-RPC messages."""
+async def _serve_stream(server: Any, stream: Any, first: bytes = b"") -> None:
+    """One MCP session over a byte stream of newline-delimited JSON-RPC messages (``first``: its
+    bytes already read)."""
     import anyio
     import mcp.types as types
     from anyio.streams.buffered import BufferedByteReceiveStream
@@ -260,6 +261,7 @@ async def _serve_stream(server: Any, stream: Any) -> None:
     read_writer, read_stream = anyio.create_memory_object_stream(0)
     write_stream, write_reader = anyio.create_memory_object_stream(0)
     buffered = BufferedByteReceiveStream(stream)
+    buffered.feed_data(first)
     fast = FastCalls(server)  # tools/call answered here, the rest by the SDK's session
     sending = anyio.Lock()  # one line at a time on the stream, whichever answers
 
@@ -312,6 +314,37 @@ async def _serve_stream(server: Any, stream: Any) -> None:
                 await stream.aclose()
 
 
+async def _serve_connection(server: Any, raw: Any) -> None:
+    """One accepted connection: the bridge's pipes when it hands them over
+    (:mod:`imagebench.subjects.mcp.handoff`), served until the session or the bridge ends; else the
+    socket itself."""
+    import anyio
+    from anyio.abc import UNIXSocketStream
+
+    from imagebench.subjects.mcp.handoff import PipeStream, first_contact
+
+    try:
+        fds, first = await first_contact(raw)
+        lifeline = await UNIXSocketStream.from_socket(raw)
+    except BaseException:
+        raw.close()
+        raise
+    if fds is None:
+        await _serve_stream(server, lifeline, first)
+        return
+    async with lifeline, anyio.create_task_group() as tg:
+
+        async def watch() -> None:  # the bridge gone: the session ends
+            with suppress(Exception):
+                while await lifeline.receive():
+                    pass
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        await _serve_stream(server, PipeStream(fds[0], fds[1]))
+        tg.cancel_scope.cancel()
+
+
 class SocketServer:
     """``agent``'s server (or ``server``) on a Unix socket at ``path``, in a thread of this process, until :meth:`close`.
 
@@ -340,27 +373,29 @@ class SocketServer:
 
     async def _serve(self) -> None:
         import anyio
-        from anyio.abc import SocketListener
 
-        listener = await SocketListener.from_socket(self._sock)
         active = 0
 
-        async def serve_one(stream: Any) -> None:
+        async def serve_one(raw: Any) -> None:
             nonlocal active
             try:
-                await _serve_stream(self.server, stream)
+                await _serve_connection(self.server, raw)
             finally:
                 active -= 1
 
         async with anyio.create_task_group() as tg:
             while True:
-                stream = await listener.accept()
-                if active >= MAX_CONNECTIONS:
-                    with suppress(Exception):
-                        await stream.aclose()
+                await anyio.wait_readable(self._sock)
+                try:
+                    raw, _ = self._sock.accept()
+                except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                     continue
+                if active >= MAX_CONNECTIONS:
+                    raw.close()
+                    continue
+                raw.setblocking(False)
                 active += 1
-                tg.start_soon(serve_one, stream)
+                tg.start_soon(serve_one, raw)
 
     def close(self) -> None:
         """Stop serving: every connection ends, the socket goes."""
