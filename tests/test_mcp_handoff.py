@@ -346,3 +346,43 @@ def test_a_tool_the_access_setting_does_not_serve_is_refused_on_the_fast_path(tm
         server.close()
         folder.remove()
     assert [(c.tool, c.ok) for c in agent.transcript.calls] == [("read_layer", False)]
+
+
+# --------------------------------------------------------------------------- in the sandbox
+
+_IN_SANDBOX = r"""
+import json, os, subprocess, sys
+bridge = subprocess.Popen([sys.executable, '/mcp/bridge.py'], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def request(i, method, params):
+    bridge.stdin.write(json.dumps({'jsonrpc': '2.0', 'id': i, 'method': method, 'params': params}).encode() + b'\n')
+    bridge.stdin.flush()
+    while True:
+        got = json.loads(bridge.stdout.readline())
+        if got.get('id') == i:
+            return got
+request(1, 'initialize', {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'sandboxed', 'version': '0'}})
+bridge.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'); bridge.stdin.flush()
+layers = request(2, 'tools/call', {'name': 'list_layers', 'arguments': {}})['result']['structuredContent']['layers']
+print('layers:', layers[0]['name'], 'bridge stdin:', os.readlink(f'/proc/{bridge.pid}/fd/0'), file=sys.stderr)
+bridge.stdin.close()
+print('bridge exit:', bridge.wait(timeout=20), file=sys.stderr)
+"""
+
+
+def test_the_handoff_holds_in_the_sandbox(tmp_path: Path) -> None:
+    """A sandboxed command's own client starts the bridge: the pipes cross to the harness, the
+    session is served on them, and the bridge ends with the session."""
+    import shlex
+
+    from imagebench.executor import run_cases
+    from imagebench.sandbox.policy import unavailable_reason
+    from imagebench.subjects import CommandSubject
+
+    if unavailable_reason() is not None:
+        pytest.skip(str(unavailable_reason()))
+    subject = CommandSubject(f"{shlex.quote(sys.executable)} -c {shlex.quote(_IN_SANDBOX)}", mcp=True)
+    result = run_cases([builtin.get_case(CASE)], subject, out=tmp_path / "out", progress=False)
+    (summary,) = result.samples[CASE]
+    err = (result.run_dir / summary.subject / summary.label / "sample-0" / "stderr.txt").read_text()
+    assert "layers: nuclei bridge stdin: /dev/null" in err, err
+    assert "bridge exit: 0" in err, err
