@@ -115,13 +115,27 @@ def _harness(n: int, repeats: int, *, peer: bool) -> int:
         agent = AgentSession(
             CaseView.of(case), session, workspace=ws, workspace_alias=str(ws), reads=folder, route="socket"
         )
-        server = SocketServer(agent, folder.socket_path)
-        floor = SocketServer(agent, floor_folder.socket_path, server=floor_server)
+        # ours: the bridge hands its pipes over, tools/call answered without the SDK's session loop;
+        # "-sdk": the same server behind the SDK's session loop alone, the bridge relaying (as before)
+        sdk_folder, sdk_floor_folder = McpFolder(ws), McpFolder(ws)
+        servers = [
+            SocketServer(agent, folder.socket_path),
+            SocketServer(agent, floor_folder.socket_path, server=floor_server),
+            SocketServer(agent, sdk_folder.socket_path, fast=False),
+            SocketServer(agent, sdk_floor_folder.socket_path, server=floor_server, fast=False),
+        ]
+        folders = [folder, floor_folder, sdk_folder, sdk_floor_folder]
+
+        def entry(f: McpFolder) -> dict[str, Any]:
+            return client_config(str(f.path), python=sys.executable)["mcpServers"]["imagebench"]
+
         plan = {
             "image": str(ws / "inputs" / "image.npy"),
             "repeats": repeats,
-            "server": client_config(str(folder.path), python=sys.executable)["mcpServers"]["imagebench"],
-            "floor": client_config(str(floor_folder.path), python=sys.executable)["mcpServers"]["imagebench"],
+            "server": entry(folder),
+            "floor": entry(floor_folder),
+            "server-sdk": entry(sdk_folder),
+            "floor-sdk": entry(sdk_floor_folder),
             "peer": peer_ok,
             "scratch": str(ws / "peer"),
         }
@@ -135,10 +149,10 @@ def _harness(n: int, repeats: int, *, peer: bool) -> int:
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
             )
         finally:
-            server.close()
-            floor.close()
-            folder.remove()
-            floor_folder.remove()
+            for server in servers:
+                server.close()
+            for f in folders:
+                f.remove()
     if done.returncode != 0:
         sys.stderr.write(done.stderr)
         raise SystemExit(f"the client failed (exit {done.returncode})")
@@ -173,10 +187,20 @@ def _print(
     print(f"read_layer of a {n} x {n} float32 layer ({image.nbytes / 1e6:.2f} MB), medians of {repeats}")
     print(f"(load average before {before[0]:.2f} {before[1]:.2f} {before[2]:.2f}, on {os.cpu_count()} cores)")
     print(f"  {'anchor: np.load(inputs/image.npy)':<58s} {anchor * 1e3:9.3f} ms")
+    mmap = got["anchor-mmap"]
+    print(f"  {'anchor: np.load(inputs/image.npy, mmap_mode=r)':<58s} {mmap * 1e3:9.3f} ms")
     for client in ("sdk", "lean"):
-        line(f"{client}: protocol floor (an empty tool)", f"{client}:floor")
+        line(f"{client}: SDK floor (empty tool, SDK session loop, relay)", f"{client}:floor-sdk")
+        line(f"{client}: floor (empty tool, pipes handed over, fast call)", f"{client}:floor")
+        line(f"{client}: read_layer npy, SDK session loop and relay", f"{client}:npy-sdk")
         line(f"{client}: list_layers (no pixels)", f"{client}:list_layers")
         line(f"{client}: read_layer npy (whole input: its file named again)", f"{client}:npy")
+        key = f"{client}:npy-mmap"
+        if key in got:
+            print(
+                f"  {client + ': read_layer npy, then np.load(mmap_mode=r)':<58s} {got[key] * 1e3:9.3f} ms = "
+                f"{got[key] / mmap:7.1f}x of the mmap anchor"
+            )
         line(f"{client}: read_layer npy, region (a file written each call)", f"{client}:npy-region")
         line(f"{client}: read_layer base64", f"{client}:base64")
         line(f"{client}: read_layer list (of {SLOW_REPEATS})", f"{client}:list")
@@ -192,8 +216,13 @@ def _print(
         fresh = got[f"{client}:npy-region"]
         print(
             f"ratio {client}: read_layer / anchor {best / anchor:.1f}x (a file written each call: "
-            f"{fresh / anchor:.1f}x); floor / anchor {got[f'{client}:floor'] / anchor:.1f}x; "
+            f"{fresh / anchor:.1f}x); floor / anchor {got[f'{client}:floor'] / anchor:.1f}x "
+            f"(SDK floor {got[f'{client}:floor-sdk'] / anchor:.1f}x); "
             f"target within {TARGET:g}x: {'met' if best / anchor <= TARGET else 'NOT met'}"
+        )
+        print(
+            f"ratio {client}: read_layer npy then np.load(mmap_mode=r) / that mmap anchor "
+            f"{got[f'{client}:npy-mmap'] / mmap:.1f}x (its time / the np.load anchor {got[f'{client}:npy-mmap'] / anchor:.1f}x)"
         )
         peers = [got[k] for k in (f"{client}:peer:get_layer", f"{client}:peer:save_layer_data") if k in got]
         if peers:
@@ -218,12 +247,12 @@ async def _timed(repeats: int, call: Callable[[], Awaitable[Any]]) -> float:
     return statistics.median(times)
 
 
-def _array(got: dict[str, Any], encoding: str) -> np.ndarray:
+def _array(got: dict[str, Any], encoding: str, *, mmap: bool = False) -> np.ndarray:
     if encoding == "base64":
         return np.frombuffer(base64.b64decode(got["data"]), dtype=got["dtype"]).reshape(got["shape"])
     if encoding == "list":
         return np.asarray(got["data"], dtype=np.float32)
-    return np.load(got["path"])
+    return np.load(got["path"], mmap_mode="r") if mmap else np.load(got["path"])
 
 
 def _reads(n: int) -> dict[str, dict[str, Any]]:
@@ -231,6 +260,7 @@ def _reads(n: int) -> dict[str, dict[str, Any]]:
     ``.npy`` written on every call, where a whole input layer's is written once and named again)."""
     return {
         "npy": {"name": "image", "encoding": "npy"},
+        "npy-mmap": {"name": "image", "encoding": "npy"},  # the same read, the file then mapped, not copied
         "npy-region": {"name": "image", "encoding": "npy", "region": [[0, n - 1]]},
         "base64": {"name": "image", "encoding": "base64"},
         "list": {"name": "image", "encoding": "list"},
@@ -252,6 +282,11 @@ async def _client(plan: dict[str, Any]) -> dict[str, float]:
         np.load(plan["image"])
 
     out["anchor"] = await _timed(repeats, anchor)
+
+    async def anchor_mmap() -> None:
+        np.load(plan["image"], mmap_mode="r")
+
+    out["anchor-mmap"] = await _timed(repeats, anchor_mmap)
     out.update(await _sdk(plan, image, repeats))
     out.update(_lean(plan, image, repeats))
     if plan["peer"]:
@@ -267,11 +302,22 @@ async def _sdk(plan: dict[str, Any], image: np.ndarray, repeats: int) -> dict[st
     from mcp.client.stdio import stdio_client
 
     out: dict[str, float] = {}
-    floor = plan["floor"]
-    async with stdio_client(StdioServerParameters(command=floor["command"], args=floor["args"])) as (r, w):
+    for which in ("floor", "floor-sdk"):
+        floor = plan[which]
+        async with stdio_client(StdioServerParameters(command=floor["command"], args=floor["args"])) as (r, w):
+            async with ClientSession(r, w) as client:
+                await client.initialize()
+                out[f"sdk:{which}"] = await _timed(repeats, lambda: client.call_tool("empty", {}))
+    entry = plan["server-sdk"]
+    async with stdio_client(StdioServerParameters(command=entry["command"], args=entry["args"])) as (r, w):
         async with ClientSession(r, w) as client:
             await client.initialize()
-            out["sdk:floor"] = await _timed(repeats, lambda: client.call_tool("empty", {}))
+            npy = {"name": "image", "encoding": "npy"}
+
+            async def read_sdk() -> None:
+                _array((await client.call_tool("read_layer", npy)).structuredContent or {}, "npy")
+
+            out["sdk:npy-sdk"] = await _timed(repeats, read_sdk)
     entry = plan["server"]
     async with stdio_client(StdioServerParameters(command=entry["command"], args=entry["args"])) as (r, w):
         async with ClientSession(r, w) as client:
@@ -282,7 +328,7 @@ async def _sdk(plan: dict[str, Any], image: np.ndarray, repeats: int) -> dict[st
 
                 async def read(args: dict[str, Any] = args, held: list[np.ndarray] = held, key: str = key) -> None:
                     result = await client.call_tool("read_layer", args)
-                    held[:] = [_array(result.structuredContent or {}, args["encoding"])]
+                    held[:] = [_array(result.structuredContent or {}, args["encoding"], mmap=key == "npy-mmap")]
 
                 out[f"sdk:{key}"] = await _timed(SLOW_REPEATS if key == "list" else repeats, read)
                 _check(f"sdk {key}", held[0], image)
@@ -360,19 +406,26 @@ def _timed_sync(repeats: int, call: Callable[[], Any]) -> float:
 def _lean(plan: dict[str, Any], image: np.ndarray, repeats: int) -> dict[str, float]:
     out: dict[str, float] = {}
     timed = _timed_sync
-    floor = _Lean(plan["floor"])
+    for which in ("floor", "floor-sdk"):
+        floor = _Lean(plan[which])
+        try:
+            out[f"lean:{which}"] = timed(repeats, lambda: floor.call("empty", {}))
+        finally:
+            floor.close()
+    relayed = _Lean(plan["server-sdk"])
     try:
-        out["lean:floor"] = timed(repeats, lambda: floor.call("empty", {}))
+        npy = {"name": "image", "encoding": "npy"}
+        out["lean:npy-sdk"] = timed(repeats, lambda: _array(relayed.call("read_layer", npy), "npy"))
     finally:
-        floor.close()
+        relayed.close()
     lean = _Lean(plan["server"])
     try:
         out["lean:list_layers"] = timed(repeats, lambda: lean.call("list_layers", {}))
         for key, args in _reads(image.shape[0]).items():
             held: list[np.ndarray] = []
 
-            def read(args: dict[str, Any] = args, held: list[np.ndarray] = held) -> None:
-                held[:] = [_array(lean.call("read_layer", args), args["encoding"])]
+            def read(args: dict[str, Any] = args, held: list[np.ndarray] = held, key: str = key) -> None:
+                held[:] = [_array(lean.call("read_layer", args), args["encoding"], mmap=key == "npy-mmap")]
 
             out[f"lean:{key}"] = timed(SLOW_REPEATS if key == "list" else repeats, read)
             _check(f"lean {key}", held[0], image)

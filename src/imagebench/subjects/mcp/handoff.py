@@ -75,11 +75,12 @@ def _flags(fd: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_GETFL)
 
 
-async def first_contact(raw: socket.socket) -> tuple[list[int] | None, bytes]:
+async def first_contact(raw: socket.socket, *, take: bool = True) -> tuple[list[int] | None, bytes]:
     """The connection's first byte read from ``raw`` (a non-blocking accepted socket), with what it
     carried: ``(fds, b"")`` when it was an offer the server takes (:data:`TAKEN` sent), else
     ``(None, first)``, ``first`` being the byte the stream starts with (empty: an offer refused,
-    :data:`REFUSED` sent, or the end of the stream). Descriptors not taken are closed."""
+    :data:`REFUSED` sent, or the end of the stream). Descriptors not taken are closed; with
+    ``take=False`` every offer is refused."""
     while True:
         await anyio.wait_readable(raw)
         try:
@@ -90,7 +91,7 @@ async def first_contact(raw: socket.socket) -> tuple[list[int] | None, bytes]:
             return None, b""
         break
     fds = received_fds(ancillary)
-    if data == OFFER and fds and usable_pipes(fds) is None:
+    if take and data == OFFER and fds and usable_pipes(fds) is None:
         try:
             for fd in fds:
                 os.set_blocking(fd, False)

@@ -248,9 +248,10 @@ async def _too_large(send: Any, limit: int) -> None:
 # --------------------------------------------------------------------------- a Unix socket
 
 
-async def _serve_stream(server: Any, stream: Any, first: bytes = b"") -> None:
+async def _serve_stream(server: Any, stream: Any, first: bytes = b"", *, fast: bool = True) -> None:
     """One MCP session over a byte stream of newline-delimited JSON-RPC messages (``first``: its
-    bytes already read)."""
+    bytes already read); ``fast``: ``tools/call`` answered by :class:`FastCalls`, else by the SDK's
+    session loop as every other message."""
     import anyio
     import mcp.types as types
     from anyio.streams.buffered import BufferedByteReceiveStream
@@ -262,7 +263,7 @@ async def _serve_stream(server: Any, stream: Any, first: bytes = b"") -> None:
     write_stream, write_reader = anyio.create_memory_object_stream(0)
     buffered = BufferedByteReceiveStream(stream)
     buffered.feed_data(first)
-    fast = FastCalls(server)  # tools/call answered here, the rest by the SDK's session
+    fast_calls = FastCalls(server) if fast else None  # tools/call answered here, the rest by the SDK's session
     sending = anyio.Lock()  # one line at a time on the stream, whichever answers
 
     async def send(data: bytes) -> bool:
@@ -289,8 +290,8 @@ async def _serve_stream(server: Any, stream: Any, first: bytes = b"") -> None:
                 except Exception as exc:
                     await read_writer.send(exc)
                     continue
-                if fast.takes(parsed):
-                    if not await send(await fast.answer(parsed.root)):
+                if fast_calls is not None and fast_calls.takes(parsed):
+                    if not await send(await fast_calls.answer(parsed.root)):
                         return
                     continue
                 await read_writer.send(SessionMessage(parsed))
@@ -314,23 +315,24 @@ async def _serve_stream(server: Any, stream: Any, first: bytes = b"") -> None:
                 await stream.aclose()
 
 
-async def _serve_connection(server: Any, raw: Any) -> None:
+async def _serve_connection(server: Any, raw: Any, *, fast: bool = True) -> None:
     """One accepted connection: the bridge's pipes when it hands them over
     (:mod:`imagebench.subjects.mcp.handoff`), served until the session or the bridge ends; else the
-    socket itself."""
+    socket itself. ``fast=False``: no handoff (an offer is refused) and no :class:`FastCalls`, the
+    SDK's session loop alone behind a relaying bridge (``benchmarks/bench_mcp.py``'s SDK floor)."""
     import anyio
     from anyio.abc import UNIXSocketStream
 
     from imagebench.subjects.mcp.handoff import PipeStream, first_contact
 
     try:
-        fds, first = await first_contact(raw)
+        fds, first = await first_contact(raw, take=fast)
         lifeline = await UNIXSocketStream.from_socket(raw)
     except BaseException:
         raw.close()
         raise
     if fds is None:
-        await _serve_stream(server, lifeline, first)
+        await _serve_stream(server, lifeline, first, fast=fast)
         return
     async with lifeline, anyio.create_task_group() as tg:
 
@@ -353,11 +355,18 @@ class SocketServer:
     """
 
     def __init__(
-        self, agent: AgentSession, path: Path, *, ids: SubjectIds | None = None, server: FastMCP | None = None
+        self,
+        agent: AgentSession,
+        path: Path,
+        *,
+        ids: SubjectIds | None = None,
+        server: FastMCP | None = None,
+        fast: bool = True,
     ) -> None:
         self.agent = agent
         self.path = Path(path)
         self.server = build_server(agent) if server is None else server  # another: benchmarks/bench_mcp.py's floor
+        self.fast = fast  # False: the SDK's session loop alone, the bridge relaying (_serve_connection)
         self._sock = listen_unix(self.path, ids, backlog=MAX_CONNECTIONS)
         self._stop = threading.Event()
         self._portal_cm: Any = None
@@ -379,7 +388,7 @@ class SocketServer:
         async def serve_one(raw: Any) -> None:
             nonlocal active
             try:
-                await _serve_connection(self.server, raw)
+                await _serve_connection(self.server, raw, fast=self.fast)
             finally:
                 active -= 1
 
