@@ -68,7 +68,7 @@ def _open_fds() -> set[int]:
     return alive
 
 
-def _settled(before: set[int], timeout: float = 5.0) -> set[int]:
+def _settled(before: set[int], timeout: float = 15.0) -> set[int]:
     """The harness's descriptors beyond ``before`` once the server has had time to close them."""
     end = time.monotonic() + timeout
     while True:

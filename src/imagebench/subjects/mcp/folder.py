@@ -53,8 +53,12 @@ def piped(fd):
 
 
 if piped(0) and piped(1):
-    sock.sendmsg([b"\x01"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1]))])
-    if sock.recv(1) == b"\x01":  # taken: the server holds the pipes; this process, the lifeline
+    try:
+        sock.sendmsg([b"\x01"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1]))])
+        taken = sock.recv(1) == b"\x01"
+    except OSError as exc:
+        sys.exit(f"imagebench bridge: the case server closed the connection: {exc}")
+    if taken:  # the server holds the pipes; this process, the lifeline
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)

@@ -4,7 +4,9 @@
   recorded in the transcript; a refused call is a tool error, ``isError``, and the session goes on);
 - :func:`serve_stdio`, :func:`serve_http`: the usual transports (``imagebench mcp serve``);
 - :class:`SocketServer`: the server on a Unix socket, each accepted connection one MCP session
-  speaking newline-delimited JSON-RPC (the stdio framing). A sandboxed command reaches it through
+  speaking newline-delimited JSON-RPC (the stdio framing), on the bridge's own pipes when it hands
+  them over (:mod:`~imagebench.subjects.mcp.handoff`), its ``tools/call`` answered without the
+  SDK's session loop (:mod:`~imagebench.subjects.mcp.fastcall`). A sandboxed command reaches it through
   a file socket in the harness's :class:`~imagebench.subjects.mcp.folder.McpFolder`, shown read-only at
   ``/mcp`` (the network namespace plays no part), with ``mcp.json`` in its workspace naming a
   stdlib-only bridge there that its own ``python3`` runs (:func:`config_text`).
