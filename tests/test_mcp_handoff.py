@@ -298,7 +298,7 @@ def test_fast_answers_are_the_sdks_own(served: Any) -> None:
         ("get_prompt", {}),
         ("read_layer", {"name": "nuclei", "region": [[0, 2], [0, 3]]}),
         ("read_layer", {"name": "nuclei", "encoding": "base64", "region": [[0, 4]]}),
-        ("read_layer", {"name": "truth"}),
+        ("read_layer", {"name": "labels"}),  # the truth's key
         ("read_layer", {"name": "nuclei", "encoding": "hex"}),
         ("no_such_tool", {}),
         ("set_answer", {"value": {"count": "12"}}),
@@ -323,7 +323,7 @@ def test_fast_answers_are_the_sdks_own(served: Any) -> None:
     assert len(fast) == len(sdk)
     for (name, _args), got, want in zip(calls, fast, sdk, strict=True):
         assert got == want, name
-    assert fast[4]["isError"] and "no layer named 'truth'" in fast[4]["content"][0]["text"]
+    assert fast[4]["isError"] and "no layer named 'labels'" in fast[4]["content"][0]["text"]
 
 
 def test_a_tool_the_access_setting_does_not_serve_is_refused_on_the_fast_path(tmp_path: Path) -> None:
@@ -385,4 +385,50 @@ def test_the_handoff_holds_in_the_sandbox(tmp_path: Path) -> None:
     (summary,) = result.samples[CASE]
     err = (result.run_dir / summary.subject / summary.label / "sample-0" / "stderr.txt").read_text()
     assert "layers: nuclei bridge stdin: /dev/null" in err, err
+    assert "bridge exit: 0" in err, err
+
+
+_DISHONEST = (
+    _IN_SANDBOX.split("layers = request")[0]
+    + r"""
+seen = []
+for i, args in enumerate([{'name': 'labels', 'encoding': 'npy'}, {'name': 'count'}, {'name': '../inputs/image', 'encoding': 'npy'},
+                          {'name': 'nuclei', 'encoding': 'npy', 'region': [[0, 10 ** 9]]}], start=10):
+    got = request(i, 'tools/call', {'name': 'read_layer', 'arguments': args})['result']
+    seen.append((got['isError'], got['content'][0]['text'][:60]))
+print('refused:', all(e for e, _ in seen), seen, file=sys.stderr)
+path = request(20, 'tools/call', {'name': 'read_layer', 'arguments': {'name': 'nuclei', 'encoding': 'npy'}})['result']['structuredContent']['path']
+print('path:', path, file=sys.stderr)
+try:
+    os.symlink('/etc/passwd', '/mcp/reads/nuclei-2.npy')
+except OSError as e:
+    print('plant:', e.errno, file=sys.stderr)
+import glob
+print('others:', [p for p in glob.glob('/tmp/imagebench-mcp-*') + glob.glob('/**/reads', recursive=False) if not p.startswith('/mcp')], file=sys.stderr)
+bridge.stdin.close()
+print('bridge exit:', bridge.wait(timeout=20), file=sys.stderr)
+"""
+)
+
+
+def test_a_dishonest_agent_over_the_handed_over_pipes_reaches_no_truth_and_no_other_file(tmp_path: Path) -> None:
+    """Over the handoff: the truth's keys by name, a path for a name, a region past the layer are
+    refused; the read's file is the harness's, under the read-only /mcp, where no link can be
+    planted; no other session's folder is in sight."""
+    import shlex
+
+    from imagebench.executor import run_cases
+    from imagebench.sandbox.policy import unavailable_reason
+    from imagebench.subjects import CommandSubject
+
+    if unavailable_reason() is not None:
+        pytest.skip(str(unavailable_reason()))
+    subject = CommandSubject(f"{shlex.quote(sys.executable)} -c {shlex.quote(_DISHONEST)}", mcp=True)
+    result = run_cases([builtin.get_case(CASE)], subject, out=tmp_path / "out", progress=False)
+    (summary,) = result.samples[CASE]
+    err = (result.run_dir / summary.subject / summary.label / "sample-0" / "stderr.txt").read_text()
+    assert "refused: True" in err and "no layer named 'labels'" in err, err
+    assert "path: /mcp/reads/nuclei-1.npy" in err, err
+    assert "plant: 30" in err, err  # EROFS: the folder is read-only to the subject
+    assert "others: []" in err, err
     assert "bridge exit: 0" in err, err
