@@ -139,6 +139,10 @@ def test_the_bridge_hands_its_pipes_over_and_keeps_only_the_lifeline(served: Any
     got = lines.request("tools/call", {"name": "list_layers", "arguments": {}})
     assert got["result"]["structuredContent"]["layers"][0]["name"] == "nuclei"
     # the bridge relays nothing: its stdin and stdout are /dev/null, the server holds the pipes
+    # (swapped just after the server took them: the first answer may come before)
+    end = time.monotonic() + 10
+    while os.readlink(f"/proc/{bridge.pid}/fd/1") != "/dev/null" and time.monotonic() < end:
+        time.sleep(0.01)
     assert os.readlink(f"/proc/{bridge.pid}/fd/0") == "/dev/null"
     assert os.readlink(f"/proc/{bridge.pid}/fd/1") == "/dev/null"
     read = lines.request("tools/call", {"name": "read_layer", "arguments": {"name": "nuclei", "encoding": "npy"}})
@@ -363,6 +367,10 @@ def request(i, method, params):
 request(1, 'initialize', {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'sandboxed', 'version': '0'}})
 bridge.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'); bridge.stdin.flush()
 layers = request(2, 'tools/call', {'name': 'list_layers', 'arguments': {}})['result']['structuredContent']['layers']
+import time
+end = time.monotonic() + 10  # the bridge swaps its stdin for /dev/null just after the server took it
+while os.readlink(f'/proc/{bridge.pid}/fd/0') != '/dev/null' and time.monotonic() < end:
+    time.sleep(0.01)
 print('layers:', layers[0]['name'], 'bridge stdin:', os.readlink(f'/proc/{bridge.pid}/fd/0'), file=sys.stderr)
 bridge.stdin.close()
 print('bridge exit:', bridge.wait(timeout=20), file=sys.stderr)
