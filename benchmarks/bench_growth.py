@@ -142,7 +142,8 @@ def synthetic_run(work: Path, template: Path, n: int) -> Path:
             if lean:
                 detail = {k: v for k, v in summary.detail.items() if k != "artifact_range"}
                 update.update(artifacts=[], detail={**detail, "images": "not kept (--artifacts failures)"})
-            data = (summary.model_copy(update=update).model_dump_json(indent=2) + "\n").encode("utf-8")
+            written = summary.model_copy(update=update)
+            data = (written.model_dump_json(indent=2) + "\n").encode("utf-8")
             (folder / "summary.json").write_bytes(data)
             line(
                 "unit",
@@ -151,6 +152,7 @@ def synthetic_run(work: Path, template: Path, n: int) -> Path:
                 status=summary.status,
                 summary=(folder / "summary.json").relative_to(dst).as_posix(),
                 sha256=jr.digest(data),
+                brief=jr.brief_of(written, data),
             )
         case = read_record(src_case / "summary.json", CaseSummary)
         scale = n // m
@@ -193,9 +195,8 @@ def measure(run_dir: Path, n: int) -> dict[str, float]:
     wall, rss, _ = measured(imagebench("compare", str(run_dir), str(run_dir)))
     row.update(compare_s=wall, compare_mb=rss / 1024)
     check = (
-        "import sys; from pathlib import Path; from imagebench.executor.run import _let_bytes_go; "
-        "from imagebench.runs.reader import read_run; "
-        f"c = read_run(Path(sys.argv[1]), expected={{{LABEL!r}: {n}}}, require_journal=True, on_sample=_let_bytes_go); "
+        "import sys; from pathlib import Path; from imagebench.executor.run import resume_check; "
+        f"c, kept = resume_check(Path(sys.argv[1]), {SUBJECT!r}, {{{LABEL!r}: {n}}}); "
         "sys.exit(1 if c.problems else 0)"
     )
     wall, rss, rc = measured([sys.executable, "-c", check, str(run_dir)])

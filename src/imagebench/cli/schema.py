@@ -51,7 +51,6 @@ def load_model(name: str) -> type:
 
 def _cmd_schema(args: argparse.Namespace) -> int:
 
-
     if not args.record:
         print("\n".join(sorted(FORMATS)))
         return 0

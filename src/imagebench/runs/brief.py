@@ -15,6 +15,11 @@
 
 ``window`` (a range of sample numbers) shows every usable sample in it instead: the page of one
 case, written on demand, page by page (:func:`imagebench.report.write_case_report`).
+
+:meth:`Briefs.wants` is the reader's ``wants``: it asks for the whole summary of exactly the
+samples a page shows; every other sample is counted from its verified journal line
+(:attr:`~imagebench.runs.reader.SampleEntry.vouched`: its status and the line's brief), unless
+``check_all`` asks for every summary whole (``imagebench report --check-all``).
 """
 
 from __future__ import annotations
@@ -78,17 +83,36 @@ class CaseBriefs:
 class Briefs:
     """The collector :func:`~imagebench.runs.reader.read_run` streams samples into (``on_sample=briefs.take``)."""
 
-    def __init__(self, window: range | None = None, only: str | None = None) -> None:
-        self.window, self.only = window, only
+    def __init__(self, window: range | None = None, only: str | None = None, *, check_all: bool = False) -> None:
+        self.window, self.only, self.check_all = window, only, check_all
         self.cases: dict[str, CaseBriefs] = {}
 
+    def wants(self, label: str, sample: int, status: str | None) -> bool:
+        """Whether the reader reads ``sample`` whole (it would be shown, or ``check_all``), asked in
+        sample order before it is handed to :meth:`take`: the rule :meth:`take` shows by."""
+        if self.check_all:
+            return True
+        if self.only is not None and label != self.only:
+            return False
+        if self.window is not None:
+            return sample in self.window
+        into = self.cases.get(label)
+        if into is None or len(into.briefs) < SHOWN_FIRST:
+            return True
+        return status != "ok" and into.not_ok_shown < SHOWN_NOT_OK
+
     def case(self, label: str) -> CaseBriefs:
-        return self.cases.setdefault(label, CaseBriefs())
+        into = self.cases.get(label)
+        if into is None:
+            into = self.cases[label] = CaseBriefs()
+        return into
 
     def take(self, entry: SampleEntry) -> bool:
         """Gather one checked sample; False: the reader need not keep it (a sample left out is
         kept by the reader whatever this says, with why)."""
         summary = entry.summary
+        if entry.vouched and entry.brief is not None and entry.status is not None:
+            return self._vouched(entry)
         if not entry.usable or summary is None:
             return True
         if self.only is not None and entry.label != self.only:
@@ -117,6 +141,32 @@ class Briefs:
         elif summary.status != "ok" and into.not_ok_shown < SHOWN_NOT_OK:
             into.not_ok_shown += 1
             into.shown.append(summary)
+        return False
+
+    def _vouched(self, entry: SampleEntry) -> bool:
+        """A sample counted from its signed journal line (not shown: :meth:`wants` declined it)."""
+        if self.only is not None and entry.label != self.only:
+            return False
+        assert entry.brief is not None and entry.status is not None
+        into = self.case(entry.label)
+        intern = sys.intern
+        digest = entry.brief.fixture
+        # the reader's strings: its label and subject one for the run, its status one of a few
+        into.briefs.append(
+            SampleBrief(
+                intern(entry.label),
+                entry.subject,
+                entry.sample,
+                intern(entry.status),
+                intern(digest) if isinstance(digest, str) else None,
+            )
+        )
+        verdicts = into.metric_verdicts
+        for name, _, _, verdict in entry.brief.metrics:
+            seen = verdicts.get(name)
+            if seen is None:
+                seen = verdicts[name] = set()
+            seen.add(verdict)
         return False
 
 

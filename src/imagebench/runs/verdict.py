@@ -30,9 +30,13 @@ EXIT_MEANINGS: dict[int, str] = {
 
 
 def status_counts(samples: Iterable[SampleSummary]) -> dict[str, int]:
+    """Each status's count, in the order they first come (a case's stored samples from their
+    columns, none read: :mod:`imagebench.runs.columns`)."""
+    from imagebench.runs.columns import statuses_of
+
     counts: dict[str, int] = {}
-    for s in samples:
-        counts[s.status] = counts.get(s.status, 0) + 1
+    for status in statuses_of(samples):
+        counts[status] = counts.get(status, 0) + 1
     return counts
 
 
@@ -45,7 +49,9 @@ def case_verdict(samples: Sequence[SampleSummary]) -> str:
     sample or a sample was skipped beside ones that ran (incomplete); ``skipped`` when every sample
     was; ``pass`` when every sample is ``ok``.
     """
-    statuses = [s.status for s in samples]
+    from imagebench.runs.columns import statuses_of
+
+    statuses = statuses_of(samples)
     if not statuses or all(st == "skipped" for st in statuses):
         return "skipped"
     if any(st not in NOT_MEASURED and st != "ok" for st in statuses):
@@ -110,7 +116,9 @@ class RunResult:
 
     run_dir: Path
     record: RunRecord
-    samples: dict[str, list[SampleSummary]] = field(default_factory=dict)
+    # a list per case; a resumed case's stored samples (runs.columns.StoredSamples: those an earlier
+    # pass left are read back from the folder when looked at)
+    samples: dict[str, Sequence[SampleSummary]] = field(default_factory=dict)
     summaries: dict[str, CaseSummary] = field(default_factory=dict)
 
     @property
@@ -124,5 +132,3 @@ class RunResult:
     @property
     def exit_code(self) -> int:
         return run_exit_code(self.verdicts)
-
-
