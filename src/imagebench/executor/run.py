@@ -212,9 +212,13 @@ def execute(
         lock.release()
         raise
     done = {key for key, e in scan.units.items() if e.usable} if scan is not None else set()
-    if kept is not None:
-        done |= kept.done()
-    todo = {c.label: [n for n in range(units[c.label]) if (c.label, n) not in done] for c in cases}
+    kept_count = kept.count if kept is not None else 0  # kept as columns, not as keys (runs.columns)
+    todo = {
+        c.label: [
+            n for n in range(units[c.label]) if (c.label, n) not in done and (kept is None or not kept.has(c.label, n))
+        ]
+        for c in cases
+    }
     order = [c for c in cases if todo[c.label]]
     builds = serial_builds(order, todo, seeds)
     result.record = record
@@ -234,7 +238,7 @@ def execute(
         if not (run_dir / RECEIPT).exists():
             receipt_problem = _write_receipt(run_dir, record, subject, cases)
         starter = PlaneStarter(plane, any(presents_tensor(c) for c in order))
-        bar = sink.bar = Bar(total, done=len(done), enabled=progress)
+        bar = sink.bar = Bar(total, done=len(done) + kept_count, enabled=progress)
         if scan is not None:
             for entry in scan.units.values():
                 if not entry.usable or entry.summary is None:

@@ -44,8 +44,10 @@ class Kept:
         self.count += 1
         return False
 
-    def done(self) -> set[tuple[str, int]]:
-        return {(label, n) for label, got in self.samples.items() for n in range(got.columns.rows) if got.columns.has(n)}
+    def has(self, label: str, n: int) -> bool:
+        """Whether the unit ``(label, n)`` is kept."""
+        got = self.samples.get(label)
+        return got is not None and got.columns.has(n)
 
 
 class Sink:

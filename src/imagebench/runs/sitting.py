@@ -157,9 +157,7 @@ class Sitting:
         self.record = self.record.model_copy(update={"runs": [*self.record.runs, joined]})
         run = writer.run_dir.name
         # the join line signs who joined, in which run folder, and when (sitting.json's ``joined``)
-        self._sign(
-            {"joined": JOINED, "subject": subject_name, "run": run, "run_id": record.run_id, "at": joined.joined}
-        )
+        self._sign({"joined": JOINED, "subject": subject_name, "run": run, "run_id": record.run_id, "at": joined.joined})
         return writer, record
 
 
@@ -227,9 +225,7 @@ def read_sitting(path: str | os.PathLike[str], **read_options: Any) -> SittingCo
         contents.integrity.extend(_against_signed(record, lines[0][1] if lines else None, joins))
         for run, subject in signed.items():
             if run not in listed:
-                contents.integrity.append(
-                    f"the sitting's journal signed {subject}'s run {run}, which sitting.json does not list"
-                )
+                contents.integrity.append(f"the sitting's journal signed {subject}'s run {run}, which sitting.json does not list")
             elif listed[run] != subject:
                 contents.integrity.append(f"sitting.json gives run {run} to {listed[run]}, its journal to {subject}")
         for run in sorted(on_disk - set(signed)):
@@ -255,9 +251,7 @@ def read_sitting(path: str | os.PathLike[str], **read_options: Any) -> SittingCo
                 f"{entry.run}: its run.json names run {run.record.run_id!r}, the sitting's journal signed {signed_id!r}"
             )
         if run.record.subject != entry.subject:
-            contents.integrity.append(
-                f"{entry.run}: its run.json names subject {run.record.subject!r}, sitting.json {entry.subject!r}"
-            )
+            contents.integrity.append(f"{entry.run}: its run.json names subject {run.record.subject!r}, sitting.json {entry.subject!r}")
         if run.record.extra.get(SITTING_KEY) != record.sitting_id:
             contents.integrity.append(
                 f"{entry.subject}: its run.json belongs to sitting {run.record.extra.get(SITTING_KEY)!r}, not this one"

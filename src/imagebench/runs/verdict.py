@@ -51,7 +51,10 @@ def case_verdict(samples: Sequence[SampleSummary]) -> str:
     """
     from imagebench.runs.columns import statuses_of
 
-    statuses = statuses_of(samples)
+    return _verdict_of(statuses_of(samples))
+
+
+def _verdict_of(statuses: Sequence[str]) -> str:
     if not statuses or all(st == "skipped" for st in statuses):
         return "skipped"
     if any(st not in NOT_MEASURED and st != "ok" for st in statuses):
@@ -69,11 +72,20 @@ def samples_for(case: Any, samples: int) -> int:
     return max(samples, int(case.meta.get("min_samples", 1)))
 
 
+def tallied_verdict(counts: Mapping[str, int], summary: CaseSummary | None) -> str:
+    """:func:`checked_verdict` from the checked samples' status counts (a reader's ``Tally``), none held."""
+    verdict = _verdict_of([status for status, n in counts.items() if n > 0])
+    return _consistent(verdict, summary)
+
+
 def checked_verdict(samples: Sequence[SampleSummary], summary: CaseSummary | None) -> str:
     """A case's verdict from its checked samples, never its summary's say-so: only the summary's
     check across samples (a bundle's rerun class) can turn a pass into a fail. ``summary`` is one
     the reader checked against its journal line (:func:`imagebench.runs.reader.read_run`)."""
-    verdict = case_verdict(samples)
+    return _consistent(case_verdict(samples), summary)
+
+
+def _consistent(verdict: str, summary: CaseSummary | None) -> str:
     consistency = summary.extra.get("consistency") if summary is not None else None
     if verdict == "pass" and isinstance(consistency, dict) and not consistency.get("consistent"):
         return "fail"
