@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 #: check across samples').
 REASONS_KEPT = 5
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+#: Bytes of a sha256 the columns keep: 128 bits, so no two digests of any run share them by chance
+#: (a collision is as likely as guessing a 128-bit key), at half the memory.
+_HALF = 16
 
 
 class CaseColumns:
@@ -41,7 +44,7 @@ class CaseColumns:
         self._words: list[str] = []
         self._word_of: dict[str, int] = {}
         self._statuses = array("H", [0] * rows)
-        self._fixtures = bytearray(32 * rows)
+        self._fixtures = bytearray(_HALF * rows)  # the first 16 bytes of each sha256: distinct as the digests are
         self._fixture_kind = bytearray(rows)  # 0: none; 1: the sha256 form, in _fixtures; 2: another, in _odd_fixtures
         self._odd_fixtures: dict[int, str] = {}
         self._metrics: dict[str, tuple[bytearray, array[float]]] = {}  # flags (1 present, 2 a value), values
@@ -87,7 +90,7 @@ class CaseColumns:
         digest = summary.fixture_digest
         if isinstance(digest, str) and _DIGEST.fullmatch(digest):
             self._fixture_kind[row] = 1
-            self._fixtures[32 * row : 32 * row + 32] = bytes.fromhex(digest[7:])
+            self._fixtures[_HALF * row : _HALF * row + _HALF] = bytes.fromhex(digest[7:])[:_HALF]
         elif digest is not None:
             self._fixture_kind[row] = 2
             self._odd_fixtures[row] = digest
@@ -186,7 +189,9 @@ class CaseColumns:
             kind = self._fixture_kind[r]
             if kind == 0:
                 return None
-            seen.add(bytes(self._fixtures[32 * r : 32 * r + 32]) if kind == 1 else "odd:" + self._odd_fixtures[r])
+            seen.add(
+                bytes(self._fixtures[_HALF * r : _HALF * r + _HALF]) if kind == 1 else "odd:" + self._odd_fixtures[r]
+            )
         return len(seen)
 
     def sandboxes(self) -> set[str]:
@@ -212,7 +217,7 @@ class StoredSamples(Sequence["SampleSummary"]):
         self.folder = Path(folder)  # the case's folder in the run: sample-<n>/summary.json below it
         self.columns = CaseColumns(rows)
         self._held: dict[int, SampleSummary] = {}
-        self._digests = bytearray(32 * rows)
+        self._digests = bytearray(_HALF * rows)  # the first 16 bytes of each summary's sha256
 
     def hold(self, row: int, summary: SampleSummary) -> None:
         self.columns.add(row, summary)
@@ -221,7 +226,7 @@ class StoredSamples(Sequence["SampleSummary"]):
     def on_disk(self, row: int, summary: SampleSummary, sha256: str) -> None:
         """A sample kept on disk: its columns taken, its summary let go, its digest kept."""
         self.columns.add(row, summary)
-        self._digests[32 * row : 32 * row + 32] = bytes.fromhex(sha256)
+        self._digests[_HALF * row : _HALF * row + _HALF] = bytes.fromhex(sha256)[:_HALF]
 
     @property
     def complete(self) -> bool:
@@ -245,7 +250,7 @@ class StoredSamples(Sequence["SampleSummary"]):
             data = path.read_bytes()
         except OSError as exc:
             raise RunFolderError(f"{path}: kept by the resume, it cannot be read now ({exc})") from None
-        if digest(data) != self._digests[32 * row : 32 * row + 32].hex():
+        if bytes.fromhex(digest(data))[:_HALF] != self._digests[_HALF * row : _HALF * row + _HALF]:
             raise RunFolderError(f"{path}: changed since the resume checked it (digest mismatch)")
         return parse_record(path, data, SampleSummary)
 
