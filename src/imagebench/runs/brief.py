@@ -223,7 +223,9 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
         self._word_of: dict[str, int] = {}
         self._statuses = array("H")
         self._passed = bytearray()
-        self._usage: dict[int, Usage] = {}  # row -> its usage, for the samples that have one
+        # row -> its usage, for the samples that have one: as its JSON without the unknown figures (about 60
+        # bytes where the object takes kilobytes), or the object when that does not give it back
+        self._usage: dict[int, bytes | Usage] = {}
         self._digests = bytearray()  # 32 bytes a sample: the digest after ``sha256:``
         self._odd_digests: dict[int, str | None] = {}  # row -> a digest of another form, or None
         self._names: list[str] = []  # every metric name seen, in the order first seen
@@ -240,7 +242,7 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
         self._statuses.append(self._word(summary.status))
         self._passed.append(1 if summary.passed else 0)
         if summary.usage is not None:
-            self._usage[row] = summary.usage
+            self._usage[row] = _packed(summary.usage)
         digest = summary.fixture_digest
         if isinstance(digest, str) and self._DIGEST.fullmatch(digest):
             self._digests += bytes.fromhex(digest[7:])
@@ -308,7 +310,7 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
             digest,
             metrics,
             bool(self._passed[row]),
-            self._usage.get(row),
+            _unpacked(self._usage.get(row)),
         )
 
     def __getitem__(self, sample: int) -> ScoredBrief:
@@ -322,3 +324,17 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
 
     def __len__(self) -> int:
         return len(self._samples)
+
+
+def _packed(usage: Usage) -> bytes | Usage:
+    """A sample's usage kept small: its JSON without the figures nobody measured or reported."""
+    raw = usage.model_dump_json(exclude_none=True).encode("utf-8")
+    return raw if type(usage).model_validate_json(raw) == usage else usage
+
+
+def _unpacked(kept: bytes | Usage | None) -> Usage | None:
+    if not isinstance(kept, bytes):
+        return kept
+    from imagebench.usage import Usage
+
+    return Usage.model_validate_json(kept)
