@@ -223,9 +223,13 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
         self._word_of: dict[str, int] = {}
         self._statuses = array("H")
         self._passed = bytearray()
-        # row -> its usage, for the samples that have one: as its JSON without the unknown figures (about 60
-        # bytes where the object takes kilobytes), or the object when that does not give it back
-        self._usage: dict[int, bytes | Usage] = {}
+        # each row's usage as its JSON without the unknown figures, one after the other (about 60 bytes where
+        # the object takes kilobytes, and no object a sample: small objects kept between a summary's pieces
+        # keep the allocator's arenas from being given back); the object when that does not give it back
+        self._usage_json = bytearray()
+        self._usage_at = array("q")  # row -> where its JSON starts (-1: none)
+        self._usage_len = array("l")  # row -> its JSON's length
+        self._odd_usage: dict[int, Usage] = {}
         self._digests = bytearray()  # 32 bytes a sample: the digest after ``sha256:``
         self._odd_digests: dict[int, str | None] = {}  # row -> a digest of another form, or None
         self._names: list[str] = []  # every metric name seen, in the order first seen
@@ -242,7 +246,18 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
         self._statuses.append(self._word(summary.status))
         self._passed.append(1 if summary.passed else 0)
         if summary.usage is not None:
-            self._usage[row] = _packed(summary.usage)
+            packed = _packed(summary.usage)
+            if isinstance(packed, bytes):
+                self._usage_at.append(len(self._usage_json))
+                self._usage_len.append(len(packed))
+                self._usage_json += packed
+            else:
+                self._usage_at.append(-1)
+                self._usage_len.append(0)
+                self._odd_usage[row] = packed
+        else:
+            self._usage_at.append(-1)
+            self._usage_len.append(0)
         digest = summary.fixture_digest
         if isinstance(digest, str) and self._DIGEST.fullmatch(digest):
             self._digests += bytes.fromhex(digest[7:])
@@ -310,8 +325,14 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
             digest,
             metrics,
             bool(self._passed[row]),
-            _unpacked(self._usage.get(row)),
+            self._usage_of(row),
         )
+
+    def _usage_of(self, row: int) -> Usage | None:
+        start = self._usage_at[row]
+        if start < 0:
+            return self._odd_usage.get(row)
+        return _unpacked(bytes(self._usage_json[start : start + self._usage_len[row]]))
 
     def __getitem__(self, sample: int) -> ScoredBrief:
         row = self._row(sample)
