@@ -6,13 +6,15 @@ its default: all images for a run of up to 1,000 units, failures and the first 3
 The script prints, per size, the folder's size, ``report.html``'s size, and the wall time and peak
 memory (max RSS, ``/usr/bin/time``) of
 
-- ``imagebench report RUN`` (the run's page),
+- ``imagebench report RUN`` (the run's page: the samples it shows read whole, the others counted
+  from their verified journal lines, each summary's size checked),
 - ``imagebench compare RUN RUN`` (both runs read whole; two plain runs are not comparable, so it
   exits 1 after reading them, which is what is measured),
-- the read ``imagebench run --resume RUN`` makes of the folder (``read_run`` as the resume calls
-  it), alone, and
-- ``imagebench run --resume RUN`` on the complete folder (the read, then the sink holding every
-  summary to write the case summary again), last, since it appends to the journal;
+- the check ``imagebench run --resume RUN`` makes of the folder (``executor.run.resume_check``:
+  ``read_run`` keeping each journaled sample as its case's columns), alone, and
+- ``imagebench run --resume RUN`` on the complete folder (the check, then the case summary
+  written again from those columns, and the supervisor's check of the folder after it), last,
+  since it appends to the journal;
 
 then the ratios the issue's targets name: report size and time at the largest size over the
 smallest (target <= 3x), and each peak memory at the largest over the next (target <= 1.5x).
@@ -22,10 +24,10 @@ real run, synthetically, because a real run of 100,000 samples takes hours on a 
 its sample folders are copied round-robin (the size must be a multiple of the real run's), each
 summary written again with its own sample number (a copy of one of the first 3 samples that is
 not among the first 3 loses its images, as ``--artifacts failures`` would have it), the case
-summary's counts scaled, and the journal written line by line, each line signed and chained
-under this state folder's journal key, its anchors (the state folder's and the receipt's)
+summary's counts scaled, and the journal written line by line (each unit line with its brief,
+``journal.brief_of``), each line signed and chained under this state folder's journal key, its anchors (the state folder's and the receipt's)
 written as the harness writes them. The reader checks such a folder exactly as a real one: every
-summary against its signed line, every file beside it against its digests.
+summary it reads against its signed line, every file beside it against its digests.
 
 Run: ``python benchmarks/bench_growth.py`` (``--work DIR`` keeps the run folders, and a later call
 reuses the real runs it finds there; ``--sizes 100 1000 --real-max 1000`` for a quick look).
@@ -142,7 +144,8 @@ def synthetic_run(work: Path, template: Path, n: int) -> Path:
             if lean:
                 detail = {k: v for k, v in summary.detail.items() if k != "artifact_range"}
                 update.update(artifacts=[], detail={**detail, "images": "not kept (--artifacts failures)"})
-            data = (summary.model_copy(update=update).model_dump_json(indent=2) + "\n").encode("utf-8")
+            written = summary.model_copy(update=update)
+            data = (written.model_dump_json(indent=2) + "\n").encode("utf-8")
             (folder / "summary.json").write_bytes(data)
             line(
                 "unit",
@@ -151,6 +154,7 @@ def synthetic_run(work: Path, template: Path, n: int) -> Path:
                 status=summary.status,
                 summary=(folder / "summary.json").relative_to(dst).as_posix(),
                 sha256=jr.digest(data),
+                brief=jr.brief_of(written, data),
             )
         case = read_record(src_case / "summary.json", CaseSummary)
         scale = n // m
@@ -193,9 +197,8 @@ def measure(run_dir: Path, n: int) -> dict[str, float]:
     wall, rss, _ = measured(imagebench("compare", str(run_dir), str(run_dir)))
     row.update(compare_s=wall, compare_mb=rss / 1024)
     check = (
-        "import sys; from pathlib import Path; from imagebench.executor.run import _let_bytes_go; "
-        "from imagebench.runs.reader import read_run; "
-        f"c = read_run(Path(sys.argv[1]), expected={{{LABEL!r}: {n}}}, require_journal=True, on_sample=_let_bytes_go); "
+        "import sys; from pathlib import Path; from imagebench.executor.run import resume_check; "
+        f"c, kept = resume_check(Path(sys.argv[1]), {SUBJECT!r}, {{{LABEL!r}: {n}}}); "
         "sys.exit(1 if c.problems else 0)"
     )
     wall, rss, rc = measured([sys.executable, "-c", check, str(run_dir)])

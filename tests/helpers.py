@@ -200,14 +200,20 @@ def build_tree(root: Path) -> Path:
 
 
 def resign_run(
-    run_dir: Path, *, drop: set[tuple[str, int]] = frozenset(), unjournal: set[tuple[str, int]] = frozenset()  # type: ignore[assignment]
+    run_dir: Path,
+    *,
+    drop: set[tuple[str, int]] = frozenset(),  # type: ignore[assignment]
+    unjournal: set[tuple[str, int]] = frozenset(),  # type: ignore[assignment]
+    briefs: bool = True,
 ) -> None:
     """Sign a run folder's journal again over its ``run.json`` as it is now: what the harness would
     have written had the run been started with this ``run.json`` and left these summaries (a test
     that makes two runs differ in a recorded field, and means an honest run, not a forged one): each
     unit line takes its summary's digest and status again; the units in ``drop`` lose their line and
     their summary (a sample the run never wrote); the units in ``unjournal`` lose only their line,
-    and the run its last ``end`` line (a run killed between a summary and its line). Only a holder of the journal key can do this: the
+    and the run its last ``end`` line (a run killed between a summary and its line). A unit line's
+    brief is taken from its summary again too, unless ``briefs`` is False (a key holder signing a
+    brief that its summary contradicts). Only a holder of the journal key can do this: the
     test's state folder is its own."""
     import hashlib
     import json
@@ -238,6 +244,14 @@ def resign_run(
                     data = summary.read_bytes()
                     fields["sha256"] = hashlib.sha256(data).hexdigest()
                     fields["status"] = json.loads(data).get("status", fields.get("status"))
+                    if briefs and "brief" in fields:
+                        from imagebench.records import RecordError, SampleSummary, parse_record
+                        from imagebench.runs.journal import brief_of
+
+                        try:
+                            fields["brief"] = brief_of(parse_record(summary, data, SampleSummary), data).model_dump()
+                        except RecordError:
+                            pass  # not a summary: its line keeps the brief it had
             if entry.event == "case" and entry.summary:  # a case's summary: its digest as it is now
                 summary = run_dir / entry.summary
                 if not summary.is_file():

@@ -118,7 +118,7 @@ def test_failures_are_shown_beyond_the_first_samples(tmp_path: Path) -> None:
     assert entry.summary is not None
     for n in range(100):
         status = "wrong-answer" if n >= 60 else "ok"
-        fake = type(entry)(label=LABEL, sample=n, path=entry.path, journaled=True)
+        fake = type(entry)(label=LABEL, sample=n, where=entry.path, journaled=True)
         fake.summary = entry.summary.model_copy(update={"sample": n, "status": status})
         assert briefs.take(fake) is False
     shown = briefs.case(LABEL).shown

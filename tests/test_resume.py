@@ -284,6 +284,6 @@ def test_journal_lines_torn_tails_and_bad_lines(tmp_path: Path) -> None:
     path.write_bytes(b'{"schema_version":1,"event":"start","time":"t"}\nnot json\n{"schema_version":1,"event":"end","time":"t"}\n')
     with pytest.raises(JournalError, match="line 2"):
         read_journal(path)
-    path.write_bytes(b'{"schema_version":3,"event":"start","time":"t"}\n')
+    path.write_bytes(b'{"schema_version":4,"event":"start","time":"t"}\n')
     with pytest.raises(JournalError, match="schema_version"):
         read_journal(path)

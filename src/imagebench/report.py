@@ -139,19 +139,24 @@ def _expected_of(known: Mapping[str, Any]) -> Any:
     return expected_of
 
 
-def read_page(run_dir: str | Path, *, progress: bool = False) -> RunPage:
+def read_page(run_dir: str | Path, *, progress: bool = False, check_all: bool = False) -> RunPage:
     """Everything the page shows, read through the run folder's one reader
     (:func:`imagebench.runs.reader.read_run`): a sample summary that is unreadable, misplaced, changed
     after it was journaled or never journaled is left out and named on the page as a problem (only
-    a missing or unreadable ``run.json`` or journal is an error)."""
+    a missing or unreadable ``run.json`` or journal is an error).
+
+    The samples the page shows are read whole; in a verified journal of version 3 the others are
+    counted from their signed lines, their summaries' sizes checked (:meth:`Briefs.wants
+    <imagebench.runs.brief.Briefs.wants>`), and the page says so. ``check_all`` reads every summary
+    whole, as a journal of an older version is read."""
     from imagebench.runs.brief import Briefs
     from imagebench.runs.layout import RunFolderError
     from imagebench.runs.reader import read_run
 
     known = _known_cases()
-    briefs = Briefs()
+    briefs = Briefs(check_all=check_all)
     try:  # each sample streamed past and let go: the page is read in bounded memory (runs.brief)
-        contents = read_run(run_dir, expected=_expected_of(known), on_sample=briefs.take)
+        contents = read_run(run_dir, expected=_expected_of(known), on_sample=briefs.take, wants=briefs.wants)
     except RunFolderError as exc:
         raise ReportError(str(exc)) from None
     return page_of(contents, known, progress=progress, briefs=briefs)
@@ -181,7 +186,7 @@ def page_of(
                 if entry.usable and entry.summary is not None:
                     if briefs is None:
                         gathered.take(entry)
-                elif entry.problem != "missing":
+                elif entry.problem and entry.problem != "missing":
                     view.problems.append(f"sample {entry.sample}: {entry.problem}")
             view.gathered = gathered.case(label)
             view.samples = sorted(view.gathered.shown, key=lambda s: s.sample if s.sample is not None else -1)
@@ -742,6 +747,7 @@ def _head(run: RunPage) -> dict[str, Any]:
     if rec.extra.get("executor"):
         more.append(("executor", str(rec.extra["executor"])))
     rows.append(("usage", totals(s.usage for v in run.cases for s in v.samples).text()))
+    rows.append(("checked", checked_text(run)))
     if rec.extra.get("budget"):
         budget = {k: v for k, v in rec.extra["budget"].items() if k != "prices" and v is not None}
         more.append(("budget per sample", json.dumps(budget, sort_keys=True)))
@@ -753,6 +759,30 @@ def _head(run: RunPage) -> dict[str, Any]:
         "run_dir": str(run.run_dir),
         "more_rows": more,
     }
+
+
+def checked_text(run: RunPage) -> str:
+    """What the reader checked of the run folder, in words: the journal's chain, the summaries read
+    whole, and those vouched for by their signed lines (with the command that reads them all)."""
+    contents = run.contents
+    if contents is None:
+        return "-"
+    check = contents.journal_check
+    if check is not None and check.verified:
+        chain = f"journal chain: all {check.lines} line(s) verified"
+    else:
+        chain = "journal chain: not verified (see the problems above)"
+    text = (
+        f"{chain}; summaries read whole and checked against their digests and the files beside them: "
+        f"{contents.read_whole}"
+    )
+    if contents.vouched:
+        text += (
+            f" (the samples shown); the other {contents.vouched} vouched for by their signed journal lines (each "
+            f"summary's size checked, not its bytes): `imagebench report {run.run_dir} --check-all` reads and checks "
+            "every one"
+        )
+    return text
 
 
 def page_view(run: RunPage, *, image_prefix: str = "", prefix: str = "") -> dict[str, Any]:
@@ -802,7 +832,9 @@ def render(run: RunPage, *, image_prefix: str = "") -> str:
     return _environment().get_template(TEMPLATE_NAME).render(page_view(run, image_prefix=image_prefix))
 
 
-def write_html_report(run_dir: str | Path, *, out: str | Path | None = None, progress: bool = False) -> Path:
+def write_html_report(
+    run_dir: str | Path, *, out: str | Path | None = None, progress: bool = False, check_all: bool = False
+) -> Path:
     """Write ``<run_dir>/report.html`` (or ``out``) atomically and return its path; for a sitting
     (:mod:`imagebench.runs.sitting`) the one page over all its subjects (:func:`read_sitting_page`).
 
@@ -813,7 +845,7 @@ def write_html_report(run_dir: str | Path, *, out: str | Path | None = None, pro
 
     if is_sitting(run_dir):
         return write_page(read_sitting_page(run_dir, progress=progress), out=out)
-    return write_page(read_page(run_dir, progress=progress), out=out)
+    return write_page(read_page(run_dir, progress=progress, check_all=check_all), out=out)
 
 
 def write_page(run: RunPage | SittingPage, *, out: str | Path | None = None) -> Path:
@@ -840,7 +872,7 @@ def case_report_name(label: str, page: int) -> str:
     return f"report-{safe_name(label.replace('/', '--'), 'case')}-p{page}.html"
 
 
-def read_case_page(run_dir: str | Path, label: str, *, page: int = 1) -> RunPage:
+def read_case_page(run_dir: str | Path, label: str, *, page: int = 1, check_all: bool = False) -> RunPage:
     """The page of one case's samples, :data:`CASE_PAGE` a page (``page`` from 1): the per-sample
     detail the run's page leaves out of a case with many samples, written on demand. The run is
     read as for its page (every record checked, in bounded memory); ReportError names a case the
@@ -852,9 +884,9 @@ def read_case_page(run_dir: str | Path, label: str, *, page: int = 1) -> RunPage
     if page < 1:
         raise ReportError(f"--page: expected a page number from 1, got {page}")
     known = _known_cases()
-    briefs = Briefs(window=range((page - 1) * CASE_PAGE, page * CASE_PAGE), only=label)
+    briefs = Briefs(window=range((page - 1) * CASE_PAGE, page * CASE_PAGE), only=label, check_all=check_all)
     try:
-        contents = read_run(run_dir, expected=_expected_of(known), on_sample=briefs.take)
+        contents = read_run(run_dir, expected=_expected_of(known), on_sample=briefs.take, wants=briefs.wants)
     except RunFolderError as exc:
         raise ReportError(str(exc)) from None
     if label not in contents.record.cases:

@@ -304,7 +304,7 @@ def _borne_out(run_dir: str) -> str:
     verdict is computed again from the checked samples."""
     from imagebench.runs.layout import RunFolderError
     from imagebench.runs.reader import read_run
-    from imagebench.runs.verdict import checked_verdict
+    from imagebench.runs.verdict import tallied_verdict
 
     if not run_dir:
         return "it named no run folder"
@@ -313,7 +313,7 @@ def _borne_out(run_dir: str) -> str:
     if is_calibration(run_dir):  # imagebench calibrate: its record and its three runs
         return borne_out(run_dir)
     try:
-        contents = read_run(run_dir)
+        contents = read_run(run_dir, on_sample=lambda entry: False)  # each sample checked, counted, let go
     except RunFolderError as exc:
         return f"its run folder cannot be read ({exc})"
     if not contents.record.complete:
@@ -323,7 +323,8 @@ def _borne_out(run_dir: str) -> str:
             f"{len(contents.problems)} sample(s) of {run_dir} are not what the run journaled ({contents.problems[0]})"
         )
     for label in contents.record.cases:
-        verdict = checked_verdict(contents.samples(label), contents.case_summaries.get(label))
+        tally = contents.tallies.get(label)
+        verdict = tallied_verdict(tally.counts if tally is not None else {}, contents.case_summaries.get(label))
         if verdict != "pass":
             return f"case {label} is {verdict} in {run_dir}"
     return ""

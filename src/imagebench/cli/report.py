@@ -34,6 +34,13 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--page", type=int, default=1, metavar="N", help="with --case: which page of its samples (default 1)"
     )
+    p.add_argument(
+        "--check-all",
+        action="store_true",
+        help="read every sample summary whole and check it (its digest, its journal line's brief, the files beside "
+        "it); without it the samples the page does not show are counted from their signed journal lines, their "
+        "summaries' sizes checked",
+    )
     p.set_defaults(func=_cmd_report)
 
 
@@ -47,10 +54,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if args.case is not None:  # one case's samples, a page of them (written on demand)
             from imagebench.report import case_report_name, read_case_page
 
-            run = read_case_page(args.run_dir, args.case, page=args.page)
+            run = read_case_page(args.run_dir, args.case, page=args.page, check_all=args.check_all)
             path = write_page(run, out=args.out or run.run_dir / case_report_name(args.case, args.page))
         else:
-            run = read(args.run_dir, progress=not args.quiet)
+            run = (
+                read(args.run_dir, progress=not args.quiet)
+                if read is read_sitting_page
+                else read_page(args.run_dir, progress=not args.quiet, check_all=args.check_all)
+            )
             path = write_page(run, out=args.out)
     except ReportError as exc:
         raise UsageError(str(exc)) from None

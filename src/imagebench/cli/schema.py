@@ -14,6 +14,7 @@ FORMATS: dict[str, str] = {
     "case-summary": "imagebench.records:CaseSummary",
     "run": "imagebench.records:RunRecord",
     "sitting": "imagebench.runs.sitting:SittingRecord",
+    "journal-line": "imagebench.runs.journal:JournalEntry",
     "manifest": "imagebench.fixtures.tree:Manifest",
     "fixture-case": "imagebench.fixtures.tree:CaseLayout",
     "receipt": "imagebench.runs.receipt:Receipt",

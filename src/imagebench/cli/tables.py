@@ -75,6 +75,9 @@ def results_table(result: RunResult) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
+    from imagebench.runs.columns import flags_of
+    from imagebench.runs.verdict import status_counts
+
     table = Table(title=f"{result.record.subject}: {len(result.samples)} case(s) x {result.record.samples} sample(s)")
     table.add_column("case", overflow="fold")
     table.add_column("status")
@@ -84,11 +87,9 @@ def results_table(result: RunResult) -> Any:
     verdicts = result.verdicts
     for label, samples in result.samples.items():
         verdict = verdicts[label]
-        counts: dict[str, int] = {}
-        for s in samples:
-            counts[s.status] = counts.get(s.status, 0) + 1
+        counts = status_counts(samples)  # a resumed case's kept samples from their columns (runs.columns)
         status = ", ".join(k if v == 1 and len(samples) == 1 else f"{k} x{v}" for k, v in counts.items())
-        flagged = sorted({flag for s in samples for flag in s.flags})
+        flagged = sorted(flags_of(samples))
         if flagged:
             status += "".join(f"\n[magenta]{flag}[/]" for flag in flagged)
         summary = result.summaries.get(label)
@@ -103,7 +104,7 @@ def results_table(result: RunResult) -> Any:
         metric_lines += [escape(line) for line in answer_lines(samples, verdict)]
         if not metric_lines:
             metric_lines.append("-")
-        passed = sum(1 for s in samples if s.status == "ok")
+        passed = counts.get("ok", 0)
         mark = verdict if len(samples) == 1 or verdict == "skipped" else f"{verdict} ({passed}/{len(samples)})"
         table.add_row(label, status, "\n".join(metric_lines), f"[{styles[verdict]}]{mark}[/]")
     return table
@@ -112,11 +113,12 @@ def results_table(result: RunResult) -> Any:
 def answer_lines(samples: list[Any], verdict: str) -> list[str]:
     """What the subject answered in the first sample that did not pass (the first sample when all
     did), and the scorer's reason for each field it got wrong (:mod:`imagebench.runs.explain`)."""
+    from imagebench.runs.columns import first_not_ok
     from imagebench.runs.explain import answered, field_reasons, sample_number
 
-    if not samples:
+    shown = first_not_ok(samples)
+    if shown is None:
         return []
-    shown = next((s for s in samples if s.status != "ok"), samples[0])
     which = f"sample {sample_number(shown.sample)} " if len(samples) > 1 else ""
     lines = [f"{which}left {name}: {_cut(what)}" for name, what in answered(shown)]
     detail = shown.detail or {}

@@ -33,7 +33,7 @@ from imagebench.executor.cluster import (
 from imagebench.executor.planes import PlaneStarter
 from imagebench.executor.prefetch import Prefetcher, start_prefetch
 from imagebench.executor.serial import run_serial, serial_builds
-from imagebench.executor.sink import Sink
+from imagebench.executor.sink import Kept, Sink
 from imagebench.executor.threads import run_threaded
 from imagebench.executor.workers import run_dask
 from imagebench.runs.closure import memoized_closures
@@ -110,21 +110,16 @@ def _begin(
     writer: RunWriter,
     parallel: Parallel,
     resume: bool,
-) -> tuple[RunRecord, RunContents | None, dict[str, Any]]:
-    """The journal's first line of a pass; for a resume, what the folder holds and the clearing of
-    what it cannot keep."""
+) -> tuple[RunRecord, RunContents | None, dict[str, Any], Kept | None]:
+    """The journal's first line of a pass; for a resume, what the folder holds (what it keeps as
+    columns, :class:`~imagebench.executor.sink.Kept`) and the clearing of what it cannot keep."""
     from imagebench.runs.layout import now_iso, remove_stale_temporaries
-    from imagebench.runs.reader import read_run
 
     scan: RunContents | None = None
+    kept: Kept | None = None
     base_extra = {k: v for k, v in record.extra.items() if k not in _END_KEYS}
     if resume:
-        try:
-            # a summary the journal never vouched for (a kill between the two, or one planted there) is run again
-            # the journal streamed a line at a time; a journaled summary's bytes are let go once checked
-            scan = read_run(run_dir, expected=units, require_journal=True, on_sample=_let_bytes_go)
-        except RunFolderError as exc:
-            raise ResumeError(str(exc)) from None
+        scan, kept = resume_check(run_dir, writer.subject_name, units)
         # a journaled sample whose summary is gone or changed is run again, a journaled case summary
         # gone or changed is written again, and the resume line says so
         mended = {f"{label}: {why}" for label, why in scan.case_forged.items()}
@@ -141,7 +136,7 @@ def _begin(
                 shutil.rmtree(entry.path.parent)  # what an interrupted attempt left
         note = {
             "time": now_iso(),
-            "kept": sum(1 for e in scan.units.values() if e.usable),
+            "kept": kept.count + sum(1 for e in scan.units.values() if e.usable),
             "run": len(redo),
             "discarded": {f"{e.label}#{e.sample}": e.problem for e in redo if e.problem != "missing" or e.journaled},
             **({"case_summaries": dict(scan.case_forged)} if scan.case_forged else {}),
@@ -154,16 +149,22 @@ def _begin(
 
         # the start line signs run.json's fixed fields: a sandbox or a suite copied in later is named
         writer.event("start", {"run_id": record.run_id, "mode": parallel.describe(), "record": record_fields(record)})
-    return record.model_copy(update={"extra": base_extra}), scan, base_extra
+    return record.model_copy(update={"extra": base_extra}), scan, base_extra, kept
 
 
-def _let_bytes_go(entry: Any) -> bool:
-    """A resume's check keeps every sample (the sink summarises each case over them) but not the
-    bytes of one the journal vouches for: only a summary whose line a kill cut off is journaled
-    again from its bytes (and with ``require_journal`` such a summary is run again instead)."""
-    if entry.journaled:
-        entry.data = None
-    return True
+def resume_check(run_dir: Path, subject_name: str, units: Mapping[str, int]) -> tuple[RunContents, Kept]:
+    """The check a resume makes of its folder: every record read and checked (the journal streamed a
+    line at a time); each sample the journal vouches for kept as its case's columns and let go
+    (:class:`~imagebench.executor.sink.Kept`), in bounded memory; the others stay with the reader
+    (a summary the journal never vouched for, a kill between the two or one planted there, is run again)."""
+    from imagebench.runs.reader import read_run
+
+    kept = Kept(run_dir, subject_name, units)
+    try:
+        scan = read_run(run_dir, expected=units, require_journal=True, on_sample=kept.take)
+    except RunFolderError as exc:
+        raise ResumeError(str(exc)) from None
+    return scan, kept
 
 
 def execute(
@@ -205,13 +206,19 @@ def execute(
         raise
     writer = RunWriter(run_dir, subject.name, journal, artifacts=mode_of(record.extra))
     try:
-        record, scan, base_extra = _begin(run_dir, record, cases, units, writer, parallel, resume)
+        record, scan, base_extra, kept = _begin(run_dir, record, cases, units, writer, parallel, resume)
     except BaseException:
         journal.close()
         lock.release()
         raise
     done = {key for key, e in scan.units.items() if e.usable} if scan is not None else set()
-    todo = {c.label: [n for n in range(units[c.label]) if (c.label, n) not in done] for c in cases}
+    kept_count = kept.count if kept is not None else 0  # kept as columns, not as keys (runs.columns)
+    todo = {
+        c.label: [
+            n for n in range(units[c.label]) if (c.label, n) not in done and (kept is None or not kept.has(c.label, n))
+        ]
+        for c in cases
+    }
     order = [c for c in cases if todo[c.label]]
     builds = serial_builds(order, todo, seeds)
     result.record = record
@@ -220,7 +227,7 @@ def execute(
     helper: Prefetcher | None = None
     starter: PlaneStarter | None = None
     bar: Bar | None = None
-    sink = Sink(writer, cases, units, on_sample)
+    sink = Sink(writer, cases, units, on_sample, kept=kept)
     receipt_problem = ""
     finished = False
     try:
@@ -231,7 +238,7 @@ def execute(
         if not (run_dir / RECEIPT).exists():
             receipt_problem = _write_receipt(run_dir, record, subject, cases)
         starter = PlaneStarter(plane, any(presents_tensor(c) for c in order))
-        bar = sink.bar = Bar(total, done=len(done), enabled=progress)
+        bar = sink.bar = Bar(total, done=len(done) + kept_count, enabled=progress)
         if scan is not None:
             for entry in scan.units.values():
                 if not entry.usable or entry.summary is None:

@@ -15,6 +15,11 @@
 
 ``window`` (a range of sample numbers) shows every usable sample in it instead: the page of one
 case, written on demand, page by page (:func:`imagebench.report.write_case_report`).
+
+:meth:`Briefs.wants` is the reader's ``wants``: it asks for the whole summary of exactly the
+samples a page shows; every other sample is counted from its verified journal line
+(:attr:`~imagebench.runs.reader.SampleEntry.vouched`: its status and the line's brief), unless
+``check_all`` asks for every summary whole (``imagebench report --check-all``).
 """
 
 from __future__ import annotations
@@ -78,17 +83,36 @@ class CaseBriefs:
 class Briefs:
     """The collector :func:`~imagebench.runs.reader.read_run` streams samples into (``on_sample=briefs.take``)."""
 
-    def __init__(self, window: range | None = None, only: str | None = None) -> None:
-        self.window, self.only = window, only
+    def __init__(self, window: range | None = None, only: str | None = None, *, check_all: bool = False) -> None:
+        self.window, self.only, self.check_all = window, only, check_all
         self.cases: dict[str, CaseBriefs] = {}
 
+    def wants(self, label: str, sample: int, status: str | None) -> bool:
+        """Whether the reader reads ``sample`` whole (it would be shown, or ``check_all``), asked in
+        sample order before it is handed to :meth:`take`: the rule :meth:`take` shows by."""
+        if self.check_all:
+            return True
+        if self.only is not None and label != self.only:
+            return False
+        if self.window is not None:
+            return sample in self.window
+        into = self.cases.get(label)
+        if into is None or len(into.briefs) < SHOWN_FIRST:
+            return True
+        return status != "ok" and into.not_ok_shown < SHOWN_NOT_OK
+
     def case(self, label: str) -> CaseBriefs:
-        return self.cases.setdefault(label, CaseBriefs())
+        into = self.cases.get(label)
+        if into is None:
+            into = self.cases[label] = CaseBriefs()
+        return into
 
     def take(self, entry: SampleEntry) -> bool:
         """Gather one checked sample; False: the reader need not keep it (a sample left out is
         kept by the reader whatever this says, with why)."""
         summary = entry.summary
+        if entry.vouched and entry.brief is not None and entry.status is not None:
+            return self._vouched(entry)
         if not entry.usable or summary is None:
             return True
         if self.only is not None and entry.label != self.only:
@@ -117,6 +141,32 @@ class Briefs:
         elif summary.status != "ok" and into.not_ok_shown < SHOWN_NOT_OK:
             into.not_ok_shown += 1
             into.shown.append(summary)
+        return False
+
+    def _vouched(self, entry: SampleEntry) -> bool:
+        """A sample counted from its signed journal line (not shown: :meth:`wants` declined it)."""
+        if self.only is not None and entry.label != self.only:
+            return False
+        assert entry.brief is not None and entry.status is not None
+        into = self.case(entry.label)
+        intern = sys.intern
+        digest = entry.brief.fixture
+        # the reader's strings: its label and subject one for the run, its status one of a few
+        into.briefs.append(
+            SampleBrief(
+                intern(entry.label),
+                entry.subject,
+                entry.sample,
+                intern(entry.status),
+                intern(digest) if isinstance(digest, str) else None,
+            )
+        )
+        verdicts = into.metric_verdicts
+        for name, _, _, verdict in entry.brief.metrics:
+            seen = verdicts.get(name)
+            if seen is None:
+                seen = verdicts[name] = set()
+            seen.add(verdict)
         return False
 
 
@@ -173,7 +223,13 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
         self._word_of: dict[str, int] = {}
         self._statuses = array("H")
         self._passed = bytearray()
-        self._usage: dict[int, Usage] = {}  # row -> its usage, for the samples that have one
+        # each row's usage as its JSON without the unknown figures, one after the other (about 60 bytes where
+        # the object takes kilobytes, and no object a sample: small objects kept between a summary's pieces
+        # keep the allocator's arenas from being given back); the object when that does not give it back
+        self._usage_json = bytearray()
+        self._usage_at = array("q")  # row -> where its JSON starts (-1: none)
+        self._usage_len = array("l")  # row -> its JSON's length
+        self._odd_usage: dict[int, Usage] = {}
         self._digests = bytearray()  # 32 bytes a sample: the digest after ``sha256:``
         self._odd_digests: dict[int, str | None] = {}  # row -> a digest of another form, or None
         self._names: list[str] = []  # every metric name seen, in the order first seen
@@ -190,7 +246,18 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
         self._statuses.append(self._word(summary.status))
         self._passed.append(1 if summary.passed else 0)
         if summary.usage is not None:
-            self._usage[row] = summary.usage
+            packed = _packed(summary.usage)
+            if isinstance(packed, bytes):
+                self._usage_at.append(len(self._usage_json))
+                self._usage_len.append(len(packed))
+                self._usage_json += packed
+            else:
+                self._usage_at.append(-1)
+                self._usage_len.append(0)
+                self._odd_usage[row] = packed
+        else:
+            self._usage_at.append(-1)
+            self._usage_len.append(0)
         digest = summary.fixture_digest
         if isinstance(digest, str) and self._DIGEST.fullmatch(digest):
             self._digests += bytes.fromhex(digest[7:])
@@ -258,8 +325,14 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
             digest,
             metrics,
             bool(self._passed[row]),
-            self._usage.get(row),
+            self._usage_of(row),
         )
+
+    def _usage_of(self, row: int) -> Usage | None:
+        start = self._usage_at[row]
+        if start < 0:
+            return self._odd_usage.get(row)
+        return _unpacked(bytes(self._usage_json[start : start + self._usage_len[row]]))
 
     def __getitem__(self, sample: int) -> ScoredBrief:
         row = self._row(sample)
@@ -272,3 +345,17 @@ class ScoredColumns(Mapping[int, ScoredBrief]):
 
     def __len__(self) -> int:
         return len(self._samples)
+
+
+def _packed(usage: Usage) -> bytes | Usage:
+    """A sample's usage kept small: its JSON without the figures nobody measured or reported."""
+    raw = usage.model_dump_json(exclude_none=True).encode("utf-8")
+    return raw if type(usage).model_validate_json(raw) == usage else usage
+
+
+def _unpacked(kept: bytes | Usage | None) -> Usage | None:
+    if not isinstance(kept, bytes):
+        return kept
+    from imagebench.usage import Usage
+
+    return Usage.model_validate_json(kept)

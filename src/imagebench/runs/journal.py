@@ -8,7 +8,10 @@ flushed and fsync'd before the run goes on:
   ``end`` when a pass over the run finished (``complete`` says whether every unit is done);
 - ``unit`` for every finished ``(case, sample)``: its label, sample, status, the summary's path
   relative to the run folder and the sha256 of the summary's bytes (which records the sha256 of
-  every artifact beside it, so those are anchored too);
+  every artifact beside it, so those are anchored too), and (since version 3) ``brief``
+  (:class:`UnitBrief`): the summary's size and what a report's figures read of it (the fixture's
+  digest, whether it passed, each metric's value, limit and verdict), signed with the line, so a
+  report can count a sample it does not show from the verified journal alone;
 - ``case`` each time a case's ``summary.json`` is written (its label, path, sha256 and verdict):
   its check across samples (a bundle's rerun class) can turn a pass into a fail, so it is anchored
   as a sample's summary is. Journals of version 1 (before this line) have none.
@@ -56,7 +59,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from imagebench.records import Record
 
@@ -66,9 +69,11 @@ if TYPE_CHECKING:
 JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = ".lock"
 #: 2 added the ``case`` line; a journal whose first line is of version 2 or later journals every
-#: case summary it writes (:mod:`imagebench.runs.reader` holds it to that).
-JOURNAL_SCHEMA_VERSION = 2
+#: case summary it writes (:mod:`imagebench.runs.reader` holds it to that). 3 added a unit line's
+#: ``brief``; a unit line without one (version 1 or 2) is read as before: its summary whole.
+JOURNAL_SCHEMA_VERSION = 3
 CASE_LINES_SINCE = 2
+BRIEF_SINCE = 3
 #: The journal key's file in the state folder (its 32 bytes as hex text).
 KEY_NAME = "journal.key"
 _KEY_ID_TAG = b"imagebench-journal-key\0"
@@ -85,10 +90,32 @@ class RunLocked(RuntimeError):
     """Another process holds the run folder's lock."""
 
 
+class UnitBrief(Record):
+    """What a ``unit`` line says of its summary beyond its digest (journal version 3): its size in
+    bytes and what the figures of a report read of it, so that a sample a page does not show is
+    counted from its signed line (its summary checked against it in full by ``imagebench report
+    --check-all``). ``metrics`` holds each metric as ``[name, value, limit, verdict]``."""
+
+    bytes: int
+    fixture: str | None = None
+    passed: bool = False
+    metrics: list[tuple[str, float | None, float | None, str]] = Field(default_factory=list)
+
+
+def brief_of(summary: SampleSummary, data: bytes) -> UnitBrief:
+    """The :class:`UnitBrief` of a sample summary whose bytes are ``data``."""
+    return UnitBrief(
+        bytes=len(data),
+        fixture=summary.fixture_digest,
+        passed=bool(summary.passed),
+        metrics=[(m.name, m.value, m.limit, m.verdict) for m in summary.metrics],
+    )
+
+
 class JournalEntry(Record):
     """One line of ``journal.jsonl``."""
 
-    schema_version: Literal[1, 2] = JOURNAL_SCHEMA_VERSION
+    schema_version: Literal[1, 2, 3] = JOURNAL_SCHEMA_VERSION
     event: Event
     time: str
     pid: int | None = None
@@ -98,6 +125,7 @@ class JournalEntry(Record):
     summary: str | None = None  # path of the unit's (or the case's) summary.json, relative to the run folder
     sha256: str | None = None  # of the summary's bytes
     detail: dict[str, Any] | None = None
+    brief: UnitBrief | None = None  # a unit line's (version 3 on): its summary's size and figures
     key: str | None = None  # the id of the journal key the line is signed with
     mac: str | None = None  # HMAC-SHA256 chaining the line to the one before it (see the module)
 
@@ -263,6 +291,7 @@ class Journal:
             status=summary.status,
             summary=summary_path.relative_to(run_dir).as_posix(),
             sha256=digest(data),
+            brief=brief_of(summary, data),
         )
 
     def case(self, run_dir: Path, summary_path: Path, summary: CaseSummary, data: bytes) -> JournalEntry:

@@ -1,4 +1,5 @@
 """The run folder's one checked reader: :func:`read_run` gives a :class:`RunContents`.
+Long because its checks (the journal, each sample read whole or vouched for by its line, each case summary) are one pass over one folder.
 
 The reader trusts nothing it did not check. A sample summary counts only when it parses as a
 record of its own label, subject and sample and its bytes match the digest the journal took when
@@ -23,13 +24,15 @@ from array import array
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 
 from imagebench.runs.layout import RECEIPT, RUN_RECORD, SUMMARY, RunFolderError, label_dir, sample_index
 
 if TYPE_CHECKING:
     from imagebench.records import CaseSummary, RunRecord, SampleSummary
-    from imagebench.runs.journal import JournalCheck, JournalEntry
+    from imagebench.runs.journal import JournalCheck, JournalEntry, UnitBrief
+    from imagebench.runs.vouched import LineBrief
 
 
 @dataclass
@@ -38,15 +41,31 @@ class SampleEntry:
 
     label: str
     sample: int
-    path: Path
+    where: Path | str  # the summary's path (a vouched sample's as text, made a Path when asked: :attr:`path`)
     summary: SampleSummary | None = None
     data: bytes | None = None
     problem: str = ""
     journaled: bool = False
+    # a sample not read whole (read_run's ``wants``): what its signed journal line says of it
+    status: str | None = None
+    brief: UnitBrief | LineBrief | None = None
+    subject: str = ""
+
+    @property
+    def path(self) -> Path:
+        """Where the sample's ``summary.json`` lies."""
+        if not isinstance(self.where, Path):
+            self.where = Path(self.where)
+        return self.where
 
     @property
     def usable(self) -> bool:
         return self.summary is not None and not self.problem
+
+    @property
+    def vouched(self) -> bool:
+        """Counted from its verified journal line alone (its summary's size checked, not its bytes)."""
+        return self.summary is None and self.brief is not None and not self.problem
 
 
 @dataclass
@@ -81,6 +100,10 @@ class RunContents:
     case_forged: dict[str, str] = field(default_factory=dict)
     # per case, what a read with ``on_sample`` counted of every sample it handed over (and did not keep)
     tallies: dict[str, Tally] = field(default_factory=dict)
+    # how the samples were checked: read whole (against their digest and the files beside them), or
+    # (a read with ``wants``) vouched for by their verified journal line, their summary's size checked
+    read_whole: int = 0
+    vouched: int = 0
 
     @property
     def forged(self) -> bool:
@@ -141,6 +164,17 @@ class _UnitIndex:
             return 0, None, None
         numbers, digests, statuses = arrays
         return numbers[n], digests[32 * n : 32 * n + 32].hex(), statuses[n]
+
+    def line_of(self, label: str, n: int) -> tuple[int, str | None]:
+        """``(line number, status)`` of the unit's last line (``(0, None)`` when it has none), its digest not made."""
+        odd = self._odd
+        if odd and (label, n) in odd:
+            number, _, status = odd[(label, n)]
+            return number, status
+        arrays = self._arrays.get(label)
+        if arrays is None or not 0 <= n < len(arrays[0]):
+            return 0, None
+        return arrays[0][n], arrays[2][n]
 
     def set(self, label: str, n: int, number: int, sha256: str | None, status: str | None) -> None:
         raw = _hex32(sha256)
@@ -213,14 +247,26 @@ class Tally:
     def add(self, entry: SampleEntry) -> None:
         self.entries += 1
         summary = entry.summary
+        brief = entry.brief
+        if summary is None and brief is not None and entry.status is not None and not entry.problem:  # vouched
+            self.counts[entry.status] = self.counts.get(entry.status, 0) + 1
+            for name, value, limit, _ in brief.metrics:
+                self._metric(name, value, limit)
+            return
         if not entry.usable or summary is None:
             self.unusable += 1
             return
         self.counts[summary.status] = self.counts.get(summary.status, 0) + 1
         for m in summary.metrics:
-            self.limits[m.name] = m.limit
-            total, count = self.sums.get(m.name, (0.0, 0))
-            self.sums[m.name] = (total + m.value, count + 1) if m.value is not None else (total, count)
+            self._metric(m.name, m.value, m.limit)
+
+    def _metric(self, name: str, value: float | None, limit: float | None) -> None:
+        self.limits[name] = limit  # type: ignore[assignment]
+        if value is not None:
+            total, count = self.sums.get(name, (0.0, 0))
+            self.sums[name] = (total + value, count + 1)
+        elif name not in self.sums:
+            self.sums[name] = (0.0, 0)
 
     def disagreement(self, summary: CaseSummary) -> str:
         """:func:`_disagreement` from the counts (every sample must have been usable, as there)."""
@@ -242,7 +288,7 @@ def _read_sample(path: Path, label: str, subject: str, n: int, sha256: str | Non
     from imagebench.runs.journal import digest
     from imagebench.runs.layout import artifacts_problem
 
-    entry = SampleEntry(label=label, sample=n, path=path, journaled=journaled)
+    entry = SampleEntry(label=label, sample=n, where=path, journaled=journaled)
     try:
         entry.data = path.read_bytes()
     except FileNotFoundError:
@@ -278,12 +324,36 @@ def _read_sample(path: Path, label: str, subject: str, n: int, sha256: str | Non
     return entry
 
 
+def _vouched_sample(
+    path: str, label: str, n: int, status: str | None, brief: UnitBrief | LineBrief, subject: str
+) -> SampleEntry:
+    """A sample counted from its verified journal line: its summary must be a regular file of the
+    size the line records (its bytes and the files beside it are not read)."""
+    entry = SampleEntry(label=label, sample=n, where=path, journaled=True, status=status, brief=brief, subject=subject)
+    try:
+        found = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        entry.problem = "missing"
+        return entry
+    except OSError as exc:
+        entry.problem = f"summary.json could not be read ({exc.strerror or exc})"
+        return entry
+    if not S_ISREG(found.st_mode):
+        entry.problem = "summary.json is not a regular file"
+    elif found.st_size != brief.bytes:
+        entry.problem = (
+            f"summary.json changed after it was journaled (it is {found.st_size} bytes, its line says {brief.bytes})"
+        )
+    return entry
+
+
 def read_run(
     run_dir: str | os.PathLike[str],
     *,
     expected: Mapping[str, int] | Callable[[RunRecord], Mapping[str, int]] | None = None,
     require_journal: bool = True,
     on_sample: Callable[[SampleEntry], bool | None] | None = None,
+    wants: Callable[[str, int, str | None], bool] | None = None,
 ) -> RunContents:
     """Read a run folder, checking every record.
 
@@ -301,6 +371,14 @@ def read_run(
     out always are, with why): a run of any size is then read in bounded memory, and each case's
     summary is held to its samples by what :class:`Tally` counted of them
     (:attr:`RunContents.tallies`), with the same result.
+
+    With ``wants`` (``(label, sample, its line's status) -> read it whole?``, asked in sample order)
+    and a journal that verifies as a whole, a sample whose last unit line carries a brief (journal
+    version 3) and that ``wants`` declines is not read: it is handed to ``on_sample`` vouched for
+    by its signed line (:attr:`SampleEntry.vouched`: its status and brief, its summary checked to be
+    a regular file of the size the line records), and counted in :attr:`RunContents.vouched`. A
+    sample read whole is held to its line's brief too (a disagreement is named forged). Without
+    ``wants``, or when the journal does not verify, every sample is read whole.
     Raises RunFolderError only for a missing or unreadable ``run.json`` or journal.
     """
     from imagebench.runs.journal import JOURNAL_NAME, JournalError, check_journal, iter_journal_lines
@@ -312,7 +390,10 @@ def read_run(
     anchor = contents.receipt.get("journal") if contents.receipt is not None else None
     # One pass over the journal, a line at a time: the chain checked as it goes, each unit's last
     # line kept as (line, digest, status), the other lines kept whole (a few per pass and case).
+    from imagebench.runs.vouched import LineBriefs, brief_disagreement
+
     lines = _UnitIndex()
+    line_briefs = LineBriefs() if wants is not None else None
     case_lines: dict[str, tuple[int, JournalEntry]] = {}
     firsts: dict[tuple[str, int], str | None] = {}  # the first status journaled of a unit run again
 
@@ -325,14 +406,16 @@ def read_run(
                 contents.journal_units += 1
                 if entry.label is not None and entry.sample is not None:
                     key = (entry.label, entry.sample)
-                    before = lines.get(*key)
+                    before = lines.line_of(*key)
                     if before[0]:
-                        first = firsts.setdefault(key, before[2])
+                        first = firsts.setdefault(key, before[1])
                         contents.reruns.append(
                             f"{entry.label}#{entry.sample}: run again ({entry.status}) after its journaled {first} "
                             "summary was lost or changed"
                         )
                     lines.set(*key, number, entry.sha256, entry.status)  # the last line for a unit wins
+                    if line_briefs is not None:
+                        line_briefs.set(*key, entry.brief)
             else:
                 contents.journal.append(entry)
                 if entry.event == "case" and entry.label is not None:
@@ -346,6 +429,7 @@ def read_run(
     except JournalError as exc:
         raise RunFolderError(str(exc)) from None
     unit_labels = lines.labels()
+    vouching = line_briefs is not None and wants is not None and check.verified
     contents.integrity.extend(check.problems)
     if not check.forged:
         contents.unverifiable.extend(check.problems)
@@ -366,9 +450,21 @@ def read_run(
             indices |= {i for p in folder.glob("sample-*") if (i := sample_index(p)) is not None}
         tally = Tally() if on_sample is not None else None
         for n in sorted(indices):
-            number, sha256, status = lines.get(label, n)
+            number, status = lines.line_of(label, n)
             line = number != 0
-            entry = _read_sample(Path(f"{base}/sample-{n}/{SUMMARY}"), label, record.subject, n, sha256, line)
+            path = f"{base}/sample-{n}/{SUMMARY}"
+            brief = line_briefs.get(label, n) if vouching and line and line_briefs is not None else None
+            if brief is not None and wants is not None and not wants(label, n, status):
+                entry = _vouched_sample(path, label, n, status, brief, record.subject)
+                contents.vouched += 1
+            else:
+                _, sha256, _ = lines.get(label, n)
+                entry = _read_sample(Path(path), label, record.subject, n, sha256, line)
+                contents.read_whole += 1
+                if brief is not None and not entry.problem and entry.summary is not None and entry.data is not None:
+                    why = brief_disagreement(brief, entry.summary, entry.data, status)
+                    if why:
+                        entry.problem = f"summary.json disagrees with its journal line's brief ({why})"
             if number in check.forged_lines and not entry.problem:
                 entry.problem = f"its journal line ({number}) does not verify under the journal key (forged)"
             elif line and entry.problem and number not in check.forged_lines and check.key_id:
@@ -380,7 +476,7 @@ def read_run(
                 entry.problem = "summary.json is not in the journal (written outside the run)"
             if tally is not None and on_sample is not None:
                 tally.add(entry)
-                if on_sample(entry) is False and entry.usable:
+                if on_sample(entry) is False and (entry.usable or entry.vouched):
                     continue  # handed over and let go: a run of any size is read in bounded memory
             contents.units[(label, n)] = entry
         if tally is not None:

@@ -30,9 +30,13 @@ EXIT_MEANINGS: dict[int, str] = {
 
 
 def status_counts(samples: Iterable[SampleSummary]) -> dict[str, int]:
+    """Each status's count, in the order they first come (a case's stored samples from their
+    columns, none read: :mod:`imagebench.runs.columns`)."""
+    from imagebench.runs.columns import statuses_of
+
     counts: dict[str, int] = {}
-    for s in samples:
-        counts[s.status] = counts.get(s.status, 0) + 1
+    for status in statuses_of(samples):
+        counts[status] = counts.get(status, 0) + 1
     return counts
 
 
@@ -45,7 +49,12 @@ def case_verdict(samples: Sequence[SampleSummary]) -> str:
     sample or a sample was skipped beside ones that ran (incomplete); ``skipped`` when every sample
     was; ``pass`` when every sample is ``ok``.
     """
-    statuses = [s.status for s in samples]
+    from imagebench.runs.columns import statuses_of
+
+    return _verdict_of(statuses_of(samples))
+
+
+def _verdict_of(statuses: Sequence[str]) -> str:
     if not statuses or all(st == "skipped" for st in statuses):
         return "skipped"
     if any(st not in NOT_MEASURED and st != "ok" for st in statuses):
@@ -63,11 +72,20 @@ def samples_for(case: Any, samples: int) -> int:
     return max(samples, int(case.meta.get("min_samples", 1)))
 
 
+def tallied_verdict(counts: Mapping[str, int], summary: CaseSummary | None) -> str:
+    """:func:`checked_verdict` from the checked samples' status counts (a reader's ``Tally``), none held."""
+    verdict = _verdict_of([status for status, n in counts.items() if n > 0])
+    return _consistent(verdict, summary)
+
+
 def checked_verdict(samples: Sequence[SampleSummary], summary: CaseSummary | None) -> str:
     """A case's verdict from its checked samples, never its summary's say-so: only the summary's
     check across samples (a bundle's rerun class) can turn a pass into a fail. ``summary`` is one
     the reader checked against its journal line (:func:`imagebench.runs.reader.read_run`)."""
-    verdict = case_verdict(samples)
+    return _consistent(case_verdict(samples), summary)
+
+
+def _consistent(verdict: str, summary: CaseSummary | None) -> str:
     consistency = summary.extra.get("consistency") if summary is not None else None
     if verdict == "pass" and isinstance(consistency, dict) and not consistency.get("consistent"):
         return "fail"
@@ -110,7 +128,9 @@ class RunResult:
 
     run_dir: Path
     record: RunRecord
-    samples: dict[str, list[SampleSummary]] = field(default_factory=dict)
+    # a list per case; a resumed case's stored samples (runs.columns.StoredSamples: those an earlier
+    # pass left are read back from the folder when looked at)
+    samples: dict[str, Sequence[SampleSummary]] = field(default_factory=dict)
     summaries: dict[str, CaseSummary] = field(default_factory=dict)
 
     @property
@@ -124,5 +144,3 @@ class RunResult:
     @property
     def exit_code(self) -> int:
         return run_exit_code(self.verdicts)
-
-

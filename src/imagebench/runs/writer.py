@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from imagebench.runs.columns import columns_of
 from imagebench.runs.layout import SUMMARY, case_dir, now_iso
 from imagebench.runs.verdict import case_verdict, run_passed, status_counts, verdicts_of
 
@@ -15,18 +16,10 @@ if TYPE_CHECKING:
     from imagebench.runs.journal import Journal
 
 
-def metric_means(samples: Sequence[SampleSummary]) -> tuple[dict[str, float | None], dict[str, float]]:
+def metric_means(samples: Sequence[SampleSummary]) -> tuple[dict[str, float | None], dict[str, float | None]]:
     """``({metric: mean of its values over samples, or None}, {metric: its limit})``: what a case's
-    summary says of its metrics (and what the reader holds it to)."""
-    values: dict[str, list[float]] = {}
-    limits: dict[str, float] = {}
-    for s in samples:
-        for m in s.metrics:
-            limits[m.name] = m.limit
-            values.setdefault(m.name, [])
-            if m.value is not None:
-                values[m.name].append(m.value)
-    return {k: (sum(v) / len(v) if v else None) for k, v in values.items()}, limits
+    summary says of its metrics (and what the reader holds it to), from the samples' columns."""
+    return columns_of(samples).metric_means()
 
 
 def summarize_case(case: Any, subject_name: str, samples: Sequence[SampleSummary], build_s: float) -> CaseSummary:
@@ -34,11 +27,9 @@ def summarize_case(case: Any, subject_name: str, samples: Sequence[SampleSummary
     check across samples, as a bundle's rerun class has, may turn to ``fail``)."""
     from imagebench.records import CaseSummary
 
-    means, limits = metric_means(samples)
-    reasons: list[str] = []
-    for s in samples:
-        if s.reason and s.reason not in reasons:
-            reasons.append(s.reason)
+    columns = columns_of(samples)  # what the summary reads of each sample (runs.columns), in sample order
+    means, limits = columns.metric_means()
+    reasons = columns.reasons()
     verdict = case_verdict(samples)
     extra: dict[str, Any] = {}
     checks = [str(c) for c in (getattr(case, "meta", {}) or {}).get("checks") or []]
@@ -57,19 +48,20 @@ def summarize_case(case: Any, subject_name: str, samples: Sequence[SampleSummary
         if not consistency.get("consistent"):
             verdict = "fail"
             reasons.insert(0, f"inconsistent across samples: {consistency.get('reason', '')}")
-    kinds = {s.sandbox for s in samples if s.sandbox is not None}
+    kinds = columns.sandboxes()
+    counts = columns.counts()
     return CaseSummary(
         scoring=_scoring_of(case),
-        fixtures=distinct_fixtures(samples),
+        fixtures=columns.distinct_fixtures(),
         label=case.label,
         subject=subject_name,
         kind=case.kind,
         case_class=case.case_class,
         samples=len(samples),
         sandbox=kinds.pop() if len(kinds) == 1 else None,
-        counts=status_counts(samples),
-        passed=sum(1 for s in samples if s.status == "ok"),
-        scored=sum(1 for s in samples if s.status in ("ok", "wrong-answer")),
+        counts=counts,
+        passed=counts.get("ok", 0),
+        scored=counts.get("ok", 0) + counts.get("wrong-answer", 0),
         metric_means=means,
         extra={"verdict": verdict, "limits": limits, "reasons": reasons[:5], "build_s": build_s, **extra},
     )
@@ -86,10 +78,7 @@ def _scoring_of(case: Any) -> str | None:
 
 def distinct_fixtures(samples: Sequence[SampleSummary]) -> int | None:
     """How many distinct fixtures ``samples`` saw (None when one of them does not say which)."""
-    seen = [s.fixture_digest for s in samples if s.status != "skipped"]
-    if any(d is None for d in seen):
-        return None
-    return len(set(seen))
+    return columns_of(samples).distinct_fixtures()
 
 
 def write_case_summary(
@@ -113,7 +102,10 @@ def closing_record(
     update: Mapping[str, Any] | None = None,
 ) -> RunRecord:
     """``record`` as a pass over the run leaves it: finished now, its counts, verdicts and whether it passed."""
-    counts = status_counts(s for got in samples.values() for s in got)
+    counts: dict[str, int] = {}
+    for got in samples.values():  # case by case: the order a flat pass over the samples gives
+        for status, n in status_counts(got).items():
+            counts[status] = counts.get(status, 0) + n
     verdicts = verdicts_of(samples, summaries)
     fields: dict[str, Any] = {
         "finished": now_iso(),
