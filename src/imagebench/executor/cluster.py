@@ -119,11 +119,16 @@ def subject_spec(subject: Subject) -> str:
 # --------------------------------------------------------------------------- the cluster
 
 
-def local_cluster(n_workers: int) -> Any:
+def local_cluster(n_workers: int, modules: Sequence[str] = ()) -> Any:
     """A ``LocalCluster`` for a run: ``n_workers`` processes of one thread each, BLAS/OpenMP pools
     of one thread, bound to loopback, no dashboards, dask's own logs silenced (CRITICAL only:
-    the run reports failures itself)."""
+    the run reports failures itself). Its workers are forked from one forkserver that imported
+    the harness, the libraries and ``modules`` first (:mod:`imagebench.executor.forked`); the
+    cluster's ``imagebench_forkserver`` says whether it started that forkserver (close it with
+    :func:`close_local_cluster`)."""
     import dask
+
+    from imagebench.executor.forked import forked_workers
 
     # dask sets MALLOC_TRIM_THRESHOLD_ in its workers to hand memory back to the OS; setting it
     # turns off glibc's adaptive mmap threshold, so large temporary arrays are mmap'd and faulted
@@ -134,8 +139,22 @@ def local_cluster(n_workers: int) -> Any:
         for k, v in (dask.config.get("distributed.nanny.pre-spawn-environ") or {}).items()
         if k != "MALLOC_TRIM_THRESHOLD_"
     }
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
-        return start_local_cluster(n_workers)
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), forked_workers(modules) as started:
+        cluster = start_local_cluster(n_workers)
+    cluster.imagebench_forkserver = started
+    return cluster
+
+
+def close_local_cluster(cluster: Any) -> None:
+    """Close a cluster of :func:`local_cluster` and the forkserver it started (the next one starts
+    its workers afresh)."""
+    try:
+        cluster.close()
+    finally:
+        if getattr(cluster, "imagebench_forkserver", False):
+            from imagebench.executor.forked import stop_forkserver
+
+            stop_forkserver()
 
 
 def start_local_cluster(n_workers: int) -> Any:
@@ -208,18 +227,19 @@ class Cluster:
         self._quiet: contextlib.AbstractContextManager[None] | None = None
 
     @classmethod
-    def open(cls, parallel: Parallel) -> Cluster:
+    def open(cls, parallel: Parallel, modules: Sequence[str] = ()) -> Cluster:
+        """Connect to ``parallel``'s cluster, or start a local one whose workers have ``modules`` imported."""
         quiet = quiet_distributed()
         quiet.__enter__()
         try:
             from distributed import Client
 
             if parallel.workers is not None:
-                cluster = local_cluster(parallel.workers)
+                cluster = local_cluster(parallel.workers, modules)
                 try:
                     client = Client(cluster, set_as_default=False)
                 except BaseException:
-                    cluster.close()
+                    close_local_cluster(cluster)
                     raise
                 out = cls(client, cluster, address=cluster.scheduler_address)
             else:
@@ -272,7 +292,7 @@ class Cluster:
                 self.client.close()
             if self.cluster is not None:
                 with contextlib.suppress(Exception):
-                    self.cluster.close()
+                    close_local_cluster(self.cluster)
         finally:
             if self._quiet is not None:
                 self._quiet.__exit__(None, None, None)
@@ -325,7 +345,7 @@ class StartingCluster:
 
     def _start(self, parallel: Parallel, modules: tuple[str, ...]) -> None:
         try:
-            cluster = Cluster.open(parallel)
+            cluster = Cluster.open(parallel, modules)
         except BaseException as exc:
             self._error = exc
             return
