@@ -23,7 +23,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 
 PRELOAD_MODULE = "imagebench.executor.preload"  # imported by name in the forkserver, never here
-WARM_ENV = "IMAGEBENCH_WORKER_PRELOAD"  # the run's case modules, a JSON list; set only for the forkserver's start
+WARM_ENV = "IMAGEBENCH_WORKER_PRELOAD"  # {"modules": [...], "path": [...]}; set only for the forkserver's start
 METHOD_KEY = "distributed.worker.multiprocessing-method"
 NANNY_HASH_SEED = "6640"  # what distributed.nanny sets when the environment sets none
 
@@ -60,9 +60,11 @@ def start_forkserver(modules: Sequence[str], environ: Mapping[str, str]) -> None
     """Start this process's forkserver (it inherits ``os.environ``: ``environ`` and the preload's
     module list are set in it for the start alone). Returns at once: the forkserver imports its
     preload while the caller goes on, and the first fork waits for it."""
+    import sys
     from multiprocessing import forkserver
 
-    wanted = {**environ, WARM_ENV: json.dumps(list(modules))}
+    # the driver's sys.path too: the forkserver is handed it but (Python 3.11) never applies it
+    wanted = {**environ, WARM_ENV: json.dumps({"modules": list(modules), "path": list(sys.path)})}
     saved = {k: os.environ.get(k) for k in wanted}
     os.environ.update(wanted)
     try:

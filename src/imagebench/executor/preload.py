@@ -18,6 +18,7 @@ import contextlib
 import importlib
 import json
 import os
+import sys
 import time
 from collections.abc import Sequence
 
@@ -88,9 +89,13 @@ def _from_environment() -> None:
 
     os.environ.update(THREAD_ENV)  # before numpy loads its BLAS: one thread, and no pool threads to fork
     try:
-        modules = [m for m in json.loads(raw) if isinstance(m, str)]
+        given = json.loads(raw)
     except ValueError:
-        modules = []
+        given = {}
+    given = given if isinstance(given, dict) else {}
+    path = [p for p in given.get("path") or [] if isinstance(p, str)]
+    sys.path[:] = [*path, *(p for p in sys.path if p not in path)]  # the driver's, so modules import as there
+    modules = [m for m in given.get("modules") or [] if isinstance(m, str)]
     warm(modules)
 
 
