@@ -186,11 +186,14 @@ class DaskStats:
     driver_s: list[float] = field(default_factory=list)  # writing a unit's files and journal line here
     hosts: set[str] = field(default_factory=set)
     tasks: int = 0  # the tasks the units were batched into (:mod:`imagebench.executor.batches`)
+    ready_s: float | None = None  # a local cluster started for the run: seconds until its workers were up
+    first_unit_s: float | None = None  # ... and until the first unit was back here
 
     def clear(self) -> None:
         for values in (self.worker_s, self.inside_s, self.driver_s, self.hosts):
             values.clear()
         self.tasks = 0
+        self.ready_s = self.first_unit_s = None
 
 
 LAST_STATS = DaskStats()
@@ -388,6 +391,9 @@ def run_dask(
                 refill()
                 continue
             fut, ret = next(pending)
+            if stats.first_unit_s is None and getattr(cluster, "began", None) is not None:
+                stats.first_unit_s = time.perf_counter() - cluster.began
+                stats.ready_s = getattr(cluster, "ready_s", None)
             batch = meta.pop(fut.key)
             futures.pop(fut.key, None)
             case = batch.case
