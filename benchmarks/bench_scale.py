@@ -105,6 +105,7 @@ def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
     serial()  # warm-up: one-off imports land here
     t_serial, t_local, t_warm = [], [], []
     cpu_serial: list[float] = []
+    cpu_local: list[float] = []
     ready: list[float] = []  # the local cluster's start: until its workers were up, until the first unit came back
     first_unit: list[float] = []
     tasks = 0
@@ -115,7 +116,9 @@ def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
         cpu_serial.append(_cpu() - before)
         t_serial.append(t)
         first_serial = first_serial or r
+        before = _cpu()
         t, r = _timed(local)
+        cpu_local.append(_cpu() - before)  # the workers and their forkserver are reaped children by now
         t_local.append(t)
         first_local = first_local or r
         stats = ex.LAST_STATS
@@ -172,7 +175,10 @@ def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
     print(
         f"  serial (anchor)                       {s:7.2f} s  1.00x  (used {cpu:.2f} CPU-s: {cpu / s:.2f} cores busy)"
     )
-    print(f"  --workers {workers} (cluster started per run) {lo:7.2f} s  {s / lo:4.2f}x  target >= {SPEEDUP_TARGET}x")
+    print(
+        f"  --workers {workers} (cluster started per run) {lo:7.2f} s  {s / lo:4.2f}x  target >= {SPEEDUP_TARGET}x"
+        f"  (used {_med(cpu_local):.2f} CPU-s, {_med(cpu_local) / cpu:.2f}x serial's)"
+    )
     print(f"  {workers} workers already running           {wa:7.2f} s  {s / wa:4.2f}x")
     print(
         f"  the cluster started per run: workers up {_med(ready):.2f} s, first unit back {_med(first_unit):.2f} s "

@@ -96,7 +96,12 @@ def _from_environment() -> None:
     path = [p for p in given.get("path") or [] if isinstance(p, str)]
     sys.path[:] = [*path, *(p for p in sys.path if p not in path)]  # the driver's, so modules import as there
     modules = [m for m in given.get("modules") or [] if isinstance(m, str)]
-    warm(modules)
+    try:
+        warm(modules)
+    except KeyboardInterrupt:
+        # a Ctrl-C to the run's process group while this imports: the run is ending (it stops this
+        # forkserver as its cluster closes); no traceback of ours on its stderr
+        pass
 
 
 _from_environment()

@@ -1,10 +1,12 @@
 """Units on dask.distributed workers.
 
-Each case's fixture is built once on a worker (a ``prepare`` task; dask moves it to the workers
-that run the case's samples) and each unit runs :func:`imagebench.runs.runner.run_unit` on a worker in
-a private temporary folder. The worker sends the unit's files back and the driver writes them
-into the run folder, ``summary.json`` last and atomically, so workers need no shared file system
-and the driver alone writes the run folder. The subject travels as its spec string.
+Units travel in batches (:mod:`imagebench.executor.batches`): a task runs several samples of one
+build on a worker, one after another, each :func:`imagebench.runs.runner.run_unit` in a private
+temporary folder. A build that is one batch builds its fixture inside that task; one split over
+several batches is built once by a ``prepare`` task, which dask moves to the workers that need it.
+The worker sends each unit's files back and the driver writes them into the run folder,
+``summary.json`` last and atomically, so workers need no shared file system and the driver alone
+writes the run folder. The subject travels as its spec string.
 
 Tensor cases: the driver uploads each tensor fixture once to the run's plane; workers reach it by
 URL. The plane listens on loopback only, so tensor units are pinned to workers on the driver's host.
