@@ -71,7 +71,8 @@ def test_batch_sizes_are_bounded_and_workers_checked() -> None:
 def test_a_unit_that_raises_in_a_batch_leaves_the_others_standing(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[int] = []
 
-    def prepare(case: Any, seed: Any = None) -> str:
+    def prepare(case: Any, seed: Any = None, definition: Any = None) -> str:
+        assert definition == "the driver's key"  # the cache's key as the driver took it
         built.append(1)
         return "prepared"
 
@@ -83,12 +84,13 @@ def test_a_unit_that_raises_in_a_batch_leaves_the_others_standing(monkeypatch: p
 
     monkeypatch.setattr(wk, "_prepare_task", prepare)
     monkeypatch.setattr(wk, "_unit_task", unit)
-    out = wk._batch_task(make_toy_case(), ("reference", None, False, False, None, None), (0, 1, 2), None, None, None)
+    spec = ("reference", None, False, False, None, None)
+    out = wk._batch_task(make_toy_case(), spec, (0, 1, 2), None, None, None, definition="the driver's key")
     assert [type(r).__name__ for r in out] == ["UnitReturn", "UnitFailure", "UnitReturn"]
     assert out[1].error == "RuntimeError: unit 1 left no summary.json"  # type: ignore[union-attr]
     assert built == [1]  # built once, on the worker, for the whole batch
     # a batch given its fixture (a build split over several batches) builds nothing
-    wk._batch_task(make_toy_case(), ("reference", None, False, False, None, None), (0,), "prepared", None, None)
+    wk._batch_task(make_toy_case(), spec, (0,), "prepared", None, None)
     assert built == [1]
 
 

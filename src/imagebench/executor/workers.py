@@ -39,6 +39,7 @@ from imagebench.executor.cluster import (
     unit_pools,
 )
 from imagebench.executor.planes import PresentedPlane, present_on_driver
+from imagebench.executor.prefetch import case_definition
 from imagebench.executor.serial import serial_builds
 
 if TYPE_CHECKING:
@@ -82,11 +83,14 @@ class UnitReturn:
     pid: int
 
 
-def _prepare_task(case: Case, seed: int | None = None) -> PreparedFixture:
+def _prepare_task(case: Case, seed: int | None = None, definition: str | None = None) -> PreparedFixture:
+    """Build a case's fixture on a worker. ``definition`` is its definition fingerprint as the
+    driver took it (the fixture cache's key; the driver walks each closure once per run, a worker
+    would walk them again)."""
     from imagebench.runs.runner import prepare_fixture
 
     with unit_pools():
-        return prepare_fixture(case, plane=None, seed=seed)
+        return prepare_fixture(case, plane=None, seed=seed, definition=definition)
 
 
 def _unit_task(
@@ -139,11 +143,12 @@ def _batch_task(
     timeout: float | None,
     seed: int | None = None,
     budget: Budget | None = None,
+    definition: str | None = None,
 ) -> list[UnitReturn | UnitFailure]:
     """Run a batch of one build's samples on a worker, one after another (:mod:`imagebench.executor.batches`):
     the fixture is built here first unless it was built for several batches (``prepared``)."""
     if prepared is None:
-        prepared = _prepare_task(case, seed)
+        prepared = _prepare_task(case, seed, definition)
     out: list[UnitReturn | UnitFailure] = []
     for n in samples:
         try:
@@ -331,7 +336,9 @@ def run_dask(
                 return
         elif batch.shared and index not in given:
             tag = f"{label}-{index}"
-            given[index] = client.submit(_prepare_task, case, seed, pure=False, key=f"prepare-{tag}-{token}")
+            given[index] = client.submit(
+                _prepare_task, case, seed, definition_of(case, seed), pure=False, key=f"prepare-{tag}-{token}"
+            )
             prep_futures.setdefault(label, []).append(given[index])
         fut = client.submit(
             _batch_task,
@@ -343,6 +350,7 @@ def run_dask(
             timeout,
             seed,
             budget,
+            definition_of(case, seed) if index not in given else None,
             pure=False,
             key=f"units-{label}-{batch.samples[0]}-{len(batch.samples)}-{token}",
             workers=restricted.get(index),
@@ -351,6 +359,10 @@ def run_dask(
         meta[fut.key] = batch
         futures[fut.key] = fut
         pending.add(fut)
+
+    def definition_of(case: Case, seed: int | None) -> str | None:
+        """The cache's key of a case built from its own seed, taken here (:func:`_prepare_task`)."""
+        return case_definition(case) if seed is None else None
 
     def refill() -> None:
         while queue and len(meta) < window:
