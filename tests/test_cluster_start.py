@@ -15,7 +15,7 @@ from helpers import make_toy_case
 
 from imagebench.executor import workers as wk
 from imagebench.executor.batches import Batch, batch_size, plan_batches
-from imagebench.executor.cluster import close_local_cluster, local_cluster
+from imagebench.executor.cluster import IDLE_LESS, close_local_cluster, local_cluster
 from imagebench.executor.forked import WARM_ENV, forkserver_running
 
 # --------------------------------------------------------------------------- the plan
@@ -98,6 +98,7 @@ def test_a_unit_that_raises_in_a_batch_leaves_the_others_standing(monkeypatch: p
 
 
 def test_workers_are_forked_from_one_process_that_imported_the_run_modules(tmp_path: Path) -> None:
+    import dask
     from distributed import Client
 
     # a case module that fails to import (not with ImportError): the forkserver goes on without it
@@ -121,6 +122,8 @@ def test_workers_are_forked_from_one_process_that_imported_the_run_modules(tmp_p
                     "runner": "imagebench.runs.runner" in sys.modules,
                     "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
                     "warm_env": os.environ.get(WARM_ENV),
+                    "profiler": dask.config.get("distributed.worker.profile.enabled"),
+                    "tick": dask.config.get("distributed.admin.tick.interval"),
                 }
 
             seen = list(client.run(look).values())
@@ -131,6 +134,8 @@ def test_workers_are_forked_from_one_process_that_imported_the_run_modules(tmp_p
             assert s["good"] and not s["bad"] and s["libraries"] and s["runner"]
             assert s["threads"] == {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
             assert s["warm_env"] is None
+            # nothing on a clock that a run never looks at: no profiler thread, a rare tick
+            assert s["profiler"] is False and s["tick"] == IDLE_LESS["distributed.admin.tick.interval"]
         assert WARM_ENV not in os.environ  # set for the forkserver's start alone
     finally:
         close_local_cluster(cluster)
