@@ -1,6 +1,7 @@
 """Scale-out and harness overhead of the executor (imagebench.executor), medians against anchors.
 
-1. scale: the built-in suite, ``reference`` subject, 4 samples per case. Anchor: the serial run.
+1. scale: the built-in suite (every case of ``imagebench.cases.all_cases()``: 43 today), ``reference``
+   subject, 4 samples per case. Anchor: the serial run.
    Measured: ``workers=2`` (a LocalCluster started and closed by the run, as ``--workers 2``
    does) and the same on a cluster already running (``scheduler=``). Results must be identical
    to the serial run, field by field, times aside. Target: ``--workers 2`` at least 1.5x faster
@@ -89,6 +90,7 @@ def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
 
     from imagebench import executor as ex
     from imagebench.executor import run_cases
+    from imagebench.executor.cluster import close_local_cluster
     from imagebench.subjects import ReferenceSubject
 
     suite = _suite()
@@ -103,6 +105,10 @@ def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
     serial()  # warm-up: one-off imports land here
     t_serial, t_local, t_warm = [], [], []
     cpu_serial: list[float] = []
+    cpu_local: list[float] = []
+    ready: list[float] = []  # the local cluster's start: until its workers were up, until the first unit came back
+    first_unit: list[float] = []
+    tasks = 0
     first_serial = first_local = None
     for _ in range(repeats):
         before = _cpu()
@@ -110,9 +116,15 @@ def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
         cpu_serial.append(_cpu() - before)
         t_serial.append(t)
         first_serial = first_serial or r
+        before = _cpu()
         t, r = _timed(local)
+        cpu_local.append(_cpu() - before)  # the workers and their forkserver are reaped children by now
         t_local.append(t)
         first_local = first_local or r
+        stats = ex.LAST_STATS
+        ready += [stats.ready_s] if stats.ready_s is not None else []
+        first_unit += [stats.first_unit_s] if stats.first_unit_s is not None else []
+        tasks = stats.tasks
     cluster = ex.local_cluster(workers)
     client = Client(cluster, set_as_default=False)
     try:
@@ -153,7 +165,7 @@ def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
                 modes[mode].append(t)
     finally:
         client.close()
-        cluster.close()
+        close_local_cluster(cluster)
 
     diffs = _differences(first_serial, first_local) + _differences(first_serial, warm_result)
     s, lo, wa = _med(t_serial), _med(t_local), _med(t_warm)
@@ -163,8 +175,15 @@ def bench_scale(repeats: int, samples: int, workers: int, out: Path) -> bool:
     print(
         f"  serial (anchor)                       {s:7.2f} s  1.00x  (used {cpu:.2f} CPU-s: {cpu / s:.2f} cores busy)"
     )
-    print(f"  --workers {workers} (cluster started per run) {lo:7.2f} s  {s / lo:4.2f}x  target >= {SPEEDUP_TARGET}x")
+    print(
+        f"  --workers {workers} (cluster started per run) {lo:7.2f} s  {s / lo:4.2f}x  target >= {SPEEDUP_TARGET}x"
+        f"  (used {_med(cpu_local):.2f} CPU-s, {_med(cpu_local) / cpu:.2f}x serial's)"
+    )
     print(f"  {workers} workers already running           {wa:7.2f} s  {s / wa:4.2f}x")
+    print(
+        f"  the cluster started per run: workers up {_med(ready):.2f} s, first unit back {_med(first_unit):.2f} s "
+        f"after its start; {units} units in {tasks} tasks"
+    )
     print(f"  results identical to serial: {'yes' if not diffs else 'NO: ' + ', '.join(diffs[:5])}")
     over, drv, ping = _med(unit_over), _med(driver), _med(pings)
     print(f"per-unit overhead on the executor (median over {len(unit_over)} units)")

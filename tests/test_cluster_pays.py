@@ -50,7 +50,7 @@ def test_a_run_that_cannot_pay_runs_serially_and_says_so(
 
 
 def test_a_cluster_that_fails_to_start_is_the_executors_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(parallel: Parallel) -> cl.Cluster:
+    def broken(parallel: Parallel, modules: object = ()) -> cl.Cluster:
         raise RuntimeError("Nanny failed to start")
 
     monkeypatch.setattr(cl.Cluster, "open", staticmethod(broken))

@@ -38,7 +38,7 @@ def cluster() -> Any:
         yield lc
     finally:
         client.close()
-        lc.close()
+        ex_cluster.close_local_cluster(lc)
 
 
 @pytest.fixture(scope="module")

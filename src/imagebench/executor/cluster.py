@@ -24,6 +24,16 @@ FixtureMode = Literal["worker", "driver"]
 FIXTURE_MODES: tuple[str, ...] = ("worker", "driver")
 THREAD_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 CONNECT_TIMEOUT_S = 15.0
+# What a local cluster's processes do on a clock rather than for a unit, made rare: the statistical
+# profiler (a thread sampling every stack each 10 ms, for a dashboard a run never opens), the event
+# loops' 20 ms tick check, the system monitor and the memory monitor. With dask's defaults an idle
+# cluster of 2 workers and its scheduler kept 0.11 of a core busy, 0.02 with these (measured here).
+IDLE_LESS: dict[str, Any] = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
 
 
 class ExecutorError(RuntimeError):
@@ -127,11 +137,16 @@ def subject_spec(subject: Subject) -> str:
 # --------------------------------------------------------------------------- the cluster
 
 
-def local_cluster(n_workers: int) -> Any:
+def local_cluster(n_workers: int, modules: Sequence[str] = ()) -> Any:
     """A ``LocalCluster`` for a run: ``n_workers`` processes of one thread each, BLAS/OpenMP pools
     of one thread, bound to loopback, no dashboards, dask's own logs silenced (CRITICAL only:
-    the run reports failures itself)."""
+    the run reports failures itself). Its workers are forked from one forkserver that imported
+    the harness, the libraries and ``modules`` first (:mod:`imagebench.executor.forked`); the
+    cluster's ``imagebench_forkserver`` says whether it started that forkserver (close it with
+    :func:`close_local_cluster`)."""
     import dask
+
+    from imagebench.executor.forked import forked_workers
 
     # dask sets MALLOC_TRIM_THRESHOLD_ in its workers to hand memory back to the OS; setting it
     # turns off glibc's adaptive mmap threshold, so large temporary arrays are mmap'd and faulted
@@ -142,8 +157,23 @@ def local_cluster(n_workers: int) -> Any:
         for k, v in (dask.config.get("distributed.nanny.pre-spawn-environ") or {}).items()
         if k != "MALLOC_TRIM_THRESHOLD_"
     }
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
-        return start_local_cluster(n_workers)
+    settings = {"distributed.nanny.pre-spawn-environ": environ, **IDLE_LESS}
+    with dask.config.set(settings), forked_workers(modules) as started:
+        cluster = start_local_cluster(n_workers)
+    cluster.imagebench_forkserver = started
+    return cluster
+
+
+def close_local_cluster(cluster: Any) -> None:
+    """Close a cluster of :func:`local_cluster` and the forkserver it started (the next one starts
+    its workers afresh)."""
+    try:
+        cluster.close()
+    finally:
+        if getattr(cluster, "imagebench_forkserver", False):
+            from imagebench.executor.forked import stop_forkserver
+
+            stop_forkserver()
 
 
 def start_local_cluster(n_workers: int) -> Any:
@@ -216,18 +246,19 @@ class Cluster:
         self._quiet: contextlib.AbstractContextManager[None] | None = None
 
     @classmethod
-    def open(cls, parallel: Parallel) -> Cluster:
+    def open(cls, parallel: Parallel, modules: Sequence[str] = ()) -> Cluster:
+        """Connect to ``parallel``'s cluster, or start a local one whose workers have ``modules`` imported."""
         quiet = quiet_distributed()
         quiet.__enter__()
         try:
             from distributed import Client
 
             if parallel.workers is not None:
-                cluster = local_cluster(parallel.workers)
+                cluster = local_cluster(parallel.workers, modules)
                 try:
                     client = Client(cluster, set_as_default=False)
                 except BaseException:
-                    cluster.close()
+                    close_local_cluster(cluster)
                     raise
                 out = cls(client, cluster, address=cluster.scheduler_address)
             else:
@@ -280,7 +311,7 @@ class Cluster:
                 self.client.close()
             if self.cluster is not None:
                 with contextlib.suppress(Exception):
-                    self.cluster.close()
+                    close_local_cluster(self.cluster)
         finally:
             if self._quiet is not None:
                 self._quiet.__exit__(None, None, None)
@@ -322,10 +353,13 @@ class StartingCluster:
 
     def __init__(self, parallel: Parallel, modules: Sequence[str]) -> None:
         import threading
+        import time
 
         self._started: Cluster | None = None
         self._error: BaseException | None = None
         self.warm_s: dict[str, float] = {}
+        self.began = time.perf_counter()  # when the start began (benchmarks: start to first unit)
+        self.ready_s: float | None = None  # seconds until its workers were up with their imports
         self._thread = threading.Thread(
             target=self._start, args=(parallel, tuple(modules)), name="imagebench-cluster-start", daemon=True
         )
@@ -333,13 +367,16 @@ class StartingCluster:
 
     def _start(self, parallel: Parallel, modules: tuple[str, ...]) -> None:
         try:
-            cluster = Cluster.open(parallel)
+            cluster = Cluster.open(parallel, modules)
         except BaseException as exc:
             self._error = exc
             return
         self._started = cluster
         with contextlib.suppress(Exception):
             self.warm_s = dict(cluster.client.run(warm_imports, modules))
+        import time
+
+        self.ready_s = time.perf_counter() - self.began
 
     def started(self) -> Cluster:
         self._thread.join()

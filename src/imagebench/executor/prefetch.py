@@ -133,7 +133,7 @@ class Prefetcher:
             if self._broken or key in self._answers:
                 return
             try:
-                payload = cloudpickle.dumps((case, seed, _definition(case) if seed is None else None), protocol=5)
+                payload = cloudpickle.dumps((case, seed, case_definition(case) if seed is None else None), protocol=5)
             except Exception:
                 return  # not picklable: take() answers None and the case is built here
             fut: Future[bytes | None] = Future()
@@ -186,7 +186,8 @@ class Prefetcher:
 PREFETCH_DEPTH = 2  # cases built ahead of the one running
 
 
-def _definition(case: Case) -> str | None:
+def case_definition(case: Case) -> str | None:
+    """The case's definition fingerprint taken here (the fixture cache's key), None when it has none."""
     from imagebench.fixtures.digest import FingerprintError
     from imagebench.runs.fingerprint import definition_fingerprint
 
@@ -207,7 +208,7 @@ def costly(case: Case, seed: int | None) -> bool:
     if seed is None and isinstance(spec, Procedural):
         from imagebench.fixtures import cache
 
-        definition = _definition(case)
+        definition = case_definition(case)
         return definition is None or not cache.present(definition, spec.seed)
     return True
 

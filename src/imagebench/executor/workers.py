@@ -1,12 +1,15 @@
 """Units on dask.distributed workers.
 
-Each case's fixture is built once on a worker (a ``prepare`` task; dask moves it to the workers
-that run the case's samples) and each unit runs :func:`imagebench.runs.runner.run_unit` on a worker in
-a private temporary folder. The worker sends the unit's files back and the driver writes them
-into the run folder, ``summary.json`` last and atomically, so workers need no shared file system
-and the driver alone writes the run folder. The subject travels as its spec string. With shipping
-(``--scheduler``), the files a curated case reads and a ``python:`` file subject's code travel by
-digest (:mod:`.shipping`, :mod:`.remote`) and what comes back is checked first (:mod:`.returned`).
+Units travel in batches (:mod:`imagebench.executor.batches`): a task runs several samples of one
+build on a worker, one after another, each :func:`imagebench.runs.runner.run_unit` in a private
+temporary folder. A build that is one batch builds its fixture inside that task; one split over
+several batches is built once by a ``prepare`` task, which dask moves to the workers that need it.
+The worker sends each unit's files back and the driver writes them into the run folder,
+``summary.json`` last and atomically, so workers need no shared file system and the driver alone
+writes the run folder. The subject travels as its spec string. With shipping (``--scheduler``),
+the files a curated case reads and a ``python:`` file subject's code travel by digest
+(:mod:`.shipping`, :mod:`.remote`), a shipped case's fixture is built on its worker from that
+worker's copy, and what comes back is checked first (:mod:`.returned`).
 
 Tensor cases: the driver uploads each tensor fixture once to the run's plane; workers reach it by
 URL. The plane listens on loopback only, so tensor units are pinned to workers on the driver's host.
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from imagebench.executor.batches import Batch, plan_batches
 from imagebench.executor.cluster import (
     Cluster,
     ExecutorError,
@@ -38,6 +42,8 @@ from imagebench.executor.cluster import (
     unit_pools,
 )
 from imagebench.executor.planes import PresentedPlane, present_on_driver
+from imagebench.executor.prefetch import case_definition
+from imagebench.executor.serial import serial_builds
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
@@ -82,11 +88,14 @@ class UnitReturn:
     digests: dict[str, str] | None = None  # sha256 of each file, checked by the driver before it writes
 
 
-def _prepare_task(case: Case, seed: int | None = None) -> PreparedFixture:
+def _prepare_task(case: Case, seed: int | None = None, definition: str | None = None) -> PreparedFixture:
+    """Build a case's fixture on a worker. ``definition`` is its definition fingerprint as the
+    driver took it (the fixture cache's key; the driver walks each closure once per run, a worker
+    would walk them again)."""
     from imagebench.runs.runner import prepare_fixture
 
     with unit_pools():
-        return prepare_fixture(case, plane=None, seed=seed)
+        return prepare_fixture(case, plane=None, seed=seed, definition=definition)
 
 
 def _unit_task(
@@ -140,6 +149,47 @@ def _unit_task(
     )
 
 
+@dataclass
+class UnitFailure:
+    """A unit of a batch that raised on its worker (its batch's other units stand)."""
+
+    error: str  # "TypeName: message"
+
+
+def _batch_task(
+    case: Case,
+    spec: tuple[str, SandboxPolicy | None, bool, bool, str | None, str | None],
+    samples: tuple[int, ...],
+    prepared: PreparedFixture | None,
+    plane: PresentedPlane | None,
+    timeout: float | None,
+    seed: int | None = None,
+    budget: Budget | None = None,
+    definition: str | None = None,
+    shipment: Shipment | None = None,
+    subject_code: Shipment | None = None,
+) -> list[UnitReturn | UnitFailure]:
+    """Run a batch of one build's samples on a worker, one after another (:mod:`imagebench.executor.batches`):
+    the fixture is built here first unless it was built for several batches (``prepared``); a
+    shipped case's is built here, once for the batch, from this worker's copy of its files."""
+    if shipment is not None:
+        from imagebench.executor.remote import localize
+        from imagebench.runs.runner import prepare_fixture
+
+        case = localize(case, shipment)
+        with unit_pools():
+            prepared = prepare_fixture(case, plane=plane, seed=seed)
+    elif prepared is None:
+        prepared = _prepare_task(case, seed, definition)
+    out: list[UnitReturn | UnitFailure] = []
+    for n in samples:
+        try:
+            out.append(_unit_task(case, spec, n, prepared, plane, timeout, seed, budget, None, subject_code))
+        except Exception as exc:
+            out.append(UnitFailure(f"{type(exc).__name__}: {exc}"))
+    return out
+
+
 def ping() -> float:
     """A task that does nothing: what a round trip to a worker costs (benchmarks)."""
     return time.perf_counter()
@@ -154,10 +204,15 @@ class DaskStats:
     inside_s: list[float] = field(default_factory=list)
     driver_s: list[float] = field(default_factory=list)  # writing a unit's files and journal line here
     hosts: set[str] = field(default_factory=set)
+    tasks: int = 0  # the tasks the units were batched into (:mod:`imagebench.executor.batches`)
+    ready_s: float | None = None  # a local cluster started for the run: seconds until its workers were up
+    first_unit_s: float | None = None  # ... and until the first unit was back here
 
     def clear(self) -> None:
         for values in (self.worker_s, self.inside_s, self.driver_s, self.hosts):
             values.clear()
+        self.tasks = 0
+        self.ready_s = self.first_unit_s = None
 
 
 LAST_STATS = DaskStats()
@@ -217,18 +272,27 @@ def run_dask(
     tensor_workers: list[str] | None = None
     if any(presents_tensor(c) for c in order) and cluster.cluster is None:
         tensor_workers = cluster.workers_on_this_host()
-    window = max(2, 2 * cluster.n_workers)  # cases with work in flight at once
-    # Results come with their futures: no round trip to the client's event loop per unit.
+    n_workers = cluster.n_workers
+    window = max(2, 2 * n_workers)  # batches in flight at once
+    builds = serial_builds(order, todo, seeds)
+    queue = plan_batches(builds, n_workers)
+    stats.tasks = len(queue)
+    # Results come with their futures: no round trip to the client's event loop per batch.
     pending = as_completed(loop=client.loop, with_results=True, raise_errors=False)
-    meta: dict[str, tuple[Case, int]] = {}
+    meta: dict[str, Batch] = {}
     futures: dict[str, Any] = {}
-    remaining: dict[str, int] = {}
+    remaining: dict[str, int] = {label: len(samples) for label, samples in todo.items() if samples}
+    # per build: what its batches are given (None: each builds its own), or None once it needs no worker
+    given: dict[int, Any] = {}
     prep_futures: dict[str, list[Any]] = {}
     driver_built: set[str] = set()  # cases whose fixtures the driver built (their build time is known here)
     worker_seeds: dict[str, set[int | None]] = {}  # seeds whose build time a summary already brought
     token = uuid.uuid4().hex[:8]
-    queue = list(order)
     tensor_left = sum(1 for c in order if presents_tensor(c))
+    planes: dict[int, PresentedPlane | None] = {}
+    restricted: dict[int, list[str] | None] = {}
+    here_done: set[int] = set()  # builds whose units the driver wrote itself (no fixture to work on)
+    shipments: dict[int, Shipment | None] = {}  # per build: the files its worker reads, by digest
 
     def seed_of(case: Case, n: int) -> int | None:
         case_seeds = (seeds or {}).get(case.label)
@@ -250,107 +314,119 @@ def run_dask(
             )
             sink.add(case, n, summary)
 
-    def builds_of(case: Case) -> list[tuple[int | None, list[int]]]:
-        """``(seed, samples)`` per fixture to build: one for the case, or one per seed (sealed)."""
-        if (seeds or {}).get(case.label) is None:
-            return [(None, list(todo[case.label]))]
-        by_seed: dict[int | None, list[int]] = {}
-        for n in todo[case.label]:
-            by_seed.setdefault(seed_of(case, n), []).append(n)
-        return list(by_seed.items())
-
-    def submit(case: Case) -> None:
-        label = case.label
-        remaining[label] = len(todo[label])
-        prep_futures[label] = []
-        for i, (seed, samples) in enumerate(builds_of(case)):
-            submit_build(case, seed, samples, f"{label}-{i}" if seed is not None else label)
-        if remaining[label] == 0:  # every unit was written here
-            finished(case)
-
-    def submit_build(case: Case, seed: int | None, samples: list[int], tag: str) -> None:
-        label = case.label
-        plane_arg: PresentedPlane | None = None
-        restrict: list[str] | None = None
-        shipment = None
-        if shipper is not None:
-            failed: PreparedFixture | None = None
+    def shipped(batch: Batch) -> bool:
+        """Offer ``batch``'s build's files to the workers that lack them, once per build (with
+        shipping); False when its units were written here instead (a shipment refused, or a case
+        unavailable here, prepared here with its reason as serially)."""
+        index, case, seed = batch.build, batch.case, batch.seed
+        if shipper is None or index in shipments:
+            return True
+        shipments[index] = None
+        failed: PreparedFixture | None = None
+        available = False
+        try:
+            available = case.available()[0]  # unavailable here (tree, entry, sizes, headers): prepared here
+            offered = shipment_of(case) if available else None
+            if offered is not None:
+                shipments[index], sources = offered
+                shipper.offer(case.label, offered[0], sources)
+        except (ShippingError, BlobError) as exc:  # bytes here or on a worker that do not match their digest
+            failed = PreparedFixture(None, "harness-error", f"shipping the fixture's files failed: {exc}", seed=seed)
+        except Exception:  # the tree cannot describe the case: prepared here, its failure as serially
             available = False
-            try:
-                available = case.available()[0]  # unavailable here (tree, entry, sizes, headers): prepared here
-                shipped = shipment_of(case) if available else None
-                if shipped is not None:
-                    shipment, sources = shipped
-                    shipper.offer(label, shipment, sources)
-            except (ShippingError, BlobError) as exc:  # bytes here or on a worker that do not match their digest
-                failed = PreparedFixture(
-                    None, "harness-error", f"shipping the fixture's files failed: {exc}", seed=seed
-                )
-            except Exception:  # the tree cannot describe the case: prepared here, its failure as serially
-                available = False
-            if failed is None and not available:
-                failed = prepare_fixture(case, plane=starter.get()[0] if presents_tensor(case) else None, seed=seed)
-            if failed is not None:
-                here(case, failed, samples)
-                remaining[label] -= len(samples)
-                return
-        if presents_tensor(case):
+        if failed is None and not available:
+            failed = prepare_fixture(case, plane=starter.get()[0] if presents_tensor(case) else None, seed=seed)
+        if failed is not None:
+            here_instead(batch, failed)
+            return False
+        return True
+
+    def on_driver(batch: Batch, tensor: bool) -> bool:
+        """Build ``batch``'s fixture here (a tensor case, or fixture_mode ``driver``) and scatter it,
+        once per build; False when it has none (its build's units are then written here)."""
+        case, seed, index = batch.case, batch.seed, batch.build
+        label = case.label
+        if index in given:
+            return True
+        plane_arg: PresentedPlane | None = None
+        plane: Any = None
+        if tensor:
             plane, reason = starter.get()
             if plane is None:
                 why = f"{TENSOR_SKIP_REASON}: {reason}" if reason else TENSOR_SKIP_REASON
-                here(case, PreparedFixture(None, "skipped", why, seed=seed), samples)
-                remaining[label] -= len(samples)
-                return
-            prepared = prepare_fixture(case, plane=plane, seed=seed)
-            driver_built.add(label)
-            sink.build_s[label] = sink.build_s.get(label, 0.0) + prepared.build_s
-            if prepared.fixture is None:
-                here(case, prepared, samples)
-                remaining[label] -= len(samples)
-                return
+                here_instead(batch, PreparedFixture(None, "skipped", why, seed=seed))
+                return False
+        prepared = prepare_fixture(case, plane=plane, seed=seed)
+        driver_built.add(label)
+        sink.build_s[label] = sink.build_s.get(label, 0.0) + prepared.build_s
+        if prepared.fixture is None:
+            here_instead(batch, prepared)
+            return False
+        if tensor:
             plane_arg = present_on_driver(plane, case, prepared.fixture)
-            restrict = tensor_workers
-            # a shipped case's fixture is built again on its worker, from that worker's copy
-            prep = None if shipment is not None else client.scatter(prepared, hash=False, workers=restrict)
-        elif shipment is not None:
-            prep = None  # built on the unit's worker from the shipped files (curated: read lazily)
-        elif fixture_mode == "driver":
-            prepared = prepare_fixture(case, plane=None, seed=seed)
-            driver_built.add(label)
-            sink.build_s[label] = sink.build_s.get(label, 0.0) + prepared.build_s
-            if prepared.fixture is None:
-                here(case, prepared, samples)
-                remaining[label] -= len(samples)
+            restricted[index] = tensor_workers
+        planes[index] = plane_arg
+        if shipments.get(index) is not None:  # built again on its worker, from that worker's copy
+            given[index] = None
+            return True
+        given[index] = client.scatter(prepared, hash=False, workers=restricted.get(index))
+        prep_futures.setdefault(label, []).append(given[index])
+        return True
+
+    def here_instead(batch: Batch, prepared: PreparedFixture) -> None:
+        """Every unit of ``batch``'s build written here: its fixture is not there to work on."""
+        case = batch.case
+        samples = builds[batch.build][2]
+        here(case, prepared, samples)
+        here_done.add(batch.build)
+        remaining[case.label] -= len(samples)
+        if remaining[case.label] == 0:
+            finished(case)
+
+    def submit(batch: Batch) -> None:
+        case, seed, index = batch.case, batch.seed, batch.build
+        label = case.label
+        if index in here_done or not shipped(batch):
+            return
+        shipment = shipments.get(index)
+        tensor = presents_tensor(case)
+        if tensor or (fixture_mode == "driver" and shipment is None):
+            if not on_driver(batch, tensor):
                 return
-            prep = client.scatter(prepared, hash=False)
-        else:
-            prep = client.submit(_prepare_task, case, seed, pure=False, key=f"prepare-{tag}-{token}")
-        if prep is not None:
-            prep_futures[label].append(prep)
-        for n in samples:
-            fut = client.submit(
-                _unit_task,
-                case,
-                spec,
-                n,
-                prep,
-                plane_arg,
-                timeout,
-                seed,
-                budget,
-                shipment,
-                subject_code,
-                pure=False,
-                key=f"unit-{label}-{n}-{token}",
-                workers=restrict,
-                allow_other_workers=False,
+        elif batch.shared and index not in given and shipment is None:
+            tag = f"{label}-{index}"
+            given[index] = client.submit(
+                _prepare_task, case, seed, definition_of(case, seed), pure=False, key=f"prepare-{tag}-{token}"
             )
-            meta[fut.key] = (case, n)
-            futures[fut.key] = fut
-            pending.add(fut)
+            prep_futures.setdefault(label, []).append(given[index])
+        fut = client.submit(
+            _batch_task,
+            case,
+            spec,
+            batch.samples,
+            given.get(index),
+            planes.get(index),
+            timeout,
+            seed,
+            budget,
+            definition_of(case, seed) if index not in given else None,
+            shipment,
+            subject_code,
+            pure=False,
+            key=f"units-{label}-{batch.samples[0]}-{len(batch.samples)}-{token}",
+            workers=restricted.get(index),
+            allow_other_workers=False,
+        )
+        meta[fut.key] = batch
+        futures[fut.key] = fut
+        pending.add(fut)
+
+    def definition_of(case: Case, seed: int | None) -> str | None:
+        """The cache's key of a case built from its own seed, taken here (:func:`_prepare_task`)."""
+        return case_definition(case) if seed is None else None
 
     def refill() -> None:
-        while queue and len(remaining) < window:
+        while queue and len(meta) < window:
             submit(queue.pop(0))
 
     def finished(case: Case) -> None:
@@ -363,6 +439,31 @@ def run_dask(
             if tensor_left == 0:
                 starter.close_soon()
 
+    def lost(case: Case, n: int, error: str) -> None:
+        unit = Unit(
+            case, subject.name, PreparedFixture(None), timeout_s=0.0, run_dir=run_dir, sample=n, seed=seed_of(case, n)
+        )
+        sink.add(case, n, write_ended(unit, "harness-error", f"the executor could not run this unit: {error}"))
+
+    def take_in(case: Case, n: int, ret: UnitReturn) -> None:
+        try:  # names and digests checked before anything is written
+            check_returned(ret.files, ret.digests, f"{case.label} sample {n}")
+        except ReturnError as refused:
+            lost(case, n, f"{type(refused).__name__}: {refused}")
+            return
+        took = time.perf_counter()
+        data = write_returned(sample_dir(run_dir, subject.name, case, n), ret.files)
+        summary = SampleSummary.model_validate_json(data)
+        seen = worker_seeds.setdefault(case.label, set())
+        if case.label not in driver_built and summary.seed not in seen:
+            seen.add(summary.seed)  # one build per seed: the case's build time is their sum
+            sink.build_s[case.label] = sink.build_s.get(case.label, 0.0) + float(summary.times.get("build_s", 0.0))
+        stats.worker_s.append(ret.worker_s)
+        stats.inside_s.append(summary.times.get("subject_s", 0.0) + summary.times.get("verify_s", 0.0))
+        stats.hosts.add(ret.host)
+        sink.add(case, n, summary, data)
+        stats.driver_s.append(time.perf_counter() - took)
+
     try:
         refill()
         while meta or queue:
@@ -370,56 +471,34 @@ def run_dask(
                 refill()
                 continue
             fut, ret = next(pending)
-            case, n = meta.pop(fut.key)
+            if stats.first_unit_s is None and getattr(cluster, "began", None) is not None:
+                stats.first_unit_s = time.perf_counter() - cluster.began
+                stats.ready_s = getattr(cluster, "ready_s", None)
+            batch = meta.pop(fut.key)
             futures.pop(fut.key, None)
-            if not isinstance(ret, UnitReturn) and fut.status != "error":
+            case = batch.case
+            if not isinstance(ret, list) and fut.status != "error":
                 # cancelled: the scheduler went away (or dropped it). Stop; a resume runs it later.
                 raise ExecutorError(
-                    f"the dask cluster dropped unit {case.label} sample {n} ({fut.status}); the run stopped",
+                    f"the dask cluster dropped unit {case.label} sample {batch.samples[0]} ({fut.status}); the run stopped",
                     usage=False,
                 )
-            refused: ReturnError | None = None
-            if isinstance(ret, UnitReturn):  # names and digests checked before anything is written
-                try:
-                    check_returned(ret.files, ret.digests, f"{case.label} sample {n}")
-                except ReturnError as bad:
-                    refused = bad
-            if not isinstance(ret, UnitReturn) or refused is not None:
-                # it failed on a worker (the worker died, or it could not unpickle), or what came back is refused
-                exc = refused or (ret[1] if isinstance(ret, tuple) and len(ret) == 3 else ret)
-                lost = Unit(
-                    case,
-                    subject.name,
-                    PreparedFixture(None),
-                    timeout_s=0.0,
-                    run_dir=run_dir,
-                    sample=n,
-                    seed=seed_of(case, n),
-                )
-                summary = write_ended(
-                    lost, "harness-error", f"the executor could not run this unit: {type(exc).__name__}: {exc}"
-                )
-                sink.add(case, n, summary)
+            if not isinstance(ret, list) or len(ret) != len(batch.samples):
+                # it failed on a worker (the worker died, or the case could not be unpickled there)
+                exc = ret[1] if isinstance(ret, tuple) and len(ret) == 3 else ret
+                for n in batch.samples:
+                    lost(case, n, f"{type(exc).__name__}: {exc}")
             else:
-                took = time.perf_counter()
-                data = write_returned(sample_dir(run_dir, subject.name, case, n), ret.files)
-                summary = SampleSummary.model_validate_json(data)
-                seen = worker_seeds.setdefault(case.label, set())
-                if case.label not in driver_built and summary.seed not in seen:
-                    seen.add(summary.seed)  # one build per seed: the case's build time is their sum
-                    sink.build_s[case.label] = sink.build_s.get(case.label, 0.0) + float(
-                        summary.times.get("build_s", 0.0)
-                    )
-                stats.worker_s.append(ret.worker_s)
-                stats.inside_s.append(summary.times.get("subject_s", 0.0) + summary.times.get("verify_s", 0.0))
-                stats.hosts.add(ret.host)
-                sink.add(case, n, summary, data)
-                stats.driver_s.append(time.perf_counter() - took)
+                for n, one in zip(batch.samples, ret):
+                    if isinstance(one, UnitReturn):
+                        take_in(case, n, one)
+                    else:
+                        lost(case, n, one.error if isinstance(one, UnitFailure) else repr(one))
             fut.release()
-            remaining[case.label] -= 1
+            remaining[case.label] -= len(batch.samples)
             if remaining[case.label] == 0:
                 finished(case)
-                refill()
+            refill()
     except BaseException:
         with contextlib.suppress(Exception):
             client.cancel(list(futures.values()))
