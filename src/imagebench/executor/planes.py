@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class PresentedPlane:
     """The run's plane as a worker sees it for one case: its URL and the ids of the fixture the
-    driver uploaded (with a fingerprint of each stored corner, to check after each sample).
+    driver uploaded (with a fingerprint of each stored corner, to check after each sample), and a
+    read token scoped to those ids (:mod:`imagebench.plane.token`): the worker's harness reads
+    with it and its subject is given it; it reads no other sample's or case's arrays.
 
     ``error`` replays an upload that failed on the driver, so the sample ends exactly as it
     would have serially (``harness-error`` with the same reason).
@@ -29,12 +31,20 @@ class PresentedPlane:
     ids: Mapping[str, str]
     fingerprints: Mapping[str, str]
     error: tuple[str, str] | None = None
+    token: str | None = None
 
     @property
     def client(self) -> Any:
         from imagebench.plane.client import Client
 
-        return Client(self.url)
+        return Client(self.url, token=self.token)
+
+    def token_for(self, ids: Any) -> str | None:
+        """The token it carries, whatever ``ids`` are asked for: it cannot mint another."""
+        return self.token
+
+    def client_for(self, ids: Any) -> Any:
+        return self.client
 
     def present(self, case: Case, fixture: Fixture) -> dict[str, str]:
         if self.error is not None:
@@ -73,7 +83,13 @@ def present_on_driver(plane: Plane, case: Case, fixture: Fixture) -> PresentedPl
     except Exception as exc:
         return PresentedPlane(plane.url, {}, {}, error=(type(exc).__name__, str(exc)))
     client = plane.client
-    return PresentedPlane(plane.url, ids, {name: corner(client, sid) for name, sid in ids.items()})
+    scope = getattr(plane, "token_for", None)
+    return PresentedPlane(
+        plane.url,
+        ids,
+        {name: corner(client, sid) for name, sid in ids.items()},
+        token=scope(ids.values()) if scope is not None else None,
+    )
 
 
 class PlaneStarter:
