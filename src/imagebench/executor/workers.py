@@ -9,7 +9,9 @@ and the driver alone writes the run folder. The subject travels as its spec stri
 digest (:mod:`.shipping`, :mod:`.remote`) and what comes back is checked first (:mod:`.returned`).
 
 Tensor cases: the driver uploads each tensor fixture once to the run's plane; workers reach it by
-URL. The plane listens on loopback only, so tensor units are pinned to workers on the driver's host.
+URL. On loopback (the default) tensor units are pinned to workers on the driver's host; with
+``IMAGEBENCH_PLANE_HOST`` the plane listens where every worker reaches it and any worker runs them,
+each unit carrying a read token for its own fixture's ids (:class:`~.planes.PresentedPlane`).
 
 A sealed run (:mod:`imagebench.runs.sealed`) builds one fixture per seed of a procedural case, each
 shared by the samples of that seed; only the seeds travel to the workers, never the secret.
@@ -38,6 +40,7 @@ from imagebench.executor.cluster import (
     unit_pools,
 )
 from imagebench.executor.planes import PresentedPlane, present_on_driver
+from imagebench.plane.process import off_loopback
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
@@ -215,7 +218,7 @@ def run_dask(
         kind_module(subject), options.get("name"),
     )  # fmt: skip
     tensor_workers: list[str] | None = None
-    if any(presents_tensor(c) for c in order) and cluster.cluster is None:
+    if any(presents_tensor(c) for c in order) and cluster.cluster is None and not off_loopback():
         tensor_workers = cluster.workers_on_this_host()
     window = max(2, 2 * cluster.n_workers)  # cases with work in flight at once
     # Results come with their futures: no round trip to the client's event loop per unit.
