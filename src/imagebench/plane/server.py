@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import zarr
 
-from imagebench.plane import token as tokens
+import imagebench.plane.token as tokens
 from imagebench.plane.protocol import (
     DATA_FIELD,
     INDEX_FIELD,
