@@ -75,6 +75,37 @@ def test_a_samples_client_reads_its_own_ids_only(plane: RunPlane, tmp_path: Path
     assert set(plane.client.list()) >= set(others) | seen["mine"]
 
 
+@dataclass(frozen=True)
+class Neighbour:
+    """Sample 0 uploads a result; sample 1 (the same case, the same fixture ids) looks for it by name."""
+
+    name: str = "neighbour"
+
+    def __call__(self, session: Any) -> None:
+        from imagebench.plane.protocol import source_id
+
+        client = session.client
+        sid = source_id("sample-result")
+        try:
+            client.upload(np.ones((4, 4), np.uint8), "sample-result", chunks=(4, 4))
+            SEEN["uploaded"] = {"by": client.token}
+        except Exception as exc:  # the second sample: the id exists, uploaded by the first
+            try:
+                client.describe(sid)
+                SEEN["neighbour"] = {"read": True}
+            except Exception as refused:
+                SEEN["neighbour"] = {"read": False, "why": str(refused), "upload": str(exc), "token": client.token}
+        tensor_reference(session)
+
+
+def test_two_samples_of_one_case_do_not_read_each_others_uploads(plane: RunPlane, tmp_path: Path) -> None:
+    case = tensor_case("scope-neighbours")
+    result = run_cases([case], Neighbour(), samples=2, out=tmp_path, progress=False, plane=plane)
+    assert [s.status for s in result.samples[case.label]] == ["ok", "ok"]
+    assert SEEN["neighbour"]["read"] is False and "no array with id" in SEEN["neighbour"]["why"]
+    assert SEEN["neighbour"]["token"] != SEEN["uploaded"]["by"]
+
+
 def test_a_command_gets_a_token_for_its_ids_and_never_the_key(plane: RunPlane, tmp_path: Path) -> None:
     command = parse_subject('command:echo "token=${IMAGEBENCH_TENSOR_TOKEN:-none}"; env | grep -c PLANE_ || true')
     lazy, eager = tensor_case("token-lazy"), make_toy_case("token-eager")

@@ -118,8 +118,10 @@ def test_a_scoped_token_reads_its_ids_and_nothing_else(served: PlaneServer) -> N
 def test_a_scoped_token_widened_by_hand_is_refused(served: PlaneServer) -> None:
     mine, theirs = _stored(served, "mine", "theirs")
     given = tokens.scoped_token(KEY, [mine])
-    mac = given.rpartition(".")[2]
-    for forged in (f"ids.{','.join(sorted([mine, theirs]))}.{mac}", f"ids.{theirs}.{mac}", f"ids..{mac}"):
+    _, _, nonce, mac = given.split(".")
+    both = ",".join(sorted([mine, theirs]))
+    for forged in (f"ids.{both}.{nonce}.{mac}", f"ids.{theirs}.{nonce}.{mac}", f"ids..{nonce}.{mac}",
+                   f"ids.{mine}.{nonce}x.{mac}", f"ids.{mine}.{mac}", f"{given}.", given.upper()):  # fmt: skip
         with pytest.raises(fl.FlightUnauthenticatedError, match="did not issue"):
             Client(served.url, token=forged).describe(theirs)
 
@@ -134,6 +136,16 @@ def test_a_scoped_upload_is_readable_back_by_its_token_only(served: PlaneServer)
     with pytest.raises(fl.FlightError, match="no array with id"):
         second.describe(result)
     assert second.list() == []
+
+
+def test_two_tokens_for_the_same_ids_do_not_read_each_others_uploads(served: PlaneServer) -> None:
+    (shared,) = _stored(served, "shared")  # two samples of one case: the same fixture ids
+    first, second = (Client(served.url, token=tokens.scoped_token(KEY, [shared])) for _ in range(2))
+    assert first.token != second.token
+    result = first.upload(np.ones((4, 4), np.uint8), "result", chunks=(4, 4))
+    assert second.list() == [shared]
+    with pytest.raises(fl.FlightError, match="no array with id"):
+        second.read(result)
 
 
 def test_a_token_is_refused_when_minted_for_something_not_an_id() -> None:

@@ -360,14 +360,13 @@ def test_a_worker_without_the_units_token_is_refused_by_the_plane(
     from dataclasses import replace
 
     from imagebench.cases import drift_tensor
-    from imagebench.executor import workers
+    from imagebench.executor.planes import PresentedPlane
 
     (case,) = drift_tensor.CASES
     _plane_off_loopback(monkeypatch)
-    real = workers.present_on_driver
     # a unit that travels with no token, or with one scoped to ids it was not given
-    dishonest = iter([None, "ids.cache_000000000000.00"])
-    monkeypatch.setattr(workers, "present_on_driver", lambda *a: replace(real(*a), token=next(dishonest)))
+    dishonest = iter([None, "ids.cache_000000000000.00.00"])
+    monkeypatch.setattr(PresentedPlane, "for_unit", lambda self, mint: replace(self, token=next(dishonest)))
     result = run_cases([case], ReferenceSubject(), samples=1, out=tmp_path / "a", progress=False,
                        scheduler=nscluster.address)  # fmt: skip
     (summary,) = result.samples[case.label]

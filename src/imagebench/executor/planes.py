@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,6 +38,13 @@ class PresentedPlane:
         from imagebench.plane.client import Client
 
         return Client(self.url, token=self.token)
+
+    def for_unit(self, mint: Any) -> PresentedPlane:
+        """This presentation with a token of one unit's own (``mint(ids)``, the run plane's
+        ``token_for``): samples of one case read the same ids but not each other's uploads."""
+        if mint is None or self.error is not None:
+            return self
+        return replace(self, token=mint(self.ids.values()))
 
     def token_for(self, ids: Any) -> str | None:
         """The token it carries, whatever ``ids`` are asked for: it cannot mint another."""

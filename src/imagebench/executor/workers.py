@@ -274,6 +274,7 @@ def run_dask(
     def submit_build(case: Case, seed: int | None, samples: list[int], tag: str) -> None:
         label = case.label
         plane_arg: PresentedPlane | None = None
+        mint: Any = None
         restrict: list[str] | None = None
         shipment = None
         if shipper is not None:
@@ -312,6 +313,7 @@ def run_dask(
                 remaining[label] -= len(samples)
                 return
             plane_arg = present_on_driver(plane, case, prepared.fixture)
+            mint = getattr(plane, "token_for", None)  # a read token of each unit's own
             restrict = tensor_workers
             # a shipped case's fixture is built again on its worker, from that worker's copy
             prep = None if shipment is not None else client.scatter(prepared, hash=False, workers=restrict)
@@ -337,7 +339,7 @@ def run_dask(
                 spec,
                 n,
                 prep,
-                plane_arg,
+                plane_arg.for_unit(mint) if plane_arg is not None else None,
                 timeout,
                 seed,
                 budget,

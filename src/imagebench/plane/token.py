@@ -8,10 +8,12 @@ token in its ``authorization`` header (``Bearer <token>``); the server checks it
 Two kinds of token:
 
 - the read key itself: the harness's, reads everything stored (the driver's fingerprints);
-- a *scoped* token, ``ids.<id>,<id>,...<mac>`` with ``mac = HMAC-SHA256(read key, ids)``: reads
-  only those ids and what was uploaded with that same token. This is what one sample is given
-  (a worker's harness, and the subject through it): its own fixture's arrays, never another
-  sample's or another case's, and it cannot be widened without the key (the mac would not match).
+- a *scoped* token, ``ids.<id>,<id>,....<nonce>.<mac>`` with ``mac = HMAC-SHA256(read key, nonce
+  and ids)``: reads only those ids and what was uploaded with that same token. This is what one
+  sample is given (a worker's harness, and the subject through it): its own fixture's arrays,
+  never another sample's or another case's, and it cannot be widened without the key (the mac
+  would not match). Each is minted with a fresh nonce, so two samples of one case (the same ids)
+  hold different tokens and neither reads what the other uploaded.
 
 This module is pure: no pyarrow, no I/O.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -45,18 +48,22 @@ class Grant:
     scope: str = ""  # the scoped token's mac: the key under which its own uploads are kept
 
 
-def _mac(key: str, ids: str) -> str:
-    return hmac.new(key.encode(), _CONTEXT + ids.encode(), hashlib.sha256).hexdigest()
+def _mac(key: str, nonce: str, ids: str) -> str:
+    return hmac.new(key.encode(), _CONTEXT + nonce.encode() + b"\0" + ids.encode(), hashlib.sha256).hexdigest()
 
 
-def scoped_token(key: str, ids: Iterable[str]) -> str:
-    """A token that reads only ``ids`` (and what is uploaded with it) on the plane holding ``key``."""
+def scoped_token(key: str, ids: Iterable[str], nonce: str | None = None) -> str:
+    """A token that reads only ``ids`` (and what is uploaded with it) on the plane holding ``key``;
+    a fresh one on every call unless ``nonce`` is given."""
     listed = sorted(set(ids))
     for sid in listed:
         if not is_valid_id(sid):
             raise ValueError(f"a scoped read token names plane ids only, not {sid!r}")
     joined = ",".join(listed)
-    return f"{_SCOPED}{joined}.{_mac(key, joined)}"
+    nonce = secrets.token_hex(8) if nonce is None else nonce
+    if not nonce.isalnum():
+        raise ValueError(f"a token's nonce is letters and digits, not {nonce!r}")
+    return f"{_SCOPED}{joined}.{nonce}.{_mac(key, nonce, joined)}"
 
 
 def grant_of(key: str, token: str | None) -> Grant | None:
@@ -65,10 +72,10 @@ def grant_of(key: str, token: str | None) -> Grant | None:
         return None
     if hmac.compare_digest(token.encode(), key.encode()):
         return Grant(full=True)
-    if not token.startswith(_SCOPED) or "." not in token[len(_SCOPED) :]:
+    if not token.startswith(_SCOPED) or token.count(".") != 3:
         return None
-    joined, _, mac = token[len(_SCOPED) :].rpartition(".")
-    if not hmac.compare_digest(mac.encode(), _mac(key, joined).encode()):
+    joined, nonce, mac = token[len(_SCOPED) :].split(".")
+    if not hmac.compare_digest(mac.encode(), _mac(key, nonce, joined).encode()):
         return None
     ids = frozenset(joined.split(",")) if joined else frozenset()
     return Grant(full=False, ids=ids, scope=mac)

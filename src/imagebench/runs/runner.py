@@ -326,10 +326,12 @@ def access_refusal(case: Case, subject: Subject) -> str | None:
     return refusal(case, getattr(subject, "access", None))
 
 
-def _tensor_token(plane: Plane | None, tensors: Mapping[str, str] | None) -> str | None:
-    """The read token a command subject is given: its sample's ids only (None without a plane's token)."""
-    scope = getattr(plane, "token_for", None)
-    return scope(tensors.values()) if plane is not None and tensors is not None and scope is not None else None
+def _tensor_token(unit: Unit) -> str | None:
+    """The read token a command subject is given: its session client's, scoped to the sample's ids
+    (None from a plane that scopes none: its client's token may read everything)."""
+    if unit.plane is None or unit.tensors is None or getattr(unit.plane, "client_for", None) is None:
+        return None
+    return getattr(getattr(unit.session, "client", None), "token", None)
 
 
 def unit_context(unit: Unit) -> UnitContext:
@@ -349,7 +351,7 @@ def unit_context(unit: Unit) -> UnitContext:
         sample_dir=unit.sample_dir,
         timeout_s=unit.timeout_s,
         tensor_url=getattr(plane, "url", None) if plane is not None and unit.tensors is not None else None,
-        tensor_token=_tensor_token(plane, unit.tensors),
+        tensor_token=_tensor_token(unit),
         files=_files_of(unit.case),
         env={str(k): str(v) for k, v in (unit.case.meta.get("env") or {}).items()},
         hidden=tuple(hidden),
