@@ -13,7 +13,12 @@ timed the same way; the script prints imagebench's time as a multiple of it (tar
 It prints beside it ``np.add(truth, pred)``, a pass that writes an image of the labels' dtype,
 for reference only: the target is taken against the cheaper pass.
 
-How StarDist is brought in, without installing it or TensorFlow:
+Each figure is printed with the load average beside it (``os.getloadavg``), and each time both
+as wall clock (the figure) and as this thread's CPU time (``time.thread_time``: on a shared machine
+it leaves out the time the process waited for a core, not the contention for memory).
+
+How StarDist is brought in: ``stardist.matching`` as installed (the ``peers`` extra of
+pyproject.toml), else, without installing it or TensorFlow:
 
 * ``pip download stardist==0.9.2 --no-deps`` into a temporary folder; only ``stardist/matching.py``
   is read out of the wheel and loaded as a standalone module (the package ``__init__`` is never
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import statistics
 import subprocess
 import sys
@@ -60,6 +66,13 @@ def _pip(*args: str) -> None:
 
 
 def load_stardist_matching(tmp: Path) -> types.ModuleType:
+    try:
+        import stardist.matching as installed
+    except ImportError:
+        pass
+    else:
+        print(f"stardist.matching as installed: {installed.__file__}", file=sys.stderr)
+        return installed
     _pip("download", STARDIST, "--no-deps", "--only-binary=:all:", "-d", str(tmp))
     wheel = next(tmp.glob("stardist-*.whl"))
     with zipfile.ZipFile(wheel) as zf:
@@ -134,14 +147,20 @@ def workload(rng: np.random.Generator, shape: tuple[int, ...], n: int) -> tuple[
 # --------------------------------------------------------------------------- timing
 
 
-def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    times = []
+def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any, float]:
+    """(median wall seconds, the last result, median CPU seconds of this thread) over ``repeats`` runs."""
+    walls, cpus = [], []
     result = None
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        c0, t0 = time.thread_time(), time.perf_counter()
         result = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), result
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.thread_time() - c0)
+    return statistics.median(walls), result, statistics.median(cpus)
+
+
+def load() -> str:
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def run(
@@ -150,11 +169,11 @@ def run(
     """(stardist / imagebench, imagebench / one elementwise pass) on one workload."""
     n_true = np.unique(truth).size - 1
     n_pred = np.unique(pred).size - 1
-    print(f"\n{name}: shape {truth.shape}, {n_true} truth objects, {n_pred} predicted objects")
-    pass_t, _ = median_time(lambda: np.not_equal(truth, pred), 3 * repeats)
-    add_t, _ = median_time(lambda: np.add(truth, pred), 3 * repeats)
-    ours_t, ours = median_time(lambda: match_labels(truth, pred, iou=0.5), repeats)
-    theirs_t, theirs = median_time(lambda: sd.matching(truth, pred, thresh=0.5), sd_repeats)
+    print(f"\n{name}: shape {truth.shape}, {n_true} truth objects, {n_pred} predicted objects  ({load()})")
+    pass_t, _, pass_c = median_time(lambda: np.not_equal(truth, pred), 3 * repeats)
+    add_t, _, _ = median_time(lambda: np.add(truth, pred), 3 * repeats)
+    ours_t, ours, ours_c = median_time(lambda: match_labels(truth, pred, iou=0.5), repeats)
+    theirs_t, theirs, _ = median_time(lambda: sd.matching(truth, pred, thresh=0.5), sd_repeats)
     same = (ours.tp, ours.fp, ours.fn) == (theirs.tp, theirs.fp, theirs.fn)
     print(f"  imagebench  tp={ours.tp} fp={ours.fp} fn={ours.fn}  median {ours_t * 1e3:9.1f} ms over {repeats}")
     print(
@@ -165,7 +184,8 @@ def run(
     print(f"  one pass    np.not_equal(truth, pred)  median {pass_t * 1e3:9.1f} ms over {3 * repeats}")
     print(f"  (for reference: np.add(truth, pred)   median {add_t * 1e3:9.1f} ms, imagebench {ours_t / add_t:.1f}x)")
     print(f"  counts agree: {same}    speed ratio stardist/imagebench: {ratio:.1f}x")
-    print(f"  imagebench / one elementwise pass: {floor:.1f}x (target <= 5x)")
+    print(f"  imagebench / one elementwise pass: {floor:.1f}x (target <= 5x)  ({load()})")
+    print(f"  the same in CPU time of this thread: {ours_c / pass_c:.1f}x ({ours_c * 1e3:.1f} / {pass_c * 1e3:.1f} ms)")
     if not same:
         raise SystemExit(f"{name}: the two implementations disagree")
     return ratio, floor
@@ -182,10 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     size2, n2, size3, n3 = (512, 300, 64, 150) if args.quick else (2048, 5000, 256, 10000)
     with tempfile.TemporaryDirectory(prefix="imagebench-bench-") as tmp:
         sd = load_stardist_matching(Path(tmp))
-        warm = np.zeros((8, 8), np.int32)
-        warm[2:5, 2:5] = 1
-        sd.matching(warm, warm)  # numba compiles here, outside the timed runs
-        match_labels(warm, warm)
+        for shape in ((8, 8), (8, 8, 8)):  # numba compiles here, for 2D and 3D, outside the timed runs
+            warm = np.zeros(shape, np.int32)
+            warm[(slice(2, 5),) * len(shape)] = 1
+            sd.matching(warm, warm)
+            match_labels(warm, warm)
         t2, p2 = workload(rng, (size2, size2), n2)
         r2, f2 = run("2D", t2, p2, sd, args.repeats, args.stardist_repeats)
         del t2, p2
@@ -193,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         r3, f3 = run("3D", t3, p3, sd, args.repeats, args.stardist_repeats)
     print(f"\nspeed ratio (target >= 10x): 2D {r2:.1f}x, 3D {r3:.1f}x")
     print(f"imagebench / one elementwise pass over both images (target <= 5x): 2D {f2:.1f}x, 3D {f3:.1f}x")
+    print(load())
     return 0
 
 

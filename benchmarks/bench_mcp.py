@@ -6,7 +6,13 @@ socket in the harness's folder, in a thread of this process (the harness). The a
 process (this file with ``--client``), as in a run: it starts the stdlib bridge that ``mcp.json``
 names, as an agent's client does, and times each call from the request until it holds the array
 as numpy (JSON parsed, base64 decoded, or the ``.npy`` the result names loaded), median over
-repeats. Two clients are timed:
+repeats. Every client and server is open at once and the fast calls are interleaved, round by
+round (the anchors, the floors, list_layers, the ``npy`` reads, napari-mcp's file route), so that
+the shared machine's load falls on all of them alike; the slow ones (``base64``, ``list``,
+napari-mcp's ``get_layer``) are timed apart, fewer times. Our server is timed twice: as served (the
+bridge hands its pipes over, ``tools/call`` answered without the SDK's session loop) and as
+``SocketServer(fast=False)`` serves it (the SDK's session loop alone, the bridge relaying: the path
+before). Two clients are timed:
 
 - ``sdk``: the MCP Python SDK's ``ClientSession`` over ``stdio_client``. It checks each
   structured result against the tool's ``outputSchema`` with ``jsonschema.validate``, which
@@ -115,13 +121,27 @@ def _harness(n: int, repeats: int, *, peer: bool) -> int:
         agent = AgentSession(
             CaseView.of(case), session, workspace=ws, workspace_alias=str(ws), reads=folder, route="socket"
         )
-        server = SocketServer(agent, folder.socket_path)
-        floor = SocketServer(agent, floor_folder.socket_path, server=floor_server)
+        # ours: the bridge hands its pipes over, tools/call answered without the SDK's session loop;
+        # "-sdk": the same server behind the SDK's session loop alone, the bridge relaying (as before)
+        sdk_folder, sdk_floor_folder = McpFolder(ws), McpFolder(ws)
+        servers = [
+            SocketServer(agent, folder.socket_path),
+            SocketServer(agent, floor_folder.socket_path, server=floor_server),
+            SocketServer(agent, sdk_folder.socket_path, fast=False),
+            SocketServer(agent, sdk_floor_folder.socket_path, server=floor_server, fast=False),
+        ]
+        folders = [folder, floor_folder, sdk_folder, sdk_floor_folder]
+
+        def entry(f: McpFolder) -> dict[str, Any]:
+            return client_config(str(f.path), python=sys.executable)["mcpServers"]["imagebench"]
+
         plan = {
             "image": str(ws / "inputs" / "image.npy"),
             "repeats": repeats,
-            "server": client_config(str(folder.path), python=sys.executable)["mcpServers"]["imagebench"],
-            "floor": client_config(str(floor_folder.path), python=sys.executable)["mcpServers"]["imagebench"],
+            "server": entry(folder),
+            "floor": entry(floor_folder),
+            "server-sdk": entry(sdk_folder),
+            "floor-sdk": entry(sdk_floor_folder),
             "peer": peer_ok,
             "scratch": str(ws / "peer"),
         }
@@ -135,10 +155,10 @@ def _harness(n: int, repeats: int, *, peer: bool) -> int:
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
             )
         finally:
-            server.close()
-            floor.close()
-            folder.remove()
-            floor_folder.remove()
+            for server in servers:
+                server.close()
+            for f in folders:
+                f.remove()
     if done.returncode != 0:
         sys.stderr.write(done.stderr)
         raise SystemExit(f"the client failed (exit {done.returncode})")
@@ -164,66 +184,82 @@ def _print(
     peer_asked: bool,
     peer_ok: bool,
 ) -> None:
-    anchor = got["anchor"]
-
-    def line(label: str, key: str) -> None:
-        if key in got:
-            print(f"  {label:<58s} {got[key] * 1e3:9.3f} ms = {got[key] / anchor:7.1f}x")
-
     print(f"read_layer of a {n} x {n} float32 layer ({image.nbytes / 1e6:.2f} MB), medians of {repeats}")
     print(f"(load average before {before[0]:.2f} {before[1]:.2f} {before[2]:.2f}, on {os.cpu_count()} cores)")
-    print(f"  {'anchor: np.load(inputs/image.npy)':<58s} {anchor * 1e3:9.3f} ms")
     for client in ("sdk", "lean"):
-        line(f"{client}: protocol floor (an empty tool)", f"{client}:floor")
-        line(f"{client}: list_layers (no pixels)", f"{client}:list_layers")
-        line(f"{client}: read_layer npy (whole input: its file named again)", f"{client}:npy")
-        line(f"{client}: read_layer npy, region (a file written each call)", f"{client}:npy-region")
-        line(f"{client}: read_layer base64", f"{client}:base64")
-        line(f"{client}: read_layer list (of {SLOW_REPEATS})", f"{client}:list")
-        line(f"{client}: napari-mcp get_layer, slicing (of {SLOW_REPEATS})", f"{client}:peer:get_layer")
-        line(f"{client}: napari-mcp save_layer_data .npy, then np.load", f"{client}:peer:save_layer_data")
+        anchor, mmap = got[f"{client}:anchor"], got[f"{client}:anchor-mmap"]
+
+        def line(label: str, key: str, of: str = "") -> None:
+            if key in got:
+                base = got.get(f"{key}@anchor", anchor)
+                print(
+                    f"  {client + ': ' + label:<62s} {got[key] * 1e3:9.3f} ms = {got[key] / base:7.1f}x{of}"
+                    f"  (anchor {base * 1e3:.3f})"
+                )
+
+        print(f"{client}: each call timed in rounds alternating with its anchor; the ratio is to that anchor")
+        print(f"  {client + ': anchor np.load(inputs/image.npy), median of its rounds':<62s} {anchor * 1e3:9.3f} ms")
+        print(f"  {client + ': anchor np.load(inputs/image.npy, mmap_mode=r)':<62s} {mmap * 1e3:9.3f} ms")
+        line("SDK floor (empty tool, SDK session loop, relay)", f"{client}:floor-sdk")
+        line("floor (empty tool, pipes handed over, fast call)", f"{client}:floor")
+        line("read_layer npy, SDK session loop and relay", f"{client}:npy-sdk")
+        line("list_layers (no pixels)", f"{client}:list_layers")
+        line("read_layer npy (whole input: its file named again)", f"{client}:npy")
+        line("read_layer npy, then np.load(mmap_mode=r)", f"{client}:npy-mmap", " of the mmap anchor")
+        line("read_layer npy, region (a file written each call)", f"{client}:npy-region")
+        line("napari-mcp save_layer_data .npy, then np.load", f"{client}:peer:save_layer_data")
+        line(f"read_layer base64 (apart, of {SLOW_REPEATS})", f"{client}:base64")
+        line(f"read_layer list (apart, of {SLOW_REPEATS})", f"{client}:list")
+        line(f"napari-mcp get_layer, slicing (apart, of {SLOW_REPEATS})", f"{client}:peer:get_layer")
     if "peer-failed" in got:
         print(f"  napari-mcp: failed, not measured ({got.pop('peer-failed')})")
     if peer_asked and not peer_ok:
         print("  napari-mcp: not measured (needs napari-mcp and xvfb-run: the peers extra)")
     print(f"(load average after  {after[0]:.2f} {after[1]:.2f} {after[2]:.2f})")
     for client in ("sdk", "lean"):
-        best = min(got[f"{client}:{e}"] for e in ("npy", "npy-region", "base64"))
-        fresh = got[f"{client}:npy-region"]
+
+        def ratio(key: str) -> float:
+            return got[f"{client}:{key}"] / got.get(f"{client}:{key}@anchor", got[f"{client}:anchor"])
+
+        best_key = "npy"  # the whole layer, as the target reads; the others are said beside it
+        best = got[f"{client}:{best_key}"]
         print(
-            f"ratio {client}: read_layer / anchor {best / anchor:.1f}x (a file written each call: "
-            f"{fresh / anchor:.1f}x); floor / anchor {got[f'{client}:floor'] / anchor:.1f}x; "
-            f"target within {TARGET:g}x: {'met' if best / anchor <= TARGET else 'NOT met'}"
+            f"ratio {client}: read_layer npy / anchor {ratio(best_key):.1f}x (a file written each call: "
+            f"{ratio('npy-region'):.1f}x; before, SDK session loop and relay: {ratio('npy-sdk'):.1f}x); "
+            f"floor / anchor {ratio('floor'):.1f}x (SDK floor {ratio('floor-sdk'):.1f}x); "
+            f"target within {TARGET:g}x: {'met' if ratio(best_key) <= TARGET else 'NOT met'}"
         )
-        peers = [got[k] for k in (f"{client}:peer:get_layer", f"{client}:peer:save_layer_data") if k in got]
-        if peers:
+        print(
+            f"ratio {client}: read_layer npy then np.load(mmap_mode=r) / the mmap anchor {ratio('npy-mmap'):.1f}x; "
+            f"read_layer npy / np.load in a loop of its own ({got['anchor-alone'] * 1e3:.3f} ms) "
+            f"{best / got['anchor-alone']:.1f}x"
+        )
+        saved = f"{client}:peer:save_layer_data"
+        if saved in got:
             inline = got.get(f"{client}:peer:get_layer")
             print(
-                f"ratio {client}: napari-mcp's fastest read / read_layer {min(peers) / best:.1f}x"
+                f"ratio {client}: napari-mcp's save_layer_data / read_layer {ratio('peer:save_layer_data') / ratio(best_key):.1f}x "
+                f"(each over the anchor of its own rounds; in ms {got[saved] / best:.1f}x)"
                 + (f", its get_layer / read_layer {inline / best:.0f}x" if inline is not None else "")
-                + f"; faster than napari-mcp: {'met' if best < min(peers) else 'NOT met'}"
+                + f"; faster than napari-mcp: {'met' if ratio(best_key) < ratio('peer:save_layer_data') else 'NOT met'}"
             )
 
 
 # --------------------------------------------------------------------------- the agent's side
 
 
-async def _timed(repeats: int, call: Callable[[], Awaitable[Any]]) -> float:
-    times = []
-    for i in range(repeats + WARMUP):
-        t0 = time.perf_counter()
-        await call()
-        if i >= WARMUP:
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+# --------------------------------------------------------------------------- the agent's side
+
+#: the encodings timed apart, fewer times (each costs tens of ms or more): not interleaved
+SLOW_READS = ("base64", "list")
 
 
-def _array(got: dict[str, Any], encoding: str) -> np.ndarray:
+def _array(got: dict[str, Any], encoding: str, *, mmap: bool = False) -> np.ndarray:
     if encoding == "base64":
         return np.frombuffer(base64.b64decode(got["data"]), dtype=got["dtype"]).reshape(got["shape"])
     if encoding == "list":
         return np.asarray(got["data"], dtype=np.float32)
-    return np.load(got["path"])
+    return np.load(got["path"], mmap_mode="r") if mmap else np.load(got["path"])
 
 
 def _reads(n: int) -> dict[str, dict[str, Any]]:
@@ -231,6 +267,7 @@ def _reads(n: int) -> dict[str, dict[str, Any]]:
     ``.npy`` written on every call, where a whole input layer's is written once and named again)."""
     return {
         "npy": {"name": "image", "encoding": "npy"},
+        "npy-mmap": {"name": "image", "encoding": "npy"},  # the same read, the file then mapped, not copied
         "npy-region": {"name": "image", "encoding": "npy", "region": [[0, n - 1]]},
         "base64": {"name": "image", "encoding": "base64"},
         "list": {"name": "image", "encoding": "list"},
@@ -243,50 +280,139 @@ def _check(key: str, arr: np.ndarray, image: np.ndarray) -> None:
         raise SystemExit(f"{key}: the array read back differs")
 
 
+Timed = Callable[[], Awaitable[Any]]
+
+
+async def _interleaved(repeats: int, calls: dict[str, Timed]) -> dict[str, float]:
+    """Each call's median over ``repeats`` rounds, every round calling each once in turn, so
+    that a change of the machine's load falls on all of them alike (the ratios are of one run)."""
+    times: dict[str, list[float]] = {key: [] for key in calls}
+    for i in range(repeats + WARMUP):
+        for key, call in calls.items():
+            t0 = time.perf_counter()
+            await call()
+            if i >= WARMUP:
+                times[key].append(time.perf_counter() - t0)
+    return {key: statistics.median(t) for key, t in times.items()}
+
+
+async def _timed(repeats: int, call: Timed) -> float:
+    return (await _interleaved(repeats, {"one": call}))["one"]
+
+
 async def _client(plan: dict[str, Any]) -> dict[str, float]:
+    """Every client and server open at once; the anchors, the floors and the ``npy`` reads (and
+    napari-mcp's file route) interleaved round by round; the slow encodings timed apart."""
+    from contextlib import AsyncExitStack
+
     image = np.load(plan["image"])
     repeats = int(plan["repeats"])
+    held: dict[str, np.ndarray] = {}
+    calls: dict[str, Timed] = {}
+    slow: dict[str, Timed] = {}
     out: dict[str, float] = {}
 
     async def anchor() -> None:
-        np.load(plan["image"])
+        held["anchor"] = np.load(plan["image"])
 
-    out["anchor"] = await _timed(repeats, anchor)
-    out.update(await _sdk(plan, image, repeats))
-    out.update(_lean(plan, image, repeats))
-    if plan["peer"]:
+    async def anchor_mmap() -> None:
+        held["anchor-mmap"] = np.load(plan["image"], mmap_mode="r")
+
+    async with AsyncExitStack() as stack:
+        sdk = {
+            which: await _sdk_session(stack, plan[which]) for which in ("floor", "floor-sdk", "server", "server-sdk")
+        }
+        lean = {which: _Lean(plan[which]) for which in ("floor", "floor-sdk", "server", "server-sdk")}
+        for client in lean.values():
+            stack.callback(client.close)
+        for name in ("sdk", "lean"):
+            _our_calls(name, sdk if name == "sdk" else lean, image, calls, slow, held)
+        out["anchor-alone"] = await _timed(repeats, anchor)  # np.load in a loop of its own, caches warm
+        await _paired(repeats, calls, anchor, anchor_mmap, out)
+        for name in ("sdk", "lean"):  # shown: the medians of the anchors of a client's rounds
+            mine = [v for k, v in out.items() if k.startswith(f"{name}:") and k.endswith("@anchor")]
+            mapped = [out[f"{name}:npy-mmap@anchor"]]
+            out[f"{name}:anchor"] = statistics.median([v for v in mine if v not in mapped])
+            out[f"{name}:anchor-mmap"] = mapped[0]
+        for key, call in slow.items():
+            out[key] = await _timed(SLOW_REPEATS, call)
+    if plan["peer"]:  # started only now: napari and Xvfb never run beside our calls
+        peer_calls: dict[str, Timed] = {}
+        peer_slow: dict[str, Timed] = {}
         try:
-            out.update(await _peer(plan, image))
+            async with AsyncExitStack() as stack:
+                await _peer(stack, plan, image, peer_calls, peer_slow, held)
+                await _paired(repeats, peer_calls, anchor, anchor_mmap, out)
+                for key, call in peer_slow.items():
+                    out[key] = await _timed(SLOW_REPEATS, call)
         except (Exception, SystemExit, BaseExceptionGroup) as exc:  # the peer's failure is said, not ours
             out["peer-failed"] = f"{type(exc).__name__}: {exc}"[:300]  # type: ignore[assignment]
+    for key, arr in held.items():
+        if key not in ("anchor", "anchor-mmap"):
+            _check(key, arr, image)
     return out
 
 
-async def _sdk(plan: dict[str, Any], image: np.ndarray, repeats: int) -> dict[str, float]:
+async def _paired(
+    repeats: int, calls: dict[str, Timed], anchor: Timed, anchor_mmap: Timed, out: dict[str, float]
+) -> None:
+    """Each call in rounds alternating with its anchor (``np.load``, or its mmap form for the mmap
+    read): ``out[key]`` and ``out[key + "@anchor"]``, whose ratio is of the same rounds."""
+    for key, call in calls.items():
+        base = anchor_mmap if key.endswith("npy-mmap") else anchor
+        paired = await _interleaved(repeats, {"anchor": base, key: call})
+        out[key], out[f"{key}@anchor"] = paired[key], paired["anchor"]
+
+
+async def _sdk_session(stack: Any, entry: dict[str, Any]) -> Any:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    out: dict[str, float] = {}
-    floor = plan["floor"]
-    async with stdio_client(StdioServerParameters(command=floor["command"], args=floor["args"])) as (r, w):
-        async with ClientSession(r, w) as client:
-            await client.initialize()
-            out["sdk:floor"] = await _timed(repeats, lambda: client.call_tool("empty", {}))
-    entry = plan["server"]
-    async with stdio_client(StdioServerParameters(command=entry["command"], args=entry["args"])) as (r, w):
-        async with ClientSession(r, w) as client:
-            await client.initialize()
-            out["sdk:list_layers"] = await _timed(repeats, lambda: client.call_tool("list_layers", {}))
-            for key, args in _reads(image.shape[0]).items():
-                held: list[np.ndarray] = []
+    params = StdioServerParameters(command=entry["command"], args=entry["args"])
+    r, w = await stack.enter_async_context(stdio_client(params))
+    client = await stack.enter_async_context(ClientSession(r, w))
+    await client.initialize()
+    return client
 
-                async def read(args: dict[str, Any] = args, held: list[np.ndarray] = held, key: str = key) -> None:
-                    result = await client.call_tool("read_layer", args)
-                    held[:] = [_array(result.structuredContent or {}, args["encoding"])]
 
-                out[f"sdk:{key}"] = await _timed(SLOW_REPEATS if key == "list" else repeats, read)
-                _check(f"sdk {key}", held[0], image)
-    return out
+def _our_calls(
+    name: str,
+    clients: dict[str, Any],
+    image: np.ndarray,
+    calls: dict[str, Timed],
+    slow: dict[str, Timed],
+    held: dict[str, np.ndarray],
+) -> None:
+    """The calls of one client (``sdk``: the SDK's ``ClientSession``; ``lean``: :class:`_Lean`)."""
+
+    def call(which: str, tool: str, args: dict[str, Any]) -> Timed:
+        client = clients[which]
+        if name == "sdk":
+
+            async def sdk_call() -> dict[str, Any]:
+                return (await client.call_tool(tool, args)).structuredContent or {}
+
+            return sdk_call
+
+        async def lean_call() -> dict[str, Any]:
+            return client.call(tool, args)
+
+        return lean_call
+
+    def read(key: str, which: str, args: dict[str, Any]) -> Timed:
+        made = call(which, "read_layer", args)
+
+        async def timed_read() -> None:
+            held[key] = _array(await made(), args["encoding"], mmap=key.endswith("npy-mmap"))
+
+        return timed_read
+
+    calls[f"{name}:floor"] = call("floor", "empty", {})
+    calls[f"{name}:floor-sdk"] = call("floor-sdk", "empty", {})
+    calls[f"{name}:list_layers"] = call("server", "list_layers", {})
+    for key, args in _reads(image.shape[0]).items():
+        (slow if key in SLOW_READS else calls)[f"{name}:{key}"] = read(f"{name}:{key}", "server", args)
+    calls[f"{name}:npy-sdk"] = read(f"{name}:npy-sdk", "server-sdk", {"name": "image", "encoding": "npy"})
 
 
 class _Lean:
@@ -347,41 +473,14 @@ class _Lean:
         self.proc.wait(timeout=10)
 
 
-def _timed_sync(repeats: int, call: Callable[[], Any]) -> float:
-    times = []
-    for i in range(repeats + WARMUP):
-        t0 = time.perf_counter()
-        call()
-        if i >= WARMUP:
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def _lean(plan: dict[str, Any], image: np.ndarray, repeats: int) -> dict[str, float]:
-    out: dict[str, float] = {}
-    timed = _timed_sync
-    floor = _Lean(plan["floor"])
-    try:
-        out["lean:floor"] = timed(repeats, lambda: floor.call("empty", {}))
-    finally:
-        floor.close()
-    lean = _Lean(plan["server"])
-    try:
-        out["lean:list_layers"] = timed(repeats, lambda: lean.call("list_layers", {}))
-        for key, args in _reads(image.shape[0]).items():
-            held: list[np.ndarray] = []
-
-            def read(args: dict[str, Any] = args, held: list[np.ndarray] = held) -> None:
-                held[:] = [_array(lean.call("read_layer", args), args["encoding"])]
-
-            out[f"lean:{key}"] = timed(SLOW_REPEATS if key == "list" else repeats, read)
-            _check(f"lean {key}", held[0], image)
-    finally:
-        lean.close()
-    return out
-
-
-async def _peer(plan: dict[str, Any], image: np.ndarray) -> dict[str, float]:
+async def _peer(
+    stack: Any,
+    plan: dict[str, Any],
+    image: np.ndarray,
+    calls: dict[str, Timed],
+    slow: dict[str, Timed],
+    held: dict[str, np.ndarray],
+) -> None:
     """napari-mcp on stdio under xvfb-run, its viewer holding the same array, through each client:
     its layer read (``get_layer`` with ``slicing``: the numbers inline) and its file route
     (``save_layer_data`` to an ``.npy``, then ``np.load``)."""
@@ -393,56 +492,46 @@ async def _peer(plan: dict[str, Any], image: np.ndarray) -> dict[str, float]:
     entry = {"command": XVFB[0], "args": [*XVFB[1:], sys.executable, "-m", "napari_mcp.server"]}
     load = f"viewer.add_image(np.load({plan['image']!r}), name='image')"
     get_args = {"name": "image", "slicing": ":, :", "max_elements": int(image.size)}
-    repeats = int(plan["repeats"])
     count = [0]
 
     def save_args() -> dict[str, Any]:
         count[0] += 1
         return {"name": "image", "path": str(scratch / f"image-{count[0]}.npy")}
 
-    out: dict[str, float] = {}
-    held: list[np.ndarray] = []
-    with open(os.devnull, "w") as quiet:
-        async with stdio_client(StdioServerParameters(command=entry["command"], args=entry["args"]), errlog=quiet) as (
-            r,
-            w,
-        ):
-            async with ClientSession(r, w) as client:
-                await client.initialize()
-                await client.call_tool("init_viewer", {})
-                done = await client.call_tool("execute_code", {"code": load})
-                if done.isError or '"status":"ok"' not in done.content[0].text.replace(" ", ""):
-                    raise SystemExit(f"napari-mcp could not load the array: {done.content}")
-
-                async def get_layer() -> None:
-                    result = await client.call_tool("get_layer", get_args)
-                    got = result.structuredContent or json.loads(result.content[0].text)
-                    held[:] = [np.asarray(got["data"], dtype=np.float32)]
-
-                async def save_layer_data() -> None:
-                    args = save_args()
-                    await client.call_tool("save_layer_data", args)
-                    held[:] = [np.load(args["path"])]
-
-                out["sdk:peer:get_layer"] = await _timed(SLOW_REPEATS, get_layer)
-                _check("napari-mcp get_layer", held[0], image)
-                out["sdk:peer:save_layer_data"] = await _timed(repeats, save_layer_data)
-                _check("napari-mcp save_layer_data", held[0], image)
+    quiet = stack.enter_context(open(os.devnull, "w"))
+    params = StdioServerParameters(command=entry["command"], args=entry["args"])
+    r, w = await stack.enter_async_context(stdio_client(params, errlog=quiet))
+    client = await stack.enter_async_context(ClientSession(r, w))
+    await client.initialize()
+    await client.call_tool("init_viewer", {})
+    done = await client.call_tool("execute_code", {"code": load})
+    if done.isError or '"status":"ok"' not in done.content[0].text.replace(" ", ""):
+        raise SystemExit(f"napari-mcp could not load the array: {done.content}")
     lean = _Lean(entry, quiet=True)
-    try:
-        lean.call("init_viewer", {})
-        lean.call("execute_code", {"code": load})
+    stack.callback(lean.close)
+    lean.call("init_viewer", {})
+    lean.call("execute_code", {"code": load})
 
-        def lean_save() -> None:
-            args = save_args()
-            lean.call("save_layer_data", args)
-            held[:] = [np.load(args["path"])]
+    async def get_layer() -> None:
+        result = await client.call_tool("get_layer", get_args)
+        got = result.structuredContent or json.loads(result.content[0].text)
+        held["sdk:peer:get_layer"] = np.asarray(got["data"], dtype=np.float32)
 
-        out["lean:peer:save_layer_data"] = _timed_sync(repeats, lean_save)
-        _check("napari-mcp save_layer_data (lean)", held[0], image)
-    finally:
-        lean.close()
-    return out
+    async def save_layer_data() -> None:
+        args = save_args()
+        await client.call_tool("save_layer_data", args)
+        held["sdk:peer:save_layer_data"] = np.load(args["path"])
+        os.unlink(args["path"])
+
+    async def lean_save() -> None:
+        args = save_args()
+        lean.call("save_layer_data", args)
+        held["lean:peer:save_layer_data"] = np.load(args["path"])
+        os.unlink(args["path"])
+
+    slow["sdk:peer:get_layer"] = get_layer
+    calls["sdk:peer:save_layer_data"] = save_layer_data
+    calls["lean:peer:save_layer_data"] = lean_save
 
 
 if __name__ == "__main__":

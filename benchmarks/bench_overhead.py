@@ -6,8 +6,8 @@
    time units spend outside them, and the time between units. The 20 % target is checked on the
    share outside reference solutions and verifiers, everything counted.
 2. Runs ``make bench`` as a person does (``imagebench run --subject reference --samples 1`` in a
-   fresh process, a fresh fixture cache), twice: the first run fills the cache, the second reuses
-   it. Each run's wall time (the anchor) is split the same way from its sample summaries.
+   fresh process, a fresh fixture cache, and with it a fresh closure cache: its ``closure-v1/``),
+   twice: the first run fills the caches, the second reuses them. Each run's wall time (the anchor) is split the same way from its sample summaries.
    Targets: outside reference solutions and verifiers < 40 % on the first, < 20 % on the second,
    and the second's wall at most 0.8x the first's.
 3. Times ``imagebench --help`` in a fresh process, median of 5, against ``python -c pass``

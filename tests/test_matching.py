@@ -330,3 +330,147 @@ def test_negative_label_is_named_even_when_it_lies_inside_a_run() -> None:
     p[4, 4] = 2**63
     with pytest.raises(ValueError, match="pred: labels must be below 2\\*\\*63"):
         match_labels(np.zeros((5, 5), np.uint8), p)
+
+
+# --------------------------------------------------------------------------- against the previous counting
+
+
+def _same_overlaps(t: np.ndarray, p: np.ndarray) -> None:
+    """label_overlaps gives, field for field and dtype for dtype, what the previous counting gave."""
+    from matching_v1 import label_overlaps_v1
+
+    got, want = label_overlaps(t, p), label_overlaps_v1(t, p)
+    for name in want.__dataclass_fields__:
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert np.array_equal(got.iou(), want.iou())
+
+
+def _edge_images() -> list[tuple[str, np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(29)
+    blobs = random_labels(rng, (37, 70), 0.5, scramble=True)
+    other = np.where(rng.random(blobs.shape) < 0.1, 0, np.roll(blobs, 2, axis=1))
+    vol = random_labels(rng, (9, 13, 17), 0.45, scramble=True)
+    noise = rng.permutation(64 * 65).reshape(64, 65) + 1  # every pixel its own object
+    giant = np.ones((50, 80), np.int32)
+    cases = [
+        ("blobs", blobs, other),
+        ("volume", vol, np.roll(vol, 1, axis=2)),
+        ("one side empty", blobs, np.zeros_like(blobs)),
+        ("other side empty", np.zeros_like(blobs), other),
+        ("both empty", np.zeros((5, 64), np.uint8), np.zeros((5, 64), np.uint8)),
+        ("one pixel", np.array([3]), np.array([3])),
+        ("many small objects", noise, np.roll(noise, 1)),
+        ("noise against blobs", noise[:37, :65], blobs[:, :65]),
+        ("one giant object", giant, np.where(rng.random(giant.shape) < 0.5, 7, 0)),
+        ("giant against giant", giant, giant * 9),
+        ("non-contiguous views", blobs[::2, ::3], other[::2, ::3]),
+        ("transposed", blobs.T, other.T),
+    ]
+    for dtype in (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64):
+        top = int(np.iinfo(dtype).max)
+        t = np.where(blobs % 5 == 1, top, np.where(blobs > 0, blobs % 100 + 1, 0)).astype(dtype)
+        q = np.where(other % 7 == 2, top, np.where(other > 0, other % 90 + 1, 0)).astype(dtype)
+        cases.append((f"{dtype.__name__} up to its max", t, q))
+    return cases
+
+
+EDGES = _edge_images()
+
+
+@pytest.mark.parametrize(("name", "t", "p"), EDGES, ids=[e[0] for e in EDGES])
+@pytest.mark.parametrize("tables", [True, False])
+def test_overlaps_are_those_of_the_previous_counting(
+    name: str, t: np.ndarray, p: np.ndarray, tables: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import imagebench.matching as matching
+
+    if not tables:
+        monkeypatch.setattr(matching, "_dense_enough", lambda top, count: False)
+    if t.dtype == np.uint64 and int(max(t.max(), p.max())) >= 2**63:
+        with pytest.raises(ValueError, match="2\\*\\*63"):
+            label_overlaps(t, p)
+        return
+    _same_overlaps(t, p)
+    if np.unique(t).size * np.unique(p).size > 20_000:  # the dense table would take seconds
+        return
+    for thr in (0.3, 0.5):
+        tp, n_true, n_pred, pairs = dense_match(t, p, thr)
+        r = match_labels(t, p, iou=thr)
+        assert (r.tp, r.n_true, r.n_pred) == (tp, n_true, n_pred)
+        if thr >= 0.5:
+            assert sorted(map(tuple, r.pairs.tolist())) == pairs
+
+
+@pytest.mark.parametrize("past", [0, 1])
+def test_packed_pair_key_at_the_edge_of_an_int64(past: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pair key ``(t * (top_p + 1) + p) << bits | length`` just fitting an int64, and one past
+    it (where both label sets are compacted first): the same pairs and intersections either way."""
+    import imagebench.matching as matching
+
+    compacted: list[int] = []
+    compact = matching._compact
+    monkeypatch.setattr(matching, "_compact", lambda *a: compacted.append(1) or compact(*a))
+
+    top_p = 2**30 + 7
+    bits = 5  # runs of up to 31 pixels
+    top_t = ((matching._INT64_MAX >> bits) - top_p) // (top_p + 1) + past
+    t = np.zeros((4, 31), np.int64)
+    p = np.zeros_like(t)
+    t[0, :] = top_t  # a run of 31: ``bits`` is 5
+    p[0, :20] = top_p
+    p[0, 20:] = 3
+    t[2, 3:9] = 5
+    p[2, 4:12] = top_p
+    _same_overlaps(t, p)
+    ov = label_overlaps(t, p)
+    assert list(zip(ov.pair_true.tolist(), ov.pair_pred.tolist(), ov.intersection.tolist(), strict=True)) == [
+        (5, top_p, 5),
+        (top_t, 3, 11),
+        (top_t, top_p, 20),
+    ]
+    assert bool(compacted) == bool(past)  # the packed key where it fits, compacted labels past it
+
+
+def test_one_prediction_over_two_exact_halves_matches_once() -> None:
+    """The mirror of the exact-half tie: the repeated label is on the predicted side."""
+    t = square((10, 10), 0, 2, 0, 4, 1)
+    square((10, 10), 2, 4, 0, 4, 2, into=t)
+    p = square((10, 10), 0, 4, 0, 4, 9)
+    r = match_labels(t, p, iou=0.5)
+    assert (r.tp, r.fp, r.fn) == (1, 0, 1)
+    assert r.pairs.tolist() == [[1, 9]]
+    assert dense_match(t, p, 0.5)[0] == 1
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 18])
+def test_changes_are_the_same_whatever_the_chunk(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second image is compared a chunk at a time: every chunk edge, and a chunk of one pixel."""
+    import imagebench.matching as matching
+
+    monkeypatch.setattr(matching, "_CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    t = random_labels(rng, (23, 29), 0.5, scramble=True)
+    p = random_labels(rng, t.shape, 0.5, scramble=True)
+    tf, pf = t.ravel(), p.ravel()
+    want = np.concatenate(([True], (tf[1:] != tf[:-1]) | (pf[1:] != pf[:-1])))
+    assert np.array_equal(matching._changes(tf, pf), want)
+    _same_overlaps(t, p)
+
+
+def test_overlaps_listed_out_of_order_still_match_one_to_one() -> None:
+    """match_overlaps does not lean on the pairs' order: a truth object listed twice, apart."""
+    from imagebench.matching import LabelOverlaps, match_overlaps
+
+    a = np.array
+    ov = LabelOverlaps(
+        true_labels=a([1, 2]),
+        true_areas=a([4, 4]),
+        pred_labels=a([5, 6, 7]),
+        pred_areas=a([4, 4, 4]),
+        pair_true=a([1, 2, 1]),
+        pair_pred=a([5, 6, 7]),
+        intersection=a([3, 4, 3]),
+    )
+    r = match_overlaps(ov, 0.5)
+    assert r.tp == 2 and sorted(map(tuple, r.pairs.tolist())) == [(1, 5), (2, 6)]

@@ -181,6 +181,8 @@ def _supervise(argv: list[str]) -> int:
     os.close(fd)
     try:
         if _can_fork():
+            _import_the_check()  # then asked again: the fork still needs this process to hold one thread
+        if _can_fork():
             pid = _fork_child(argv, marker)
 
             def forward(signum: int, _frame: object) -> None:
@@ -280,6 +282,20 @@ def _fork_child(argv: list[str], marker: str) -> int:
             with contextlib.suppress(BaseException):
                 stream.flush()
         os._exit(code)
+
+
+def _import_the_check() -> None:
+    """Import here, before the fork, what :func:`_borne_out` reads the run folder with (the records,
+    pydantic, the checked reader): the child needs them too and inherits them, so they are paid
+    once, not again in this process after the run (about as long as the check itself). Nothing
+    is checked or trusted any less: the check still reads the folder afresh, after the child ended."""
+    import imagebench.executor.calibration
+    import imagebench.fixtures.digest
+    import imagebench.runs.journal
+    import imagebench.runs.reader
+    import imagebench.runs.verdict
+    import imagebench.runs.writer
+    import imagebench.state  # noqa: F401
 
 
 def _borne_out(run_dir: str) -> str:

@@ -26,6 +26,7 @@ FORMATS: dict[str, str] = {
     "suite-run": "imagebench.suite.record:SuiteRunInfo",
     "comparison": "imagebench.suite.compare:Comparison",
     "cache-entry": "imagebench.fixtures.cache:CacheEntry",
+    "closure-cache-entry": "imagebench.runs.closurecache:ClosureCacheEntry",
     "transcript": "imagebench.subjects.mcp.transcript:Transcript",
     "views-index": "imagebench.subjects.views:ViewsIndex",
     "agent": "imagebench.subjects.agents.envelope:AgentRecord",
@@ -49,7 +50,6 @@ def load_model(name: str) -> type:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-
 
     if not args.record:
         print("\n".join(sorted(FORMATS)))

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.flight as fl
 
+from imagebench.plane.arrow import UPLOAD_SCHEMA, binary_column, index_column
 from imagebench.plane.protocol import (
     META_KEY,
     ArrayMeta,
@@ -40,7 +41,6 @@ from imagebench.plane.protocol import (
     source_id,
     spatial_axes,
 )
-from imagebench.plane.server import UPLOAD_SCHEMA, binary_column, index_column
 from imagebench.plane.token import HEADER, SCHEME, TENSOR_TOKEN_ENV
 
 DEFAULT_SPATIAL_CHUNK = 256

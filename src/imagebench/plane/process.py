@@ -170,8 +170,17 @@ class PlaneProcess:
     def argv(self) -> list[str]:
         if self.command is not None:
             return list(self.command)
-        argv = [sys.executable, "-m", "imagebench.plane", "serve", "--host", self.host, "--port", "0",
-                "--watch-parent"]
+        argv = [
+            sys.executable,
+            "-m",
+            "imagebench.plane",
+            "serve",
+            "--host",
+            self.host,
+            "--port",
+            "0",
+            "--watch-parent",
+        ]
         if self.requested_dir is not None:
             argv += ["--data-dir", str(self.requested_dir)]
         return argv
@@ -193,7 +202,7 @@ class PlaneProcess:
         return self
 
     def _spawn(self) -> None:
-        from imagebench.plane.server import UPLOAD_KEY_ENV
+        from imagebench.plane.protocol import UPLOAD_KEY_ENV
         from imagebench.plane.token import READ_KEY_ENV
 
         env = {k: v for k, v in os.environ.items() if k not in _WITHHELD_ENV}
@@ -233,8 +242,7 @@ class PlaneProcess:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise PlaneUnavailable(
-                        f"the plane server printed no {what} within {self.startup_timeout:g} s"
-                        + self._why_suffix()
+                        f"the plane server printed no {what} within {self.startup_timeout:g} s" + self._why_suffix()
                     )
                 try:
                     line = lines.get(timeout=min(left, 0.5))
@@ -443,8 +451,10 @@ class RunPlane:
                     f"fixture does not have (data keys: {sorted(fixture.data)})"
                 )
             value = fixture.data[layer.key]
-            if not _is_lazy(value) and hasattr(value, "dask") and callable(value.dask):
-                value = value.dask()  # an ArrayRef: stream it rather than load it whole
+            # An ArrayRef goes as ``np.asarray`` reads it (Client.upload): a read-only memory map for
+            # an uncompressed file, each chunk paged in as it is sent, else the array loaded once, as
+            # its dask form would load it. Not through ``ref.dask()``: dask.array pulls in xarray,
+            # pandas and distributed, about two seconds of a run that needs none of them.
             sid = client.upload(
                 value,
                 secrets.token_hex(16),
@@ -505,11 +515,6 @@ class RunPlane:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _is_lazy(value: Any) -> bool:
-    module = sys.modules.get("dask.array")
-    return module is not None and isinstance(value, module.Array)
 
 
 # --------------------------------------------------------------------------- one plane per viewer

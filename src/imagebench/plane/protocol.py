@@ -55,6 +55,8 @@ ALLOWED_DTYPES: tuple[str, ...] = (
 )
 META_KEY = b"imagebench.plane"
 # Column names of an upload batch (and of a chunk returned by do_get: only ``data``).
+#: The environment variable the plane process reads its upload key from (popped at once).
+UPLOAD_KEY_ENV = "IMAGEBENCH_PLANE_UPLOAD_KEY"
 INDEX_FIELD = "index"
 DATA_FIELD = "data"
 CHUNK_FIELDS: tuple[str, ...] = (INDEX_FIELD, DATA_FIELD)

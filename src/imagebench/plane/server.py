@@ -30,7 +30,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +40,21 @@ import pyarrow.flight as fl
 import zarr
 
 import imagebench.plane.token as tokens
+from imagebench.plane.arrow import (  # UPLOAD_SCHEMA and index_column: re-exported from their old home
+    BOX_BATCH_BYTES,
+    BOX_SCHEMA,
+    CHUNK_SCHEMA,
+    UPLOAD_SCHEMA,  # noqa: F401
+    binary_column,
+    index_column,  # noqa: F401
+    index_rows,
+)
 from imagebench.plane.protocol import (
     DATA_FIELD,
     INDEX_FIELD,
     META_KEY,
     PROTOCOL_VERSION,
+    UPLOAD_KEY_ENV,
     ArrayMeta,
     ChunkTicket,
     ProtocolError,
@@ -60,9 +70,9 @@ from imagebench.plane.protocol import (
     iter_chunk_indices,
 )
 
-#: The environment variables the process that starts a plane gives it: the harness's upload key, and
-#: the bytes that uploads without it (a subject's) may take in all (default :data:`GUEST_BYTES`).
-UPLOAD_KEY_ENV = "IMAGEBENCH_PLANE_UPLOAD_KEY"
+#: The environment variables the process that starts a plane gives it: the harness's upload key
+#: (``UPLOAD_KEY_ENV``, in :mod:`imagebench.plane.protocol`), and the bytes that uploads without it
+#: (a subject's) may take in all (default :data:`GUEST_BYTES`).
 GUEST_BYTES_ENV = "IMAGEBENCH_PLANE_GUEST_BYTES"
 GUEST_BYTES = 2 * 1024**3
 
@@ -117,42 +127,6 @@ def loopback_host(host: str, read_key: str | None = None) -> str:
 
 def _url(host: str, port: int) -> str:
     return f"grpc://[{host}]:{port}" if ":" in host else f"grpc://{host}:{port}"
-
-
-# --------------------------------------------------------------------------- Arrow helpers
-
-UPLOAD_SCHEMA = pa.schema([(INDEX_FIELD, pa.list_(pa.int64())), (DATA_FIELD, pa.large_binary())])
-# A box of chunks read with one ticket (``span``) comes back the way an upload goes: a batch per chunk.
-BOX_SCHEMA = UPLOAD_SCHEMA
-CHUNK_SCHEMA = pa.schema([(DATA_FIELD, pa.large_binary())])
-
-
-def binary_column(data: Any) -> pa.Array:
-    """One large_binary value that wraps ``data``'s bytes without a copy."""
-    buf = pa.py_buffer(data)
-    offsets = pa.py_buffer(np.array([0, buf.size], dtype=np.int64))
-    return pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, buf])
-
-
-BOX_BATCH_BYTES = 4 << 20  # a box of chunks is streamed in record batches of about this many bytes
-
-
-def index_rows(indices: Sequence[Sequence[int]]) -> pa.Array:
-    """One list<int64> value per chunk index, built from buffers (see :func:`index_column`)."""
-    values = np.asarray(indices, dtype=np.int64).reshape(len(indices), -1)
-    offsets = np.arange(0, values.size + 1, values.shape[1], dtype=np.int32)
-    off = pa.Array.from_buffers(pa.int32(), len(offsets), [None, pa.py_buffer(offsets)])
-    items = pa.Array.from_buffers(pa.int64(), values.size, [None, pa.py_buffer(np.ascontiguousarray(values))])
-    return pa.ListArray.from_arrays(off, items)
-
-
-def index_column(index: Any) -> pa.Array:
-    """One list<int64> value holding a chunk's grid index, built from buffers (``pa.array`` would
-    import pandas, a third of a second, to check whether it was handed a pandas object)."""
-    values = np.asarray(index, dtype=np.int64)
-    offsets = pa.Array.from_buffers(pa.int32(), 2, [None, pa.py_buffer(np.array([0, values.size], dtype=np.int32))])
-    items = pa.Array.from_buffers(pa.int64(), values.size, [None, pa.py_buffer(values)])
-    return pa.ListArray.from_arrays(offsets, items)
 
 
 def _error(message: str) -> fl.FlightServerError:

@@ -48,6 +48,7 @@ from imagebench.fixtures.digest import FingerprintError, digest_bytes, digest_js
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
+    from imagebench.runs.closurecache import ClosureCache
 
 PROJECT = "imagebench"
 _IMPORTS = ("IMPORT_NAME",)
@@ -67,6 +68,9 @@ class _Walk:
         self.modules: dict[str, str] = {}
         self._seen: set[int] = set()
         self._stack: list[Any] = []
+        from imagebench.runs.closurecache import current  # pydantic: imported by a walk, not by this module
+
+        self.cache = current()  # sources and loaded names kept across runs
 
     # ------------------------------------------------------------------ what counts
     def mine(self, obj: Any) -> bool:
@@ -150,7 +154,7 @@ class _Walk:
         digest = _SOURCES.get(obj)
         if digest is None:
             try:
-                digest = _SOURCES[obj] = digest_text(inspect.getsource(obj))
+                digest = _SOURCES[obj] = self.cache.source_digest(obj, lambda: digest_text(inspect.getsource(obj)))
             except (OSError, TypeError) as exc:
                 raise FingerprintError(f"{self.what}: the source of {name} cannot be read ({exc})") from None
         self.code[name] = digest
@@ -188,7 +192,7 @@ class _Walk:
 
     # ------------------------------------------------------------------ names in code
     def _code(self, code: types.CodeType, scope: Mapping[str, Any]) -> None:
-        imports, attrs, globals_ = _names(code)
+        imports, attrs, globals_ = _names(code, self.cache)
         package = scope.get("__package__") or _top(scope.get("__name__"))
         modules = [m for name, level in imports if (m := self._import(name, level, package)) is not None]
         for name in globals_:
@@ -270,12 +274,18 @@ _MODULES: dict[str, str] = {}
 _NAMES: dict[types.CodeType, tuple[list[tuple[str, int]], list[str], list[str]]] = {}
 
 
-def _names(code: types.CodeType) -> tuple[list[tuple[str, int]], list[str], list[str]]:
+def _names(
+    code: types.CodeType, cache: ClosureCache | None = None
+) -> tuple[list[tuple[str, int]], list[str], list[str]]:
     """``(imports as (name, level), attribute names, global names)`` that ``code`` and the code
-    nested in it load."""
+    nested in it load (kept across runs in ``cache``)."""
     found = _NAMES.get(code)
-    if found is not None:
-        return found
+    if found is None:
+        found = _NAMES[code] = _scan(code) if cache is None else cache.names(code, lambda: _scan(code))
+    return found
+
+
+def _scan(code: types.CodeType) -> tuple[list[tuple[str, int]], list[str], list[str]]:
     imports: list[tuple[str, int]] = []
     attrs: set[str] = set()
     globals_: set[str] = set()
@@ -290,8 +300,7 @@ def _names(code: types.CodeType) -> tuple[list[tuple[str, int]], list[str], list
                 attrs.add(str(ins.argval))
             elif ins.opname in _GLOBALS:
                 globals_.add(str(ins.argval))
-    found = _NAMES[code] = (imports, sorted(attrs), sorted(globals_))
-    return found
+    return imports, sorted(attrs), sorted(globals_)
 
 
 def _all_code(code: types.CodeType) -> Iterable[types.CodeType]:
@@ -323,8 +332,13 @@ def memoized_closures() -> Iterator[None]:
     finally:
         with _MEMO_LOCK:
             _MEMO_DEPTH -= 1
-            if _MEMO_DEPTH == 0:
+            last = _MEMO_DEPTH == 0
+            if last:
                 _MEMO.clear()
+        if last:
+            from imagebench.runs.closurecache import current
+
+            current().flush()  # what the run's walks computed, kept for the next run
 
 
 def within_run(kind: str, obj: Any, compute: Callable[[], str]) -> str:
@@ -374,6 +388,8 @@ def _walk_closure(roots: list[Any], what: str) -> dict[str, dict[str, str]]:
             projects.add(_top(module))
     walk = _Walk(projects, what)
     walk.run(roots)
+    if not _MEMO_DEPTH:
+        walk.cache.flush()  # inside a run: once, when it ends (memoized_closures)
     return {
         "code": dict(sorted(walk.code.items())),
         "constants": dict(sorted(walk.constants.items())),

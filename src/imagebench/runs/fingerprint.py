@@ -166,8 +166,13 @@ def source_digest(func: Any, what: str) -> dict[str, Any]:
 
 
 def _source(target: Any, func: Any, what: str) -> str:
+    from imagebench.runs.closurecache import current  # kept across runs, keyed by what inspect reads
+
+    def digest() -> str:
+        return current().source_digest(target, lambda: digest_text(inspect.getsource(target)))
+
     try:
-        return within_run("source", target, lambda: digest_text(inspect.getsource(target)))
+        return within_run("source", target, digest)
     except (OSError, TypeError) as exc:
         raise FingerprintError(f"{what} {qualified_name(func)}: its source cannot be read ({exc})") from None
 

@@ -156,10 +156,8 @@ def case_module_files(case: Case) -> list[Path]:
     out: list[Path] = []
     for name, module in list(sys.modules.items()):
         space = getattr(module, "__dict__", None)
-        if not isinstance(space, dict) or _foreign(name):
-            continue
-        given = space.get("CASES")
-        if not isinstance(given, (list, tuple)):
+        given = space.get("CASES") if isinstance(space, dict) else None
+        if not isinstance(given, (list, tuple)) or _foreign(name):  # the cheap test first: ~2,000 modules a unit
             continue
         if any(isinstance(c, CaseType) and c.label == case.label for c in given):
             path = space.get("__file__")

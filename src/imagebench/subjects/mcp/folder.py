@@ -23,9 +23,16 @@ FOLDER_PREFIX = "imagebench-mcp-"
 BRIDGE_NAME = "bridge.py"
 
 #: Runs inside the sandbox with only the standard library: stdin/stdout <-> the server's socket.
-BRIDGE = r'''"""imagebench MCP bridge: this process's stdin/stdout <-> the case server's Unix socket."""
+BRIDGE = r'''"""imagebench MCP bridge: this process's stdin/stdout <-> the case server's Unix socket.
+
+When stdin and stdout are pipes (or sockets), as an MCP client's are, they are handed to the
+server, which then reads and writes them itself; this process only holds the socket until the
+session ends. Otherwise (or when the server refuses) it relays.
+"""
+import array
 import os
 import socket
+import stat
 import sys
 import threading
 
@@ -35,6 +42,29 @@ try:
     sock.connect("server.sock")
 except OSError as exc:
     sys.exit(f"imagebench bridge: cannot reach the case server: {exc}")
+
+
+def piped(fd):
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+if piped(0) and piped(1):
+    try:
+        sock.sendmsg([b"\x01"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1]))])
+        taken = sock.recv(1) == b"\x01"
+    except OSError as exc:
+        sys.exit(f"imagebench bridge: the case server closed the connection: {exc}")
+    if taken:  # the server holds the pipes; this process, the lifeline
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        while sock.recv(1 << 12):
+            pass
+        sys.exit(0)
 
 
 def upstream():

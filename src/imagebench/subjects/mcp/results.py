@@ -9,9 +9,18 @@ not say fails its own test rather than reaching an agent. The parameter types an
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    SerializerFunctionWrapHandler,
+    WithJsonSchema,
+    model_serializer,
+)
+from pydantic_core import CoreSchema
 from typing_extensions import TypeAliasType
 
 __all__ = [
@@ -69,7 +78,63 @@ _DATA_SCHEMA = {
 
 
 class _Result(BaseModel):
+    """A tool's result. Its published schema carries no ``title`` (pydantic's, the field's name
+    again): a client that checks the schema itself on every call, as the MCP SDK's does against the
+    JSON Schema meta-schema, pays for every keyword (``benchmarks/bench_mcp.py``)."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+        schema = handler.resolve_ref_schema(handler(core_schema))
+        _untitled(schema)
+        return schema
+
+
+class _Sparse(_Result):
+    """A result whose fields left at None are absent from it, never ``null``; its schema says so
+    (the field's own type, not an ``anyOf`` with null), so a client checks fewer branches."""
+
+    @model_serializer(mode="wrap")
+    def _absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+        schema = super().__get_pydantic_json_schema__(core_schema, handler)
+        required = set(schema.get("required", ()))
+        for name, prop in schema.get("properties", {}).items():
+            if name not in required:
+                _not_null(prop)
+        return schema
+
+
+def _untitled(schema: Any) -> None:
+    if isinstance(schema, dict):
+        schema.pop("title", None)
+        for key, value in schema.items():
+            if key != "properties":
+                _untitled(value)
+        for value in schema.get("properties", {}).values():
+            _untitled(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _untitled(value)
+
+
+def _not_null(prop: dict[str, Any]) -> None:
+    """An optional field's schema without its ``null``: the one other branch in its place."""
+    if prop.get("default", 0) is None:
+        del prop["default"]
+    branches = prop.get("anyOf")
+    if branches is None:
+        return
+    kept = [b for b in branches if b != {"type": "null"}]
+    if len(kept) == 1:
+        del prop["anyOf"]
+        prop.update({k: v for k, v in kept[0].items() if k not in prop})
+    else:
+        prop["anyOf"] = kept
 
 
 class LayerInfo(_Result):
@@ -114,7 +179,7 @@ class LayersResult(_Result):
     layers: list[LayerInfo]
 
 
-class ReadResult(_Result):
+class ReadResult(_Sparse):
     name: str
     shape: list[int] = Field(description="the shape of what was read")
     dtype: str = Field(description="numpy dtype (base64: little-endian, e.g. '<f4')")

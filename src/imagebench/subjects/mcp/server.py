@@ -4,7 +4,9 @@
   recorded in the transcript; a refused call is a tool error, ``isError``, and the session goes on);
 - :func:`serve_stdio`, :func:`serve_http`: the usual transports (``imagebench mcp serve``);
 - :class:`SocketServer`: the server on a Unix socket, each accepted connection one MCP session
-  speaking newline-delimited JSON-RPC (the stdio framing). A sandboxed command reaches it through
+  speaking newline-delimited JSON-RPC (the stdio framing), on the bridge's own pipes when it hands
+  them over (:mod:`~imagebench.subjects.mcp.handoff`), its ``tools/call`` answered without the
+  SDK's session loop (:mod:`~imagebench.subjects.mcp.fastcall`). A sandboxed command reaches it through
   a file socket in the harness's :class:`~imagebench.subjects.mcp.folder.McpFolder`, shown read-only at
   ``/mcp`` (the network namespace plays no part), with ``mcp.json`` in its workspace naming a
   stdlib-only bridge there that its own ``python3`` runs (:func:`config_text`).
@@ -72,6 +74,8 @@ class ImagebenchMCP(FastMCP):
         self.agent = agent
 
     def _client(self) -> None:
+        if self.agent.transcript.client:  # named once (the socket's fast path names it at initialize)
+            return
         with suppress(Exception):
             params = self.get_context().session.client_params
             self.agent.set_client(params.clientInfo.name if params is not None else None)
@@ -246,16 +250,31 @@ async def _too_large(send: Any, limit: int) -> None:
 # --------------------------------------------------------------------------- a Unix socket
 
 
-async def _serve_stream(server: Any, stream: Any) -> None:
-    """One MCP session over a byte stream of newline-delimited JSON-RPC messages."""
+async def _serve_stream(server: Any, stream: Any, first: bytes = b"", *, fast: bool = True) -> None:
+    """One MCP session over a byte stream of newline-delimited JSON-RPC messages (``first``: its
+    bytes already read); ``fast``: ``tools/call`` answered by :class:`FastCalls`, else by the SDK's
+    session loop as every other message."""
     import anyio
     import mcp.types as types
     from anyio.streams.buffered import BufferedByteReceiveStream
     from mcp.shared.message import SessionMessage
 
+    from imagebench.subjects.mcp.fastcall import FastCalls
+
     read_writer, read_stream = anyio.create_memory_object_stream(0)
     write_stream, write_reader = anyio.create_memory_object_stream(0)
     buffered = BufferedByteReceiveStream(stream)
+    buffered.feed_data(first)
+    fast_calls = FastCalls(server) if fast else None  # tools/call answered here, the rest by the SDK's session
+    sending = anyio.Lock()  # one line at a time on the stream, whichever answers
+
+    async def send(data: bytes) -> bool:
+        try:
+            async with sending:
+                await stream.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return False
+        return True
 
     async def reader() -> None:
         async with read_writer:
@@ -269,18 +288,21 @@ async def _serve_stream(server: Any, stream: Any) -> None:
                 if not line.strip():
                     continue
                 try:
-                    message: Any = SessionMessage(types.JSONRPCMessage.model_validate_json(line))
+                    parsed = types.JSONRPCMessage.model_validate_json(line)
                 except Exception as exc:
-                    message = exc
-                await read_writer.send(message)
+                    await read_writer.send(exc)
+                    continue
+                if fast_calls is not None and fast_calls.takes(parsed):
+                    if not await send(await fast_calls.answer(parsed.root)):
+                        return
+                    continue
+                await read_writer.send(SessionMessage(parsed))
 
     async def writer() -> None:
         async with write_reader:
             async for session_message in write_reader:
                 text = session_message.message.model_dump_json(by_alias=True, exclude_none=True)
-                try:
-                    await stream.send(text.encode("utf-8") + b"\n")
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                if not await send(text.encode("utf-8") + b"\n"):
                     return
 
     low = server._mcp_server
@@ -295,6 +317,38 @@ async def _serve_stream(server: Any, stream: Any) -> None:
                 await stream.aclose()
 
 
+async def _serve_connection(server: Any, raw: Any, *, fast: bool = True) -> None:
+    """One accepted connection: the bridge's pipes when it hands them over
+    (:mod:`imagebench.subjects.mcp.handoff`), served until the session or the bridge ends; else the
+    socket itself. ``fast=False``: no handoff (an offer is refused) and no :class:`FastCalls`, the
+    SDK's session loop alone behind a relaying bridge (``benchmarks/bench_mcp.py``'s SDK floor)."""
+    import anyio
+    from anyio.abc import UNIXSocketStream
+
+    from imagebench.subjects.mcp.handoff import PipeStream, first_contact
+
+    try:
+        fds, first = await first_contact(raw, take=fast)
+        lifeline = await UNIXSocketStream.from_socket(raw)
+    except BaseException:
+        raw.close()
+        raise
+    if fds is None:
+        await _serve_stream(server, lifeline, first, fast=fast)
+        return
+    async with lifeline, anyio.create_task_group() as tg:
+
+        async def watch() -> None:  # the bridge gone: the session ends
+            with suppress(Exception):
+                while await lifeline.receive():
+                    pass
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        await _serve_stream(server, PipeStream(fds[0], fds[1]))
+        tg.cancel_scope.cancel()
+
+
 class SocketServer:
     """``agent``'s server (or ``server``) on a Unix socket at ``path``, in a thread of this process, until :meth:`close`.
 
@@ -303,11 +357,18 @@ class SocketServer:
     """
 
     def __init__(
-        self, agent: AgentSession, path: Path, *, ids: SubjectIds | None = None, server: FastMCP | None = None
+        self,
+        agent: AgentSession,
+        path: Path,
+        *,
+        ids: SubjectIds | None = None,
+        server: FastMCP | None = None,
+        fast: bool = True,
     ) -> None:
         self.agent = agent
         self.path = Path(path)
         self.server = build_server(agent) if server is None else server  # another: benchmarks/bench_mcp.py's floor
+        self.fast = fast  # False: the SDK's session loop alone, the bridge relaying (_serve_connection)
         self._sock = listen_unix(self.path, ids, backlog=MAX_CONNECTIONS)
         self._stop = threading.Event()
         self._portal_cm: Any = None
@@ -323,27 +384,29 @@ class SocketServer:
 
     async def _serve(self) -> None:
         import anyio
-        from anyio.abc import SocketListener
 
-        listener = await SocketListener.from_socket(self._sock)
         active = 0
 
-        async def serve_one(stream: Any) -> None:
+        async def serve_one(raw: Any) -> None:
             nonlocal active
             try:
-                await _serve_stream(self.server, stream)
+                await _serve_connection(self.server, raw, fast=self.fast)
             finally:
                 active -= 1
 
         async with anyio.create_task_group() as tg:
             while True:
-                stream = await listener.accept()
-                if active >= MAX_CONNECTIONS:
-                    with suppress(Exception):
-                        await stream.aclose()
+                await anyio.wait_readable(self._sock)
+                try:
+                    raw, _ = self._sock.accept()
+                except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                     continue
+                if active >= MAX_CONNECTIONS:
+                    raw.close()
+                    continue
+                raw.setblocking(False)
                 active += 1
-                tg.start_soon(serve_one, stream)
+                tg.start_soon(serve_one, raw)
 
     def close(self) -> None:
         """Stop serving: every connection ends, the socket goes."""
