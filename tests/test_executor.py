@@ -230,12 +230,29 @@ def test_tensor_case_on_workers_shares_the_driver_plane(tmp_path: Path, address:
     assert len(uploads) == 1  # one upload of the fixture's data for the whole run (serial reused it too)
 
 
+def test_remote_workers_reach_a_plane_off_loopback_with_its_token(
+    tmp_path: Path, address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_plane_token import _routable_address
+
+    routable = _routable_address()
+    if routable is None:
+        pytest.skip("this machine has no address other than loopback")
+    monkeypatch.setattr(ex_cluster, "this_host", lambda: "some-other-machine")  # no worker "here"
+    monkeypatch.setenv("IMAGEBENCH_PLANE_HOST", routable)
+    case = make_toy_case(
+        "lazy", reference=_tensor_reference, layers=(Layer("image", "image", "image", presentation="tensor"),)
+    )
+    result = run_cases([case], ReferenceSubject(), samples=2, out=tmp_path, progress=False, scheduler=address)
+    assert [s.status for s in result.samples["toy/lazy"]] == ["ok", "ok"]
+
+
 def test_remote_workers_cannot_reach_a_loopback_plane(
     tmp_path: Path, address: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(ex_cluster, "this_host", lambda: "some-other-machine")
     case = make_toy_case("lazy", layers=(Layer("image", "image", "image", presentation="tensor"),))
-    with pytest.raises(ex.ExecutorError, match="present a layer as tensor.*no worker of"):
+    with pytest.raises(ex.ExecutorError, match="present a layer as tensor.*no worker of.*IMAGEBENCH_PLANE_HOST"):
         run_cases([case], ReferenceSubject(), out=tmp_path, progress=False, scheduler=address)
     assert not list(tmp_path.iterdir()), "a refused run must not leave a run folder"
     # array cases are fine on those same workers

@@ -303,7 +303,7 @@ def test_a_subject_given_the_host_network_cannot_fill_the_data_plane(
     folder = tmp_path / "agent"
     (folder / "ownplane").mkdir(parents=True)
     (folder / "ownplane" / "__init__.py").write_text("")
-    for name in ("client", "protocol", "server"):  # its own copy of a client (the package is masked)
+    for name in ("client", "protocol", "server", "arrow", "token"):  # its own copy of a client (the package is masked)
         text = (Path(plane_pkg.__file__).parent / f"{name}.py").read_text()
         (folder / "ownplane" / f"{name}.py").write_text(text.replace("imagebench.plane.", "ownplane."))
     (folder / "fill.py").write_text(FILL)

@@ -337,10 +337,12 @@ def test_a_real_data_plane_answers_through_the_bridge(tmp_path: Path) -> None:
     code = (
         "import os, pyarrow.flight as fl\n"
         "client = fl.connect(os.environ['IMAGEBENCH_TENSOR_URL'])\n"
-        "print('flights', len(list(client.list_flights())))\n"
+        "auth = fl.FlightCallOptions(headers=[(b'authorization', b'Bearer ' + os.environ['IMAGEBENCH_TENSOR_TOKEN'].encode())])\n"
+        "print('flights', len(list(client.list_flights(options=auth))))\n"
     )
     with RunPlane.start() as plane:
-        _, run, ctx, out = _run(f"python -c {shlex.quote(code)}", tmp_path, tensor_url=plane.url)
+        token = plane.token_for([])  # the plane asks every call for a token (docs/plane.md, Read tokens)
+        _, run, ctx, out = _run(f"python -c {shlex.quote(code)}", tmp_path, tensor_url=plane.url, tensor_token=token)
     assert run.error is None and not run.timed_out
     assert out.startswith(b"flights "), (ctx.sample_dir / "stderr.txt").read_text()
 

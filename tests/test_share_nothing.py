@@ -297,3 +297,81 @@ def test_shipping_is_on_for_an_existing_cluster_and_asked_for_elsewhere() -> Non
     assert not Parallel(workers=2).ships  # a local cluster's workers see this machine's files
     assert Parallel(workers=2, ship=True).ships and not Parallel(scheduler="tcp://h:1", ship=False).ships
     assert not Parallel(ship=True).ships  # serial: nothing travels
+
+
+# --------------------------------------------------------------------------- the plane reached from workers
+
+
+def _plane_off_loopback(monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """Bind the run's plane to this machine's routable address; without one, keep loopback but
+    force the path that does not pin tensor units to the driver's host (the token path)."""
+    from test_plane_token import _routable_address
+
+    from imagebench.executor import workers
+    from imagebench.plane import process
+
+    address = _routable_address()
+    if address is not None:
+        monkeypatch.setenv(process.PLANE_HOST_ENV, address)
+    else:
+        monkeypatch.setattr(process, "off_loopback", lambda: True)
+        monkeypatch.setattr(workers, "off_loopback", lambda: True)
+    return address
+
+
+def _spied_planes(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    from imagebench.plane import RunPlane
+
+    started: list[Any] = []
+    real = RunPlane.try_start.__func__  # type: ignore[attr-defined]
+
+    def spy(cls: Any, *a: Any, **kw: Any) -> Any:
+        plane, reason = real(cls, *a, **kw)
+        started.append(plane)
+        return plane, reason
+
+    monkeypatch.setattr(RunPlane, "try_start", classmethod(spy))
+    return started
+
+
+def test_a_tensor_case_on_namespaced_workers_reads_the_plane_with_its_token(
+    nscluster: Any, tmp_path: Path, driver_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_executor import assert_same_results
+
+    from imagebench.cases import drift_tensor
+
+    (case,) = drift_tensor.CASES
+    serial = run_cases([case], ReferenceSubject(), samples=2, out=tmp_path / "serial", progress=False)
+    address = _plane_off_loopback(monkeypatch)
+    started = _spied_planes(monkeypatch)
+    spread = run_cases([case], ReferenceSubject(), samples=2, out=tmp_path / "spread", progress=False,
+                       scheduler=nscluster.address)  # fmt: skip
+    assert_same_results(serial, spread)
+    assert [s.status for s in spread.samples[case.label]] == ["ok", "ok"]
+    (plane,) = started
+    if address is not None:
+        assert plane.url.startswith(f"grpc://{address}:")
+
+
+def test_a_worker_without_the_units_token_is_refused_by_the_plane(
+    nscluster: Any, tmp_path: Path, driver_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from imagebench.cases import drift_tensor
+    from imagebench.executor.planes import PresentedPlane
+
+    (case,) = drift_tensor.CASES
+    _plane_off_loopback(monkeypatch)
+    # a unit that travels with no token, or with one scoped to ids it was not given
+    dishonest = iter([None, "ids.cache_000000000000.00.00"])
+    monkeypatch.setattr(PresentedPlane, "for_unit", lambda self, mint: replace(self, token=next(dishonest)))
+    result = run_cases([case], ReferenceSubject(), samples=1, out=tmp_path / "a", progress=False,
+                       scheduler=nscluster.address)  # fmt: skip
+    (summary,) = result.samples[case.label]
+    assert summary.status == "harness-error" and "read token" in summary.reason, summary.reason
+    result = run_cases([case], ReferenceSubject(), samples=1, out=tmp_path / "b", progress=False,
+                       scheduler=nscluster.address)  # fmt: skip
+    (summary,) = result.samples[case.label]
+    assert summary.status == "harness-error" and "did not issue" in summary.reason, summary.reason

@@ -56,14 +56,23 @@ def add_cli(subparsers: Any) -> None:
             "uses a temporary folder that it removes when it stops."
         ),
     )
-    serve.add_argument("--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="a loopback address (default 127.0.0.1); another address of this machine only with a read key "
+        "in $IMAGEBENCH_PLANE_READ_KEY (every call then carries a token)",
+    )
     serve.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default)")
     serve.add_argument("--data-dir", default=None, help="keep the store here instead of a temporary folder")
     serve.add_argument(
         "--watch-parent", action="store_true", help="stop when the process that started this one goes away"
     )
     serve.set_defaults(func=_serve)
-    lister = sub.add_parser("list", help="list what a running plane stores", description="List a plane's ids.")
+    lister = sub.add_parser(
+        "list",
+        help="list what a running plane stores",
+        description="List a plane's ids (what $IMAGEBENCH_TENSOR_TOKEN reads, on a plane that asks for a token).",
+    )
     lister.add_argument("url", help="the plane's URL, e.g. grpc://127.0.0.1:PORT")
     lister.set_defaults(func=_list)
 

@@ -459,14 +459,18 @@ def open_cluster(
     with spinner(f"connecting to the {parallel.describe()}", enabled=progress):
         cluster = Cluster.open(parallel)
     try:
+        from imagebench.plane.process import PLANE_HOST_ENV, off_loopback
+
         tensor = [c.label for c in cases if presents_tensor(c)]
-        if tensor and parallel.scheduler is not None and not cluster.workers_on_this_host():
+        # a plane off loopback (IMAGEBENCH_PLANE_HOST, every call with the run's token) is reached from any worker
+        if tensor and parallel.scheduler is not None and not off_loopback() and not cluster.workers_on_this_host():
             hosts = sorted(set(cluster.worker_hosts().values()))
             raise ExecutorError(
                 f"{len(tensor)} selected case(s) present a layer as tensor ({', '.join(tensor)}); the data plane "
                 f"listens on this host's loopback only ({this_host()}) and no worker of {parallel.scheduler} "
-                f"runs here (workers on: {', '.join(hosts) or 'none'}). Start a worker on this host, or deselect "
-                "those cases with -k"
+                f"runs here (workers on: {', '.join(hosts) or 'none'}). Set {PLANE_HOST_ENV} to this host's "
+                "address the workers reach (the plane then asks every call for the run's token), start a worker "
+                "on this host, or deselect those cases with -k"
             )
     except BaseException:
         cluster.close()

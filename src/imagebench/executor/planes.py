@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class PresentedPlane:
     """The run's plane as a worker sees it for one case: its URL and the ids of the fixture the
-    driver uploaded (with a fingerprint of each stored corner, to check after each sample).
+    driver uploaded (with a fingerprint of each stored corner, to check after each sample), and a
+    read token scoped to those ids (:mod:`imagebench.plane.token`): the worker's harness reads
+    with it and its subject is given it; it reads no other sample's or case's arrays.
 
     ``error`` replays an upload that failed on the driver, so the sample ends exactly as it
     would have serially (``harness-error`` with the same reason).
@@ -29,12 +31,27 @@ class PresentedPlane:
     ids: Mapping[str, str]
     fingerprints: Mapping[str, str]
     error: tuple[str, str] | None = None
+    token: str | None = None
 
     @property
     def client(self) -> Any:
         from imagebench.plane.client import Client
 
-        return Client(self.url)
+        return Client(self.url, token=self.token)
+
+    def for_unit(self, mint: Any) -> PresentedPlane:
+        """This presentation with a token of one unit's own (``mint(ids)``, the run plane's
+        ``token_for``): samples of one case read the same ids but not each other's uploads."""
+        if mint is None or self.error is not None:
+            return self
+        return replace(self, token=mint(self.ids.values()))
+
+    def token_for(self, ids: Any) -> str | None:
+        """The token it carries, whatever ``ids`` are asked for: it cannot mint another."""
+        return self.token
+
+    def client_for(self, ids: Any) -> Any:
+        return self.client
 
     def present(self, case: Case, fixture: Fixture) -> dict[str, str]:
         if self.error is not None:
@@ -60,7 +77,9 @@ def changed_layers(client: Any, ids: Mapping[str, str], fingerprints: Mapping[st
     for name, sid in ids.items():
         try:
             now = corner(client, sid)
-        except Exception:  # unreadable or gone counts as changed
+        except Exception as exc:  # unreadable or gone counts as changed
+            if type(exc).__name__ == "FlightUnauthenticatedError":
+                raise  # the harness's own token refused: a harness matter, nothing a subject did
             now = ""
         if now != fingerprints.get(name):
             changed.append(name)
@@ -73,7 +92,13 @@ def present_on_driver(plane: Plane, case: Case, fixture: Fixture) -> PresentedPl
     except Exception as exc:
         return PresentedPlane(plane.url, {}, {}, error=(type(exc).__name__, str(exc)))
     client = plane.client
-    return PresentedPlane(plane.url, ids, {name: corner(client, sid) for name, sid in ids.items()})
+    scope = getattr(plane, "token_for", None)
+    return PresentedPlane(
+        plane.url,
+        ids,
+        {name: corner(client, sid) for name, sid in ids.items()},
+        token=scope(ids.values()) if scope is not None else None,
+    )
 
 
 class PlaneStarter:

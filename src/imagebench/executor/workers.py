@@ -12,7 +12,9 @@ the files a curated case reads and a ``python:`` file subject's code travel by d
 worker's copy, and what comes back is checked first (:mod:`.returned`).
 
 Tensor cases: the driver uploads each tensor fixture once to the run's plane; workers reach it by
-URL. The plane listens on loopback only, so tensor units are pinned to workers on the driver's host.
+URL. On loopback (the default) tensor units are pinned to workers on the driver's host; with
+``IMAGEBENCH_PLANE_HOST`` the plane listens where every worker reaches it and any worker runs them,
+each unit carrying a read token for its own fixture's ids (:class:`~.planes.PresentedPlane`).
 
 A sealed run (:mod:`imagebench.runs.sealed`) builds one fixture per seed of a procedural case, each
 shared by the samples of that seed; only the seeds travel to the workers, never the secret.
@@ -44,6 +46,7 @@ from imagebench.executor.cluster import (
 from imagebench.executor.planes import PresentedPlane, present_on_driver
 from imagebench.executor.prefetch import case_definition
 from imagebench.executor.serial import serial_builds
+from imagebench.plane.process import off_loopback
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
@@ -161,7 +164,7 @@ def _batch_task(
     spec: tuple[str, SandboxPolicy | None, bool, bool, str | None, str | None],
     samples: tuple[int, ...],
     prepared: PreparedFixture | None,
-    plane: PresentedPlane | None,
+    planes: Sequence[PresentedPlane] | None,
     timeout: float | None,
     seed: int | None = None,
     budget: Budget | None = None,
@@ -171,7 +174,11 @@ def _batch_task(
 ) -> list[UnitReturn | UnitFailure]:
     """Run a batch of one build's samples on a worker, one after another (:mod:`imagebench.executor.batches`):
     the fixture is built here first unless it was built for several batches (``prepared``); a
-    shipped case's is built here, once for the batch, from this worker's copy of its files."""
+    shipped case's is built here, once for the batch, from this worker's copy of its files.
+    ``planes``: a tensor case's plane as each unit sees it, one per sample (each its own read token)."""
+    if planes is not None and len(planes) != len(samples):
+        raise ValueError(f"a batch of {len(samples)} sample(s) was given {len(planes)} plane presentation(s)")
+    plane = planes[0] if planes else None
     if shipment is not None:
         from imagebench.executor.remote import localize
         from imagebench.runs.runner import prepare_fixture
@@ -182,9 +189,10 @@ def _batch_task(
     elif prepared is None:
         prepared = _prepare_task(case, seed, definition)
     out: list[UnitReturn | UnitFailure] = []
-    for n in samples:
+    for i, n in enumerate(samples):
         try:
-            out.append(_unit_task(case, spec, n, prepared, plane, timeout, seed, budget, None, subject_code))
+            unit_plane = planes[i] if planes is not None else None
+            out.append(_unit_task(case, spec, n, prepared, unit_plane, timeout, seed, budget, None, subject_code))
         except Exception as exc:
             out.append(UnitFailure(f"{type(exc).__name__}: {exc}"))
     return out
@@ -270,7 +278,7 @@ def run_dask(
         kind_module(subject), options.get("name"),
     )  # fmt: skip
     tensor_workers: list[str] | None = None
-    if any(presents_tensor(c) for c in order) and cluster.cluster is None:
+    if any(presents_tensor(c) for c in order) and cluster.cluster is None and not off_loopback():
         tensor_workers = cluster.workers_on_this_host()
     n_workers = cluster.n_workers
     window = max(2, 2 * n_workers)  # batches in flight at once
@@ -293,6 +301,7 @@ def run_dask(
     restricted: dict[int, list[str] | None] = {}
     here_done: set[int] = set()  # builds whose units the driver wrote itself (no fixture to work on)
     shipments: dict[int, Shipment | None] = {}  # per build: the files its worker reads, by digest
+    mints: dict[int, Any] = {}  # per tensor build: what mints each unit's read token of the plane
 
     def seed_of(case: Case, n: int) -> int | None:
         case_seeds = (seeds or {}).get(case.label)
@@ -364,6 +373,7 @@ def run_dask(
             return False
         if tensor:
             plane_arg = present_on_driver(plane, case, prepared.fixture)
+            mints[index] = getattr(plane, "token_for", None)  # a read token of each unit's own
             restricted[index] = tensor_workers
         planes[index] = plane_arg
         if shipments.get(index) is not None:  # built again on its worker, from that worker's copy
@@ -405,7 +415,9 @@ def run_dask(
             spec,
             batch.samples,
             given.get(index),
-            planes.get(index),
+            None
+            if planes.get(index) is None
+            else tuple(planes[index].for_unit(mints.get(index)) for _ in batch.samples),
             timeout,
             seed,
             budget,

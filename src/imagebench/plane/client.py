@@ -41,6 +41,7 @@ from imagebench.plane.protocol import (
     source_id,
     spatial_axes,
 )
+from imagebench.plane.token import HEADER, SCHEME, TENSOR_TOKEN_ENV
 
 DEFAULT_SPATIAL_CHUNK = 256
 _URL_SCHEMES = ("grpc://", "grpc+tcp://")
@@ -49,8 +50,28 @@ _local = threading.local()
 T = TypeVar("T")
 
 
-def _thread_conns() -> dict[str, fl.FlightClient]:
-    """This thread's connections by URL (a fresh, empty table in a forked child)."""
+class _Bearer(fl.ClientMiddlewareFactory):
+    """Puts a read token on every call of a connection (:mod:`imagebench.plane.token`)."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self.headers = {HEADER: SCHEME + token}
+
+    def start_call(self, info: Any) -> fl.ClientMiddleware:
+        return _BearerCall(self.headers)
+
+
+class _BearerCall(fl.ClientMiddleware):
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__()
+        self.headers = headers
+
+    def sending_headers(self) -> dict[str, str]:
+        return self.headers
+
+
+def _thread_conns() -> dict[tuple[str, str | None], fl.FlightClient]:
+    """This thread's connections by URL and token (a fresh, empty table in a forked child)."""
     conns = getattr(_local, "conns", None)
     if conns is None or getattr(_local, "pid", None) != os.getpid():
         conns = _local.conns = {}
@@ -58,18 +79,19 @@ def _thread_conns() -> dict[str, fl.FlightClient]:
     return conns
 
 
-def _connection(url: str) -> fl.FlightClient:
-    """This thread's Flight connection to ``url`` (one per thread and process, opened on first use)."""
+def _connection(url: str, auth: str | None = None) -> fl.FlightClient:
+    """This thread's Flight connection to ``url`` carrying the read token ``auth`` (one per thread,
+    process and token, opened on first use)."""
     conns = _thread_conns()
-    conn = conns.get(url)
+    conn = conns.get((url, auth))
     if conn is None:
-        conn = conns[url] = fl.connect(url)
+        conn = conns[url, auth] = fl.connect(url, middleware=[_Bearer(auth)] if auth else None)
     return conn
 
 
 def thread_connections() -> list[str]:
     """The URLs this thread holds an open Flight connection to."""
-    return sorted(_thread_conns())
+    return sorted({url for url, _ in _thread_conns()})
 
 
 def close_thread_connections(url: str | None = None) -> int:
@@ -79,10 +101,10 @@ def close_thread_connections(url: str | None = None) -> int:
     later call on this thread opens a fresh connection.
     """
     conns = _thread_conns()
-    urls = [url] if url is not None else list(conns)
+    keys = [k for k in conns if url is None or k[0] == url]
     closed = 0
-    for u in urls:
-        conn = conns.pop(u, None)
+    for k in keys:
+        conn = conns.pop(k, None)
         if conn is None:
             continue
         with contextlib.suppress(Exception):
@@ -132,18 +154,26 @@ def _fetch_block(
     chunks: tuple[int, ...],
     dtype: str,
     block_id: tuple[int, ...] | None = None,
+    auth: str | None = None,
 ) -> np.ndarray:
     """One block of a plane array: its own ``do_get``. Runs on dask's worker threads."""
     assert block_id is not None
-    return _read_chunk(url, sid, level, tuple(block_id), shape, chunks, dtype)
+    return _read_chunk(url, sid, level, tuple(block_id), shape, chunks, dtype, auth)
 
 
 def _read_chunk(
-    url: str, sid: str, level: int, index: tuple[int, ...], shape: tuple[int, ...], chunks: tuple[int, ...], dtype: str
+    url: str,
+    sid: str,
+    level: int,
+    index: tuple[int, ...],
+    shape: tuple[int, ...],
+    chunks: tuple[int, ...],
+    dtype: str,
+    auth: str | None = None,
 ) -> np.ndarray:
     ticket = fl.Ticket(ChunkTicket(id=sid, level=level, chunk=index).encode())
     with _flight_errors(f"reading chunk {list(index)} of level {level} of {sid}"):
-        table = _connection(url).do_get(ticket).read_all()
+        table = _connection(url, auth).do_get(ticket).read_all()
     expect = chunk_shape(index, shape, chunks)
     if table.num_rows != 1:
         raise fl.FlightServerError(f"reading {sid}: the plane sent {table.num_rows} rows for one chunk")
@@ -166,11 +196,12 @@ def _fetch_box(
     dtype: str,
     span: tuple[int, ...],
     block_id: tuple[int, ...] | None = None,
+    auth: str | None = None,
 ) -> np.ndarray:
     """One dask block of ``span`` chunks per axis: one ``do_get`` streaming them all."""
     assert block_id is not None
     start = tuple(b * s for b, s in zip(block_id, span, strict=True))
-    return read_box(url, sid, level, start, span, shape, chunks, dtype)
+    return read_box(url, sid, level, start, span, shape, chunks, dtype, auth=auth)
 
 
 def read_box(
@@ -183,6 +214,7 @@ def read_box(
     chunks: tuple[int, ...],
     dtype: str,
     out: np.ndarray | None = None,
+    auth: str | None = None,
 ) -> np.ndarray:
     """The box of ``span`` chunks from chunk ``start`` (cut at the grid's end) through one stream,
     each chunk copied once, from the stream's buffer into its place in ``out`` (a new array unless
@@ -201,7 +233,7 @@ def read_box(
     ticket = fl.Ticket(ChunkTicket(id=sid, level=level, chunk=start, span=span).encode())
     seen = 0
     with _flight_errors(f"reading chunks {list(start)} to {[s - 1 for s in stop]} of level {level} of {sid}"):
-        reader = _connection(url).do_get(ticket)
+        reader = _connection(url, auth).do_get(ticket)
         for batch in reader.to_reader():
             n = batch.num_rows
             if n == 0:
@@ -266,22 +298,27 @@ class _ChunkSender:
 
 
 class Client:
-    """A connection to a data plane at ``url`` (``grpc://127.0.0.1:PORT``)."""
+    """A connection to a data plane at ``url`` (``grpc://127.0.0.1:PORT``).
 
-    def __init__(self, url: str, key: str | None = None) -> None:
+    ``token`` is the read token every call carries (:mod:`imagebench.plane.token`); without one,
+    ``$IMAGEBENCH_TENSOR_TOKEN`` when set (a ``command:`` subject's), else none (a plane started by hand).
+    """
+
+    def __init__(self, url: str, key: str | None = None, token: str | None = None) -> None:
         if not isinstance(url, str) or not url.startswith(_URL_SCHEMES):
             raise ValueError(f"a data-plane URL starts with grpc://, got {url!r}")
         self.url = url
         self.key = key  # the upload key of the process that started the plane (None: a guest's uploads)
+        self.token = token if token is not None else (os.environ.get(TENSOR_TOKEN_ENV) or None)
 
     def __repr__(self) -> str:
         return f"Client({self.url!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Client, (self.url, self.key))
+        return (Client, (self.url, self.key, self.token))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Client) and other.url == self.url
+        return isinstance(other, Client) and (other.url, other.token) == (self.url, self.token)
 
     def __hash__(self) -> int:
         return hash(("imagebench.plane.Client", self.url))
@@ -298,18 +335,18 @@ class Client:
 
     def health(self) -> dict[str, Any]:
         with _flight_errors(f"plane {self.url}"):
-            results = list(_connection(self.url).do_action(fl.Action("health", b"")))
+            results = list(_connection(self.url, self.token).do_action(fl.Action("health", b"")))
         return json.loads(results[0].body.to_pybytes())
 
     def list(self) -> list[str]:
         """Every id stored on the plane (the harness's fixtures and anything a subject uploaded)."""
         with _flight_errors(f"listing {self.url}"):
-            infos = list(_connection(self.url).list_flights())
+            infos = list(_connection(self.url, self.token).list_flights())
         return sorted(info.descriptor.path[0].decode() for info in infos)
 
     def _meta(self, sid: str) -> ArrayMeta:
         with _flight_errors(f"describing {sid}"):
-            info = _connection(self.url).get_flight_info(fl.FlightDescriptor.for_path(str(sid)))
+            info = _connection(self.url, self.token).get_flight_info(fl.FlightDescriptor.for_path(str(sid)))
         raw = json.loads(info.schema.metadata[META_KEY])
         return ArrayMeta.from_json(raw)
 
@@ -327,7 +364,7 @@ class Client:
         except ProtocolError as exc:
             raise ValueError(f"{sid}: {exc}") from None
         # The plane checks the index (and answers a FlightError for one outside the grid).
-        return _read_chunk(self.url, sid, level, tuple(int(i) for i in index), shape, chunks, meta.dtype)
+        return _read_chunk(self.url, sid, level, tuple(int(i) for i in index), shape, chunks, meta.dtype, self.token)
 
     def get(self, sid: str, level: int = 0, *, span: Sequence[int] | None = None) -> Any:
         """Level ``level`` of ``sid`` as a lazy dask array; each block is fetched on demand.
@@ -357,6 +394,7 @@ class Client:
                 chunks,
                 meta.dtype,
                 chunks=dask_chunks(shape, chunks),
+                auth=self.token,
                 **common,
             )
         blocks = tuple(min(n, c * s) for n, c, s in zip(shape, chunks, box, strict=True))
@@ -370,6 +408,7 @@ class Client:
             meta.dtype,
             box,
             chunks=dask_chunks(shape, blocks),
+            auth=self.token,
             **common,
         )
 
@@ -402,7 +441,9 @@ class Client:
             span = (n, *grid[1:])
             lo, hi = r * chunks[0], min((r + n) * chunks[0], shape[0])
             try:
-                read_box(self.url, sid, level, start, tuple(span), shape, chunks, meta.dtype, out=out[lo:hi])
+                read_box(
+                    self.url, sid, level, start, tuple(span), shape, chunks, meta.dtype, out=out[lo:hi], auth=self.token
+                )
             finally:
                 if threading.current_thread() is not threading.main_thread():
                     close_thread_connections(self.url)
@@ -455,7 +496,7 @@ class Client:
         request = UploadRequest(name=name if isinstance(name, str) else str(name), meta=meta, key=self.key)
         descriptor = fl.FlightDescriptor.for_command(request.encode())
         what = f"uploading {request.id}"
-        conn = _connection(self.url)
+        conn = _connection(self.url, self.token)
         with _flight_errors(what):
             writer, reader = conn.do_put(descriptor, UPLOAD_SCHEMA)
         sender = _ChunkSender(writer, meta.chunks)

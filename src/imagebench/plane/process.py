@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -39,6 +39,26 @@ TEMP_PREFIX = "imagebench-plane-"
 OVERWRITTEN_FLAG = "fixture-overwritten"
 # Never handed to the plane: where truth lives on disk.
 _WITHHELD_ENV = ("IMAGEBENCH_FIXTURES",)
+#: The address a run's plane listens on when workers on other machines must reach it (default:
+#: loopback). Off loopback every call carries the run's read token (imagebench.plane.token).
+PLANE_HOST_ENV = "IMAGEBENCH_PLANE_HOST"
+LOOPBACK = "127.0.0.1"
+
+
+def plane_host() -> str:
+    """Where a plane started here listens: ``$IMAGEBENCH_PLANE_HOST``, else loopback."""
+    return os.environ.get(PLANE_HOST_ENV, "").strip() or LOOPBACK
+
+
+def off_loopback() -> bool:
+    """Whether a plane started here listens on an address other machines may reach."""
+    import ipaddress
+
+    host = plane_host()
+    try:
+        return host != "localhost" and not ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return True  # not an address: the server refuses it, naming the variable
 
 
 class PlaneUnavailable(RuntimeError):
@@ -96,7 +116,9 @@ class PlaneProcess:
         *,
         startup_timeout: float = STARTUP_TIMEOUT_S,
         command: list[str] | None = None,
+        host: str | None = None,
     ) -> None:
+        self.host = host or plane_host()
         self.requested_dir = Path(data_dir) if data_dir is not None else None
         self.startup_timeout = startup_timeout
         self.command = command
@@ -109,6 +131,9 @@ class PlaneProcess:
         # the key this process's uploads carry; uploads without it (a subject's) are budgeted
         # (imagebench.plane.server.GUEST_BYTES); never in an environment a subject is given
         self.upload_key = secrets.token_hex(16)
+        # the read key every call must carry (imagebench.plane.token): the server's environment
+        # only, never argv, a run folder or a receipt; a sample is given a token scoped to its ids
+        self.read_key = secrets.token_hex(32)
 
     # ----------------------------------------------------------------- state
 
@@ -127,7 +152,7 @@ class PlaneProcess:
             raise PlaneUnavailable("the plane has not been started")
         from imagebench.plane.client import Client
 
-        return Client(self.url, key=self.upload_key)
+        return Client(self.url, key=self.upload_key, token=self.read_key)
 
     def _stderr_tail(self, limit: int = 2000) -> str:
         if self._stderr is None:
@@ -151,7 +176,7 @@ class PlaneProcess:
             "imagebench.plane",
             "serve",
             "--host",
-            "127.0.0.1",
+            self.host,
             "--port",
             "0",
             "--watch-parent",
@@ -178,9 +203,11 @@ class PlaneProcess:
 
     def _spawn(self) -> None:
         from imagebench.plane.protocol import UPLOAD_KEY_ENV
+        from imagebench.plane.token import READ_KEY_ENV
 
         env = {k: v for k, v in os.environ.items() if k not in _WITHHELD_ENV}
         env[UPLOAD_KEY_ENV] = self.upload_key
+        env[READ_KEY_ENV] = self.read_key
         self._stderr = tempfile.TemporaryFile(prefix="imagebench-plane-stderr-")
         try:
             self.proc = subprocess.Popen(
@@ -369,8 +396,20 @@ class RunPlane:
 
     @property
     def client(self) -> Client:
-        """A :class:`~imagebench.plane.client.Client` for this plane (what a tensor session gets)."""
+        """The harness's :class:`~imagebench.plane.client.Client` (its upload key, the run's read key)."""
         return self.process.client
+
+    def token_for(self, ids: Iterable[str]) -> str:
+        """A read token for ``ids`` only (and what is uploaded with it): what one sample is given."""
+        from imagebench.plane.token import scoped_token
+
+        return scoped_token(self.process.read_key, ids)
+
+    def client_for(self, ids: Iterable[str]) -> Client:
+        """What a sample's session gets: no upload key, a token that reads ``ids`` and its own uploads."""
+        from imagebench.plane.client import Client
+
+        return Client(self.url, token=self.token_for(ids))
 
     # The runner's seam (imagebench.runs.runner.Plane): present before a sample, check after it.
     def present(self, case: Case, fixture: Fixture) -> dict[str, str]:

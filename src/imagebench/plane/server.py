@@ -1,7 +1,8 @@
 """The data-plane server: an Arrow Flight service over a zarr v3 store in its own data directory.
 Long because the Flight protocol's handlers and the zarr store they write must change together.
 
-It listens on loopback only. Every upload is streamed chunk by chunk into a staging folder and
+It listens on loopback, or on another address only when started with a read key (every call then
+carries a token: :mod:`imagebench.plane.token`, checked by :class:`ReadTokens`). Every upload is streamed chunk by chunk into a staging folder and
 published under its id (``arrays/<id>/``) by one directory rename once every chunk has arrived
 and the pyramid is built, so a reader never sees half an array. A stored array is never
 replaced. Run it as its own process with ``imagebench plane serve``.
@@ -38,6 +39,7 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import zarr
 
+import imagebench.plane.token as tokens
 from imagebench.plane.arrow import (  # UPLOAD_SCHEMA and index_column: re-exported from their old home
     BOX_BATCH_BYTES,
     BOX_SCHEMA,
@@ -100,8 +102,9 @@ class NotLoopback(ValueError):
     """The server was asked to listen on an address other than loopback."""
 
 
-def loopback_host(host: str) -> str:
-    """``host`` as an address to bind, refusing anything that is not a loopback address."""
+def loopback_host(host: str, read_key: str | None = None) -> str:
+    """``host`` as an address to bind: a loopback address, or (only with ``read_key``, every call then
+    carrying a token) one other address of this machine that workers reach; never a wildcard."""
     if host == "localhost":
         return "127.0.0.1"
     try:
@@ -110,8 +113,15 @@ def loopback_host(host: str) -> str:
         raise NotLoopback(
             f"--host {host!r} is not an IP address; the plane listens on loopback only (127.0.0.1 or ::1)"
         ) from None
-    if not address.is_loopback:
-        raise NotLoopback(f"--host {host!r} is not a loopback address; the plane listens on loopback only")
+    if address.is_loopback:
+        return str(address)
+    if read_key is None:
+        raise NotLoopback(
+            f"--host {host!r} is not a loopback address; the plane listens off loopback only with a read key "
+            f"({tokens.READ_KEY_ENV} in its environment, as `imagebench run` gives it with IMAGEBENCH_PLANE_HOST)"
+        )
+    if address.is_unspecified:
+        raise NotLoopback(f"--host {host!r} is a wildcard; name the one address of this machine the workers reach")
     return str(address)
 
 
@@ -121,6 +131,36 @@ def _url(host: str, port: int) -> str:
 
 def _error(message: str) -> fl.FlightServerError:
     return fl.FlightServerError(message)
+
+
+# --------------------------------------------------------------------------- read tokens
+
+
+class _Granted(fl.ServerMiddleware):
+    def __init__(self, grant: tokens.Grant) -> None:
+        self.grant = grant
+
+
+class ReadTokens(fl.ServerMiddlewareFactory):
+    """Every call to a plane with a read key carries a token (:mod:`imagebench.plane.token`): a
+    call without one, or with one this plane's key did not make, is refused before any handler runs."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+    def start_call(self, info: Any, headers: dict[str, list[str]]) -> _Granted:
+        token = tokens.bearer(headers)
+        grant = tokens.grant_of(self.key, token)
+        if grant is None:
+            method = getattr(getattr(info, "method", None), "name", "call")
+            why = "carries no read token" if not token else "carries a read token this plane did not issue"
+            raise fl.FlightUnauthenticatedError(
+                f"{method.lower()} refused: the call {why}; this plane reads only with its run's token "
+                f"(the `{tokens.HEADER}: {tokens.SCHEME.strip()} <token>` header; a command subject's is "
+                f"${tokens.TENSOR_TOKEN_ENV})"
+            )
+        return _Granted(grant)
 
 
 # --------------------------------------------------------------------------- storing an upload
@@ -288,8 +328,13 @@ class PlaneServer(fl.FlightServerBase):
         *,
         upload_key: str | None = None,
         guest_bytes: int | None = None,
+        read_key: str | None = None,
     ) -> None:
-        self.host = loopback_host(host)
+        self.host = loopback_host(host, read_key)
+        # With a read key every call carries a token (ReadTokens); a scoped one reads its ids and
+        # the uploads made with it (kept here by its mac), nothing else.
+        self.read_key = read_key
+        self._owned: dict[str, set[str]] = {}
         # Uploads that do not carry ``upload_key`` (the harness's, given to the process that started
         # the plane) are a guest's, a subject's: at most ``guest_bytes`` in all over the plane's life,
         # however they reach it (the sandbox's bridge caps one sample's; a subject given the host's
@@ -309,11 +354,34 @@ class PlaneServer(fl.FlightServerBase):
         self._metas: dict[str, ArrayMeta] = {}
         self._zarrs: dict[tuple[str, int], Any] = {}
         self._plain: dict[tuple[str, int], bool] = {}
-        super().__init__(_url(self.host, port))
+        middleware = {"auth": ReadTokens(read_key)} if read_key is not None else {}
+        super().__init__(_url(self.host, port), middleware=middleware)
 
     @property
     def url(self) -> str:
         return _url(self.host, self.port)
+
+    # ----------------------------------------------------------------- what a call may read
+
+    def _grant(self, context: Any) -> tokens.Grant | None:
+        """The call's grant; None when this plane has no read key (everything is readable)."""
+        if self.read_key is None:
+            return None
+        granted = context.get_middleware("auth") if context is not None else None
+        if granted is None:  # ReadTokens refuses first; never serve a call it did not see
+            raise fl.FlightUnauthenticatedError("refused: the call carries no read token")
+        return granted.grant
+
+    def _visible(self, grant: tokens.Grant | None, sid: str) -> bool:
+        if grant is None or grant.full:
+            return True
+        with self._lock:
+            return sid in grant.ids or sid in self._owned.get(grant.scope, ())
+
+    def _check_visible(self, context: Any, sid: str, what: str) -> None:
+        if not self._visible(self._grant(context), sid):
+            # the same answer as an id that is not stored: a token learns nothing of what it cannot read
+            raise _error(f"{what} refused: no array with id {sid!r} is stored")
 
     # ----------------------------------------------------------------- storage
 
@@ -427,6 +495,7 @@ class PlaneServer(fl.FlightServerBase):
         except ProtocolError as exc:
             raise _error(f"upload refused: {exc}") from None
         sid = request.id
+        grant = self._grant(context)
         guest = 0
         if self.upload_key is not None and not (
             request.key is not None and hmac.compare_digest(request.key, self.upload_key)
@@ -458,6 +527,8 @@ class PlaneServer(fl.FlightServerBase):
                     raise _error(f"upload refused: an array with id {sid!r} already exists")
                 os.rename(staging, target)  # the publish step: atomic on one file system
                 stored = True
+                if grant is not None and not grant.full:  # readable back with the token that uploaded it
+                    self._owned.setdefault(grant.scope, set()).add(sid)
             writer.write(pa.py_buffer(json.dumps({"id": sid, "levels": len(request.meta.level_shapes())}).encode()))
         except fl.FlightError:
             raise
@@ -531,6 +602,7 @@ class PlaneServer(fl.FlightServerBase):
     def do_get(self, context: Any, ticket: fl.Ticket) -> fl.FlightDataStream:
         try:
             request = ChunkTicket.decode(ticket.ticket)
+            self._check_visible(context, request.id, "chunk request")
             meta = self._meta(request.id)
             shape = meta.level_shape(request.level)
             chunks = meta.level_chunks(request.level)
@@ -596,7 +668,8 @@ class PlaneServer(fl.FlightServerBase):
         )
 
     def list_flights(self, context: Any, criteria: bytes) -> Iterator[fl.FlightInfo]:
-        for sid in self.stored_ids():
+        grant = self._grant(context)
+        for sid in [sid for sid in self.stored_ids() if self._visible(grant, sid)]:
             try:
                 yield self._info(sid)
             except fl.FlightError:  # unreadable metadata: listed by describe, not here
@@ -609,6 +682,7 @@ class PlaneServer(fl.FlightServerBase):
             sid = check_id(descriptor.path[0].decode("utf-8", "replace"))
         except ProtocolError as exc:
             raise _error(f"describe refused: {exc}") from None
+        self._check_visible(context, sid, "describe")
         return self._info(sid)
 
     def list_actions(self, context: Any) -> list[tuple[str, str]]:
@@ -616,7 +690,9 @@ class PlaneServer(fl.FlightServerBase):
 
     def do_action(self, context: Any, action: fl.Action) -> Iterator[bytes]:
         if action.type == "health":
-            body = {"ok": True, "version": PROTOCOL_VERSION, "arrays": len(self.stored_ids())}
+            grant = self._grant(context)
+            visible = sum(self._visible(grant, sid) for sid in self.stored_ids())
+            body = {"ok": True, "version": PROTOCOL_VERSION, "arrays": visible}
             return iter([json.dumps(body).encode()])
         raise _error(f"unknown action {action.type!r}; this plane knows: health")
 
@@ -633,8 +709,9 @@ def _watch_parent(stop: threading.Event) -> None:
 
 def serve(*, host: str = "127.0.0.1", port: int = 0, data_dir: str | None = None, watch_parent: bool = False) -> int:
     """``imagebench plane serve``: print the URL (first line) and the data dir, serve until signalled."""
+    read_key = os.environ.pop(tokens.READ_KEY_ENV, None) or None
     try:
-        host = loopback_host(host)
+        host = loopback_host(host, read_key)
     except NotLoopback as exc:
         print(f"imagebench plane serve: {exc}", file=sys.stderr)
         return 2
@@ -651,7 +728,7 @@ def serve(*, host: str = "127.0.0.1", port: int = 0, data_dir: str | None = None
             guest = os.environ.get(GUEST_BYTES_ENV)
             server = PlaneServer(
                 folder, host=host, port=port, upload_key=os.environ.pop(UPLOAD_KEY_ENV, None) or None,
-                guest_bytes=int(guest) if guest else None,
+                guest_bytes=int(guest) if guest else None, read_key=read_key,
             )  # fmt: skip
         except Exception as exc:
             print(f"imagebench plane serve: could not start on {host}:{port}: {exc}", file=sys.stderr)

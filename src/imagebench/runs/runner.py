@@ -300,7 +300,9 @@ def open_unit(
                 f"the data plane could not present the fixture: {type(exc).__name__}: {exc}",
             )
             return unit
-        client = unit.plane.client
+        # the sample's own client: a read token for its fixture's ids only (imagebench.plane.token)
+        scoped = getattr(unit.plane, "client_for", None)
+        client = scoped(unit.tensors.values()) if scoped is not None else unit.plane.client
     try:
         unit.session = open_session(case, prepared.fixture, client=client, tensors=unit.tensors)
     except Exception as exc:
@@ -324,6 +326,14 @@ def access_refusal(case: Case, subject: Subject) -> str | None:
     return refusal(case, getattr(subject, "access", None))
 
 
+def _tensor_token(unit: Unit) -> str | None:
+    """The read token a command subject is given: its session client's, scoped to the sample's ids
+    (None from a plane that scopes none: its client's token may read everything)."""
+    if unit.plane is None or unit.tensors is None or getattr(unit.plane, "client_for", None) is None:
+        return None
+    return getattr(getattr(unit.session, "client", None), "token", None)
+
+
 def unit_context(unit: Unit) -> UnitContext:
     """What the subject is told about its unit beyond the session (and what it must not see)."""
     from imagebench.runs.withheld import case_withheld
@@ -341,6 +351,7 @@ def unit_context(unit: Unit) -> UnitContext:
         sample_dir=unit.sample_dir,
         timeout_s=unit.timeout_s,
         tensor_url=getattr(plane, "url", None) if plane is not None and unit.tensors is not None else None,
+        tensor_token=_tensor_token(unit),
         files=_files_of(unit.case),
         env={str(k): str(v) for k, v in (unit.case.meta.get("env") or {}).items()},
         hidden=tuple(hidden),

@@ -82,6 +82,8 @@ class UnitContext:
     sample_dir: Path
     timeout_s: float
     tensor_url: str | None = None
+    # the read token that goes with tensor_url ($IMAGEBENCH_TENSOR_TOKEN): its sample's ids only
+    tensor_token: str | None = None
     # A folder every workspace gets a copy of as ``files/`` (a bundle case's files/), and
     # environment variables for a command (a bundle case's setup.env; never the withheld ones).
     files: Path | None = None

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from imagebench.plane.token import READ_KEY_ENV, TENSOR_TOKEN_ENV
 from imagebench.sandbox import limits as confine
 from imagebench.sandbox import process as _command
 from imagebench.sandbox.limits import SubjectIds
@@ -48,7 +49,10 @@ if TYPE_CHECKING:
 
 WORKSPACE_ENV = "IMAGEBENCH_WORKSPACE"
 # Never inherited by a command subject: where truth lives on disk and where reports go.
-_WITHHELD_ENV = ("IMAGEBENCH_FIXTURES", "IMAGEBENCH_OUTCOME_DIR", TENSOR_URL_ENV, "IMAGEBENCH_SUPERVISED")
+_WITHHELD_ENV = (
+    "IMAGEBENCH_FIXTURES", "IMAGEBENCH_OUTCOME_DIR", TENSOR_URL_ENV, TENSOR_TOKEN_ENV, "IMAGEBENCH_SUPERVISED",
+    READ_KEY_ENV, "IMAGEBENCH_PLANE_UPLOAD_KEY",
+)  # fmt: skip
 # The leaving a command's final message may stand for (a structured answer; see read_leaving).
 ANSWER_LEAVING = "answer"
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -349,7 +353,7 @@ class _BoundCommand:
             timeout_s=ctx.timeout_s,
             env=_child_env(
                 tw.path, ctx.tensor_url if self.access is None or self.access.files else None,
-                {**ctx.env, **(env or {})}, policy.env_pass,
+                {**ctx.env, **(env or {})}, policy.env_pass, tensor_token=ctx.tensor_token,
             ),  # fmt: skip
             policy=policy,
             tensor_url=ctx.tensor_url if self.access is None or self.access.files else None,
@@ -416,7 +420,12 @@ BASE_ENV = (
 
 
 def _child_env(
-    workspace: Path, tensor_url: str | None, extra: dict[str, str] | None = None, passed: tuple[str, ...] = ()
+    workspace: Path,
+    tensor_url: str | None,
+    extra: dict[str, str] | None = None,
+    passed: tuple[str, ...] = (),
+    *,
+    tensor_token: str | None = None,
 ) -> dict[str, str]:
     """A command's environment: :data:`BASE_ENV` and ``LC_*`` from the host, the names in
     ``passed``, the harness's own variables (``extra``: a bundle case's setup.env, an isolated
@@ -429,6 +438,8 @@ def _child_env(
     env[WORKSPACE_ENV] = str(workspace)
     if tensor_url:
         env[TENSOR_URL_ENV] = tensor_url
+        if tensor_token:
+            env[TENSOR_TOKEN_ENV] = tensor_token
     return env
 
 
