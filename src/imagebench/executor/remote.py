@@ -17,7 +17,7 @@ from imagebench.fixtures.blobs import BlobStore
 
 if TYPE_CHECKING:
     from imagebench.case.model import Case
-    from imagebench.executor.shipping import Shipment
+    from imagebench.executor.shipment import Shipment
 
 
 @functools.lru_cache(maxsize=4)

@@ -20,49 +20,21 @@ of that case end ``harness-error`` (the blob is not in its store); it never read
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from imagebench.executor.shipment import Shipment, ShippedFile
+
 if TYPE_CHECKING:
     from imagebench.case.model import Case
+
+__all__ = ["LAST_SHIPPING", "ShippedFile", "Shipment", "Shipper", "ShippingError", "shipment_of", "subject_shipment"]
 
 
 class ShippingError(RuntimeError):
     """A case's files cannot be shipped (a file that does not match its recorded digest, or cannot be read)."""
-
-
-@dataclass(frozen=True)
-class ShippedFile:
-    """One file of a shipment: where it lies in the worker's folder, its sha256 and size."""
-
-    rel: str
-    sha256: str
-    size: int
-
-
-@dataclass(frozen=True)
-class Shipment:
-    """The files a case reads, by digest: laid out on the worker as a fixture tree of its own."""
-
-    files: tuple[ShippedFile, ...]
-    digest: str  # of the sorted (rel, sha256, size): the worker's folder name
-
-    @staticmethod
-    def of(files: Iterable[ShippedFile]) -> Shipment:
-        ordered = tuple(sorted(files, key=lambda f: f.rel))
-        h = hashlib.sha256()
-        for f in ordered:
-            h.update(f"{f.rel}\0{f.sha256}\0{f.size}\n".encode())
-        return Shipment(ordered, h.hexdigest())
-
-    def layout(self) -> dict[str, tuple[str, int]]:
-        return {f.rel: (f.sha256, f.size) for f in self.files}
-
-    @property
-    def nbytes(self) -> int:
-        return sum(f.size for f in self.files)
 
 
 def _sha_of(path: Path) -> str:

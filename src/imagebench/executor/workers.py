@@ -51,7 +51,7 @@ from imagebench.plane.process import off_loopback
 if TYPE_CHECKING:
     from imagebench.case.model import Case
     from imagebench.executor.planes import PlaneStarter
-    from imagebench.executor.shipping import Shipment
+    from imagebench.executor.shipment import Shipment
     from imagebench.executor.sink import Sink
     from imagebench.runs.runner import PreparedFixture
     from imagebench.sandbox.policy import SandboxPolicy
