@@ -95,19 +95,11 @@ class ClosureCache:
         entry = self._entry_for(place[0]) if place is not None else None
         if entry is None or place is None:
             return compute()
-        key = place[1]
-        with self._lock:
-            found = entry.sources.get(key)
-        if found is not None:
-            self.hits += 1
-            return found
-        self.misses += 1
-        found = compute()
-        if self._digest_of(place[0], fresh=True) == entry.file:  # the file did not change under us
-            with self._lock:
-                entry.sources[key] = found
-                entry.dirty = True
-        return found
+        path = place[0]
+        # kept only when the file did not change under us
+        return self._kept(
+            entry, entry.sources, place[1], compute, lambda: self._digest_of(path, fresh=True) == entry.file
+        )
 
     def names(self, code: types.CodeType, compute: Callable[[], Names]) -> Names:
         """``compute()`` (the names ``code`` loads), kept under the digest of the code object."""
@@ -118,16 +110,29 @@ class ClosureCache:
             key = hashlib.sha256(marshal.dumps(code)).hexdigest()
         except ValueError:  # a code object built by hand, holding a constant marshal cannot write
             return compute()
+        return self._kept(entry, entry.names, key, compute)
+
+    def _kept(
+        self,
+        entry: Any,
+        table: dict[str, Any],
+        key: str,
+        compute: Callable[[], Any],
+        still_true: Callable[[], bool] | None = None,
+    ) -> Any:
+        """``table[key]`` (counted a hit), else ``compute()`` (a miss), kept in ``table`` unless
+        ``still_true()`` says what it was computed from has changed."""
         with self._lock:
-            found = entry.names.get(key)
+            found = table.get(key)
         if found is not None:
             self.hits += 1
             return found
         self.misses += 1
         found = compute()
-        with self._lock:
-            entry.names[key] = found
-            entry.dirty = True
+        if still_true is None or still_true():
+            with self._lock:
+                table[key] = found
+                entry.dirty = True
         return found
 
     # ------------------------------------------------------------------ entries
